@@ -1,0 +1,42 @@
+import { defineConfig, globalIgnores } from "eslint/config";
+import nextVitals from "eslint-config-next/core-web-vitals";
+import nextTs from "eslint-config-next/typescript";
+
+/** Modules that would give the engine I/O, a clock of its own, or a framework. */
+const ENGINE_FORBIDDEN = [
+  { group: ["@prisma/*", "prisma", "**/db/**", "**/generated/**", "pg"], message: "server/engine is pure: no database (DOMAIN.md §2)." },
+  { group: ["@trpc/*"], message: "server/engine is pure: no tRPC." },
+  { group: ["next", "next/*", "react", "react/*", "react-dom", "react-dom/*", "server-only"], message: "server/engine is pure: no Next.js or React." },
+  { group: ["node:fs", "node:fs/*", "fs", "fs/*", "node:child_process", "child_process", "node:net", "net", "node:http", "http", "node:https", "https", "node:os", "os"], message: "server/engine is pure: no I/O." },
+  { group: ["**/providers/**", "**/controller/**", "**/trpc/**", "**/env"], message: "server/engine must not depend on the shell around it." },
+];
+
+export default defineConfig([
+  ...nextVitals,
+  ...nextTs,
+  globalIgnores([".next/**", ".data/**", "node_modules/**", "server/db/generated/**", "next-env.d.ts", "test-results/**", "playwright-report/**", "e2e/screenshots/**"]),
+  {
+    rules: {
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/switch-exhaustiveness-check": "off",
+      // One reader of process.env: server/env.ts.
+      "no-restricted-properties": ["error", { object: "process", property: "env", message: "Read configuration through server/env.ts." }],
+    },
+  },
+  {
+    files: ["server/env.ts", "*.config.ts", "*.config.mjs", "scripts/prisma-generate.mjs"],
+    rules: { "no-restricted-properties": "off" },
+  },
+  {
+    files: ["server/engine/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: ENGINE_FORBIDDEN }],
+      "no-restricted-syntax": [
+        "error",
+        { selector: "CallExpression[callee.object.name='Date'][callee.property.name='now']", message: "The engine takes `now` as an argument." },
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: "The engine takes `now` as an argument." },
+        { selector: "CallExpression[callee.object.name='Math'][callee.property.name='random']", message: "The engine is deterministic." },
+      ],
+    },
+  },
+]);

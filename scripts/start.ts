@@ -1,0 +1,89 @@
+/**
+ * `npm start`: the whole product with one command — database (embedded unless
+ * DATABASE_URL is set), migrations, a production build when none is current, and the
+ * dashboard. Ctrl-C (or SIGTERM) stops everything this command started.
+ */
+import { openDatabase, type DatabaseHandle } from "../server/db/embedded";
+import { migrate } from "../server/db/migrate";
+import { describeUrl } from "../server/db/url";
+import { childEnv, env } from "../server/env";
+import { buildIsCurrent } from "./lib/build";
+import { nodeBin, portFree, runToEnd, startService, stopService, waitForHttp, type Service } from "./lib/processes";
+
+const say = (line: string) => process.stdout.write(`runwarden: ${line}\n`);
+const services: Service[] = [];
+let db: DatabaseHandle | null = null;
+let stopping = false;
+let signals = 0;
+
+async function shutdown(code: number, why: string): Promise<void> {
+  // A Ctrl-C arrives more than once (npm and tsx relay it too): only the first stops.
+  if (stopping) return;
+  stopping = true;
+  say(`stopping (${why})…`);
+  // Reverse start order: the dashboard before the database it reads.
+  for (const s of [...services].reverse()) await stopService(s);
+  if (db?.startedHere) {
+    await db.stop().catch(() => {});
+    say("embedded PostgreSQL stopped");
+  }
+  say("stopped");
+  process.exit(code);
+}
+
+function onSignal(signal: NodeJS.Signals) {
+  signals += 1;
+  if (signals >= 4) {
+    say("forced exit");
+    process.exit(130);
+  }
+  void shutdown(0, signal);
+}
+process.on("SIGINT", onSignal);
+process.on("SIGTERM", onSignal);
+
+async function main() {
+  const port = env.PORT;
+  if (!(await portFree(port))) {
+    throw new Error(`port ${port} is already in use; stop what holds it or set PORT, e.g. PORT=3001 npm start`);
+  }
+
+  db = await openDatabase({ env, log: say });
+  say(`database ${describeUrl(db.url)}${db.embedded ? (db.startedHere ? " (embedded, started)" : " (embedded, already running)") : ""}`);
+  const result = await migrate(db.url, { log: say });
+  say(result.applied.length ? `${result.applied.length} migration(s) applied` : "database schema is up to date");
+
+  const childVars = { DATABASE_URL: db.url, NEXT_TELEMETRY_DISABLED: "1" };
+  const build = buildIsCurrent();
+  if (!build.current) {
+    say(`building the dashboard (${build.reason})…`);
+    const code = await runToEnd(process.execPath, [nodeBin("next/dist/bin/next"), "build"], childEnv(childVars));
+    if (code !== 0) throw new Error(`next build failed with exit code ${code}`);
+  }
+  if (stopping) return;
+
+  const web = startService(
+    "web",
+    process.execPath,
+    [nodeBin("next/dist/bin/next"), "start", "-p", String(port), "-H", env.HOSTNAME],
+    { env: childEnv({ ...childVars, NODE_ENV: "production" }) },
+  );
+  services.push(web);
+  let webDead = false;
+  void web.exited.then(({ code, signal }) => {
+    webDead = true;
+    if (!stopping) void shutdown(1, `dashboard exited (${signal ?? `code ${code}`})`);
+  });
+
+  const url = `http://localhost:${port}`;
+  if (await waitForHttp(`http://127.0.0.1:${port}/api/trpc/runs.countByStatus`, 60_000, () => webDead)) {
+    say(`Runwarden is running at ${url}  (Ctrl-C stops it)`);
+  } else if (!stopping) {
+    await shutdown(1, "the dashboard did not answer within 60 s");
+  }
+}
+
+main().catch(async (err: unknown) => {
+  process.stderr.write(`runwarden: ${err instanceof Error ? err.message : String(err)}\n`);
+  await shutdown(1, "start failed");
+});
