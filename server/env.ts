@@ -19,8 +19,35 @@ const schema = z.object({
   RUNWARDEN_PG_PORT: z.coerce.number().int().min(1).max(65535).default(54329),
   RUNWARDEN_INSTANCE_ID: z.string().min(1).default("inst-local"),
   LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
+  /** The database the browser tests' server uses (set by playwright.config.ts). */
+  E2E_DATABASE_URL: z.string().optional(),
   /** Path to a chromium binary for Playwright; found automatically when unset. */
   CHROMIUM_PATH: z.string().optional(),
+  /** Daytona's REST API (e.g. https://app.daytona.io/api); when unset, the local emulator is the provider. */
+  DAYTONA_API_URL: z.url().optional(),
+  DAYTONA_API_KEY: z.string().min(1).optional(),
+  /** Bound on each provider request: the Daytona client sets none of its own. */
+  DAYTONA_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /** Prefix of exact creation names, `<prefix>-create-<operationId>`. */
+  RUNWARDEN_SANDBOX_PREFIX: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,19}$/, "must be 1-20 lowercase letters, digits or dashes")
+    .default("rw"),
+  /** The provider emulator (`npm run emulator`), on loopback. */
+  EMULATOR_PORT: z.coerce.number().int().min(0).max(65535).default(3901),
+  /** How clients reach the emulator; defaults to http://127.0.0.1:<EMULATOR_PORT>. */
+  EMULATOR_URL: z.url().optional(),
+  /** Bearer keys the emulator accepts (comma-separated); the first is the one clients send. */
+  EMULATOR_API_KEY: z.string().min(1).default("emulator-key"),
+  /** The emulator's own database, on DATABASE_URL's server or the embedded one. */
+  EMULATOR_DATABASE: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/, "must be a lowercase PostgreSQL identifier")
+    .default("runwarden_emulator"),
+  /** What a create with a name already in use gets: 409 (`conflict`) or a second sandbox (`allow`). */
+  EMULATOR_DUPLICATE_NAMES: z.enum(["conflict", "allow"]).default("conflict"),
+  /** How long a deleted sandbox stays visible as `destroyed` before GET answers 404. */
+  EMULATOR_DESTROYED_RETENTION_MS: z.coerce.number().int().min(0).default(0),
 });
 
 export type Env = z.infer<typeof schema>;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, inject } from "vitest";
 import { createTestDatabase, type TestDatabase } from "./db";
 
 /** Gives the calling test file its own migrated database, dropped after the file. */
-export function useTestDatabase(): { readonly current: TestDatabase } {
+export function withTestDatabase(): { readonly current: TestDatabase } {
   const holder: { current?: TestDatabase } = {};
   beforeAll(async () => {
     holder.current = await createTestDatabase(inject("adminUrl"), inject("templateDatabase"), inject("runPrefix"));

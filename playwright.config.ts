@@ -1,0 +1,39 @@
+import { defineConfig } from "@playwright/test";
+import { CHROMIUM_ARGS, findChromium } from "./scripts/lib/chromium";
+
+// `npm test` (scripts/test.ts) creates a throwaway database and passes it here; run
+// alone, the e2e tests use `runwarden_e2e` on the embedded server.
+const port = Number(process.env.E2E_PORT ?? 3199);
+const pgPort = Number(process.env.RUNWARDEN_PG_PORT ?? 54329);
+const databaseUrl = process.env.E2E_DATABASE_URL ?? `postgresql://postgres:runwarden@127.0.0.1:${pgPort}/runwarden_e2e`;
+process.env.E2E_DATABASE_URL = databaseUrl;
+const executablePath = findChromium(process.env.CHROMIUM_PATH) ?? undefined;
+
+export default defineConfig({
+  testDir: "e2e",
+  outputDir: "test-results",
+  timeout: 60_000,
+  expect: { timeout: 15_000 },
+  fullyParallel: false,
+  workers: 1,
+  forbidOnly: true,
+  reporter: [["list"], ["json", { outputFile: process.env.E2E_JSON_REPORT ?? "test-results/e2e.json" }]],
+  use: {
+    baseURL: `http://127.0.0.1:${port}`,
+    launchOptions: { executablePath, args: CHROMIUM_ARGS },
+    screenshot: "only-on-failure",
+    trace: "off",
+  },
+  projects: [{ name: "chromium", use: { browserName: "chromium" } }],
+  webServer: {
+    command: "node node_modules/tsx/dist/cli.mjs scripts/start.ts",
+    url: `http://127.0.0.1:${port}/api/trpc/runs.countByStatus`,
+    env: { PORT: String(port), DATABASE_URL: databaseUrl, HOSTNAME: "127.0.0.1" },
+    reuseExistingServer: false,
+    timeout: 180_000,
+    stdout: "pipe",
+    stderr: "pipe",
+    // SIGKILL would leave the children and lock files behind (STACK.md).
+    gracefulShutdown: { signal: "SIGTERM", timeout: 20_000 },
+  },
+});

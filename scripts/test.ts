@@ -1,0 +1,130 @@
+/**
+ * `npm test`: typecheck, lint, Vitest (unit + integration against a real PostgreSQL),
+ * a production build, and Playwright in Chromium against it. Every step runs (the
+ * browser tests need the build); the last line counts everything; exit 1 on any failure.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import pg from "pg";
+import { openDatabase } from "../server/db/embedded";
+import { withDatabase } from "../server/db/url";
+import { childEnv, env } from "../server/env";
+import { findChromium, HOW_TO_GET_CHROMIUM } from "./lib/chromium";
+import { nodeBin, runToEnd } from "./lib/processes";
+
+interface Step {
+  name: string;
+  ok: boolean;
+  detail: string;
+  seconds: number;
+}
+
+const steps: Step[] = [];
+const resultsDir = path.resolve(".data/test-results");
+fs.mkdirSync(resultsDir, { recursive: true });
+const say = (line: string) => process.stdout.write(`\n▶ ${line}\n`);
+
+async function step(name: string, fn: () => Promise<{ ok: boolean; detail: string }>): Promise<boolean> {
+  say(name);
+  const started = Date.now();
+  let outcome: { ok: boolean; detail: string };
+  try {
+    outcome = await fn();
+  } catch (err) {
+    outcome = { ok: false, detail: err instanceof Error ? err.message : String(err) };
+  }
+  steps.push({ name, ...outcome, seconds: (Date.now() - started) / 1000 });
+  return outcome.ok;
+}
+
+const node = process.execPath;
+const baseEnv = childEnv({ NEXT_TELEMETRY_DISABLED: "1", FORCE_COLOR: "1" });
+const started = Date.now();
+
+await step("typecheck", async () => {
+  const code = await runToEnd(node, [nodeBin("typescript/bin/tsc"), "--noEmit"], baseEnv);
+  return { ok: code === 0, detail: code === 0 ? "ok" : "type errors" };
+});
+
+await step("lint", async () => {
+  const code = await runToEnd(node, [nodeBin("eslint/bin/eslint.js"), "--max-warnings", "0", "."], baseEnv);
+  return { ok: code === 0, detail: code === 0 ? "ok" : "lint errors" };
+});
+
+// One database server for the whole run: Vitest and the browser tests reuse it.
+const db = await openDatabase({ env, log: (l) => process.stdout.write(`  ${l}\n`) });
+
+await step("vitest (unit + integration)", async () => {
+  const report = path.join(resultsDir, "vitest.json");
+  fs.rmSync(report, { force: true });
+  const code = await runToEnd(
+    node,
+    [nodeBin("vitest/vitest.mjs"), "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`],
+    baseEnv,
+  );
+  const counts = readJson<{ numPassedTests: number; numFailedTests: number; numPendingTests: number; numTodoTests: number }>(report);
+  const detail = counts
+    ? `${counts.numPassedTests} passed, ${counts.numFailedTests} failed${counts.numPendingTests + counts.numTodoTests ? `, ${counts.numPendingTests + counts.numTodoTests} skipped` : ""}`
+    : "no report";
+  return { ok: code === 0 && !!counts && counts.numFailedTests === 0, detail };
+});
+
+const built = await step("next build", async () => {
+  const code = await runToEnd(node, [nodeBin("next/dist/bin/next"), "build"], baseEnv);
+  return { ok: code === 0, detail: code === 0 ? "ok" : `exit ${code}` };
+});
+
+await step("playwright (e2e in Chromium)", async () => {
+  if (!built) return { ok: false, detail: "not run: the build failed" };
+  const chromium = findChromium(env.CHROMIUM_PATH);
+  if (!chromium) {
+    process.stderr.write(`${HOW_TO_GET_CHROMIUM}\n`);
+    return { ok: false, detail: "no Chromium (see above)" };
+  }
+  const name = `rw_e2e_${Date.now().toString(36)}`;
+  const url = withDatabase(db.adminUrl, name);
+  await admin(db.adminUrl, `CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+  const report = path.join(resultsDir, "e2e.json");
+  fs.rmSync(report, { force: true });
+  try {
+    const code = await runToEnd(
+      node,
+      [nodeBin("@playwright/test/cli.js"), "test"],
+      childEnv({ ...baseEnv, E2E_DATABASE_URL: url, E2E_JSON_REPORT: report, CHROMIUM_PATH: chromium }),
+    );
+    const stats = readJson<{ stats: { expected: number; unexpected: number; flaky: number; skipped: number } }>(report)?.stats;
+    const detail = stats ? `${stats.expected} passed, ${stats.unexpected + stats.flaky} failed${stats.skipped ? `, ${stats.skipped} skipped` : ""}` : "no report";
+    return { ok: code === 0 && !!stats && stats.unexpected + stats.flaky === 0, detail };
+  } finally {
+    await admin(db.adminUrl, `DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`).catch(() => {});
+  }
+});
+
+if (db.startedHere) await db.stop();
+
+const failed = steps.filter((s) => !s.ok);
+process.stdout.write("\n");
+for (const s of steps) process.stdout.write(`  ${s.ok ? "✓" : "✗"} ${s.name.padEnd(30)} ${s.detail} (${s.seconds.toFixed(1)} s)\n`);
+const total = ((Date.now() - started) / 1000).toFixed(0);
+process.stdout.write(
+  `\nnpm test: ${steps.map((s) => `${s.name.split(" ")[0]} ${s.ok ? s.detail : `FAILED (${s.detail})`}`).join(" · ")} — ${failed.length ? "FAILED" : "PASSED"} in ${total} s\n`,
+);
+process.exit(failed.length ? 1 : 0);
+
+function readJson<T>(file: string): T | null {
+  try {
+    return JSON.parse(fs.readFileSync(file, "utf8")) as T;
+  } catch {
+    return null;
+  }
+}
+
+async function admin(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
