@@ -3,8 +3,11 @@
  * DATABASE_URL is set), migrations, a production build when none is current, and the
  * dashboard. Ctrl-C (or SIGTERM) stops everything this command started.
  */
+import fs from "node:fs";
+import path from "node:path";
 import { openDatabase, type DatabaseHandle } from "../server/db/embedded";
 import { migrate } from "../server/db/migrate";
+import { acquireFileLock } from "../server/lib/file-lock";
 import { describeUrl } from "../server/db/url";
 import { childEnv, env } from "../server/env";
 import { buildIsCurrent } from "./lib/build";
@@ -54,12 +57,7 @@ async function main() {
   say(result.applied.length ? `${result.applied.length} migration(s) applied` : "database schema is up to date");
 
   const childVars = { DATABASE_URL: db.url, NEXT_TELEMETRY_DISABLED: "1" };
-  const build = buildIsCurrent();
-  if (!build.current) {
-    say(`building the dashboard (${build.reason})…`);
-    const code = await runToEnd(process.execPath, [nodeBin("next/dist/bin/next"), "build"], childEnv(childVars));
-    if (code !== 0) throw new Error(`next build failed with exit code ${code}`);
-  }
+  await ensureBuild(childVars);
   if (stopping) return;
 
   const web = startService(
@@ -80,6 +78,22 @@ async function main() {
     say(`Runwarden is running at ${url}  (Ctrl-C stops it)`);
   } else if (!stopping) {
     await shutdown(1, "the dashboard did not answer within 60 s");
+  }
+}
+
+/** Builds when the build is missing or stale; two starts at once build once. */
+async function ensureBuild(vars: Record<string, string>) {
+  if (buildIsCurrent().current) return;
+  fs.mkdirSync(env.RUNWARDEN_DATA_DIR, { recursive: true });
+  const release = await acquireFileLock(path.join(env.RUNWARDEN_DATA_DIR, "build.lock"), 15 * 60_000);
+  try {
+    const build = buildIsCurrent();
+    if (build.current) return;
+    say(`building the dashboard (${build.reason})…`);
+    const code = await runToEnd(process.execPath, [nodeBin("next/dist/bin/next"), "build"], childEnv(vars));
+    if (code !== 0) throw new Error(`next build failed with exit code ${code}`);
+  } finally {
+    await release();
   }
 }
 

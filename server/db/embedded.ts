@@ -3,6 +3,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import pg from "pg";
 import type { Env } from "../env";
+import { acquireFileLock, pidAlive } from "../lib/file-lock";
 import { databaseOf, hostOf, withDatabase } from "./url";
 
 /**
@@ -214,41 +215,6 @@ async function reachable(url: string): Promise<boolean> {
     return true;
   } catch {
     return false;
-  }
-}
-
-/** A lock file holding the owner's pid; a lock whose owner died is taken over. */
-async function acquireFileLock(lockPath: string, timeoutMs = 60_000): Promise<() => Promise<void>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const fh = await fsp.open(lockPath, "wx");
-      await fh.writeFile(String(process.pid));
-      await fh.close();
-      return async () => {
-        await fsp.rm(lockPath, { force: true });
-      };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      const owner = Number.parseInt(await fsp.readFile(lockPath, "utf8").catch(() => ""), 10);
-      if (!Number.isFinite(owner) || !pidAlive(owner)) {
-        await fsp.rm(lockPath, { force: true });
-        continue;
-      }
-      if (Date.now() > deadline) {
-        throw new DatabaseUnavailableError(`timed out waiting for ${lockPath} held by pid ${owner}`);
-      }
-      await sleep(200);
-    }
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 
