@@ -1,0 +1,157 @@
+/**
+ * The failure-code catalogue (DOMAIN.md §3). The engine, the API, the UI and the chaos
+ * reports all read this one table; nothing else decides a code's outcome, owner, Retry or
+ * wording.
+ */
+
+export const OUTCOME_CLASSES = ["retryable_failure", "terminal_failure"] as const;
+export type OutcomeClass = (typeof OUTCOME_CLASSES)[number];
+
+export const OWNERS = ["agent", "board"] as const;
+export type Owner = (typeof OWNERS)[number];
+
+interface CatalogueRow {
+  outcome: OutcomeClass;
+  owner: Owner;
+  /** Whether the board sees a Retry button (DOMAIN.md §2.7: terminal failures only). */
+  canRetry: boolean;
+  /** The plain sentence a board user reads. */
+  message: string;
+  /** One short line: what happened, then what to do. */
+  nextAction: string;
+}
+
+export const FAILURE_CATALOGUE = {
+  native_session_interrupted: {
+    outcome: "retryable_failure",
+    owner: "agent",
+    canRetry: false,
+    message: "The agent's session stopped before it could start working. Runwarden will try again on its own.",
+    nextAction: "The session was interrupted: nothing to do, it is tried again automatically in 30 seconds",
+  },
+  native_session_retry_exhausted: {
+    outcome: "terminal_failure",
+    owner: "board",
+    canRetry: true,
+    message: "The agent's session could not be started, even after three tries.",
+    nextAction: "The session failed to start three times: check that the provider is working, then Retry",
+  },
+  native_provider_startup_rejected: {
+    outcome: "terminal_failure",
+    owner: "board",
+    canRetry: true,
+    message: "The AI provider refused to start the session, so no work was done.",
+    nextAction: "The provider refused to start the session: fix the credentials, then Retry",
+  },
+  native_runner_staged_attachment_recovery_unproven: {
+    outcome: "terminal_failure",
+    owner: "board",
+    canRetry: true,
+    message:
+      "After a server restart, Runwarden could not prove the run was still on its own sandbox, so it did not continue the run.",
+    nextAction: "The run could not safely continue after a restart: Retry to start it again",
+  },
+  native_remote_recovery_lease_mismatch: {
+    outcome: "terminal_failure",
+    owner: "board",
+    canRetry: true,
+    message:
+      "After a server restart, the sandbox that was found is not the one the run was using, so Runwarden did not reconnect to it.",
+    nextAction: "The run's sandbox did not match after a restart: Retry to start it again",
+  },
+  native_continuation_requires_reconciliation: {
+    outcome: "terminal_failure",
+    owner: "board",
+    canRetry: true,
+    message: "The run stopped during a server restart and cannot carry on by itself.",
+    nextAction: "The run could not continue after a restart: Retry to start it again",
+  },
+  "runner_harness_state_mismatch: resumed_unavailable": {
+    outcome: "terminal_failure",
+    owner: "board",
+    canRetry: true,
+    message: "After a server restart, the progress saved in the run's sandbox could not be picked up again.",
+    nextAction: "The run's saved progress could not be picked up: Retry to start it again",
+  },
+  "runner_harness_state_mismatch: resumed_not_suspended": {
+    outcome: "terminal_failure",
+    owner: "board",
+    canRetry: true,
+    message: "The run was not paused cleanly before the server restarted, so its saved progress cannot be trusted.",
+    nextAction: "The run was not paused cleanly: Retry to start it again",
+  },
+  runner_ingress_bind_conflict: {
+    outcome: "retryable_failure",
+    owner: "agent",
+    canRetry: false,
+    message: "Something else in the sandbox was using the connection the agent needs, so the agent could not start yet.",
+    nextAction: "The sandbox was busy: nothing to do, it is tried again automatically",
+  },
+  native_restart_recovery_blocked: {
+    outcome: "terminal_failure",
+    owner: "board",
+    canRetry: true,
+    message: "After a server restart, Runwarden could not prove it was safe to restart the run's setup, so it stopped the run.",
+    nextAction: "The run could not safely restart after a server restart: Retry to start it again",
+  },
+  ambiguous_remote_recovery_evidence: {
+    // An ownership hold: retrying before someone checks could run the work twice.
+    outcome: "terminal_failure",
+    owner: "board",
+    canRetry: false,
+    message:
+      "After a server restart, Runwarden could not tell for sure whether the run's sandbox is still in use, so it is leaving it untouched.",
+    nextAction: "It is unclear who is using the run's sandbox: ask an operator to check the run before it can be retried",
+  },
+} as const satisfies Record<string, CatalogueRow>;
+
+export type FailureCode = keyof typeof FAILURE_CATALOGUE;
+
+export const FAILURE_CODES = Object.keys(FAILURE_CATALOGUE) as [FailureCode, ...FailureCode[]];
+
+export interface FailureDescription extends CatalogueRow {
+  code: string;
+  /** False for a code this catalogue does not know (an older or newer release wrote it). */
+  known: boolean;
+}
+
+export function isFailureCode(code: string): code is FailureCode {
+  return Object.hasOwn(FAILURE_CATALOGUE, code);
+}
+
+/** The catalogue row of a code the engine emits. */
+export function failureEntry(code: FailureCode): FailureDescription & { code: FailureCode } {
+  return { code, known: true, ...FAILURE_CATALOGUE[code] };
+}
+
+/**
+ * What a board user reads for any stored code. An unknown code fails closed: no Retry is
+ * offered until an operator has looked, and the raw code is kept for them.
+ */
+export function describeFailure(code: string | null | undefined): FailureDescription | null {
+  if (code == null) return null;
+  const trimmed = code.trim();
+  if (isFailureCode(trimmed)) return failureEntry(trimmed);
+  return {
+    code,
+    known: false,
+    outcome: "terminal_failure",
+    owner: "board",
+    canRetry: false,
+    message: `The run stopped with a failure Runwarden does not recognise (${trimmed || "no code"}).`,
+    nextAction: "The failure is not recognised: ask an operator to look at the run",
+  };
+}
+
+/** The catalogue-derived fields every verdict with a failure code carries. */
+export function failureFields(code: FailureCode | null): {
+  outcome: OutcomeClass | null;
+  owner: Owner | null;
+  canRetry: boolean;
+  message: string | null;
+  nextAction: string | null;
+} {
+  if (code === null) return { outcome: null, owner: null, canRetry: false, message: null, nextAction: null };
+  const row = FAILURE_CATALOGUE[code];
+  return { outcome: row.outcome, owner: row.owner, canRetry: row.canRetry, message: row.message, nextAction: row.nextAction };
+}

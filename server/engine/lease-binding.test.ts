@@ -1,0 +1,88 @@
+import { describe, expect, test } from "vitest";
+import { evaluateLeaseBinding } from "./lease-binding";
+import type { LeaseBindingEvidence } from "./schemas";
+import { leaseBinding } from "./test-support";
+
+const CHECKS = ["same_run", "same_provider_lease", "same_remote_cwd", "not_replacement"];
+const STAGED_CHECKS = [
+  "staged_header_readable",
+  "staged_source_run_matches",
+  "staged_template_digest_matches",
+  "staged_runner_identity_matches",
+];
+const ALL_STAGED = { headerReadable: true, sourceRunMatches: true, templateDigestMatches: true, runnerIdentityMatches: true };
+
+const base = leaseBinding();
+const withTarget = (t: Partial<LeaseBindingEvidence["target"]>, over: Partial<LeaseBindingEvidence> = {}) =>
+  leaseBinding({ target: { ...base.target, ...t }, ...over });
+
+describe("lease_binding (DOMAIN.md §2.1, seed 000)", () => {
+  test.each([
+    { name: "created lease on the staged path (seed 000's bug)", e: withTarget({ acquisitionOutcome: "created" }) },
+    { name: "resumed lease on the staged path", e: withTarget({ acquisitionOutcome: "resumed" }) },
+    { name: "created lease on the remote-reattach path", e: withTarget({ acquisitionOutcome: "created" }, { path: "remote_reattach" }) },
+    { name: "resumed lease on the remote-reattach path", e: withTarget({ acquisitionOutcome: "resumed" }, { path: "remote_reattach" }) },
+    { name: "created lease with all later staged checks true", e: withTarget({}, { staged: ALL_STAGED }) },
+  ])("admits: $name", ({ e }) => {
+    const v = evaluateLeaseBinding(e);
+    expect(v).toMatchObject({ kind: "lease_binding", verdict: "admitted", code: null, reason: "lease_bound", continuation: null });
+    expect(v.canRetry).toBe(false);
+    expect(v.checks.every((c) => c.ok)).toBe(true);
+    expect(v.checks.map((c) => c.name)).toEqual(e.staged ? [...CHECKS, ...STAGED_CHECKS] : CHECKS);
+  });
+
+  const refusals = [
+    { name: "a replacement sandbox", e: withTarget({ acquisitionOutcome: "replacement" }), failed: "not_replacement", reason: "replacement_lease" },
+    { name: "another provider lease", e: withTarget({ providerLeaseId: "sbx-2" }), failed: "same_provider_lease", reason: "provider_lease_mismatch" },
+    { name: "another remote directory", e: withTarget({ remoteCwd: "/home/sandbox/other" }), failed: "same_remote_cwd", reason: "remote_cwd_mismatch" },
+    { name: "a claim of another run", e: withTarget({ runId: "r2" }), failed: "same_run", reason: "run_mismatch" },
+  ] as const;
+
+  describe.each([
+    { path: "staged_attachment", code: "native_runner_staged_attachment_recovery_unproven" },
+    { path: "remote_reattach", code: "native_remote_recovery_lease_mismatch" },
+  ] as const)("on the $path path", ({ path, code }) => {
+    test.each(refusals)("refuses $name with $failed failing", ({ e, failed, reason }) => {
+      const v = evaluateLeaseBinding({ ...e, path });
+      expect(v.verdict).toBe("refused");
+      expect(v.code).toBe(code);
+      expect(v.reason).toBe(reason);
+      expect(v.checks.filter((c) => !c.ok).map((c) => c.name)).toEqual([failed]);
+      expect(v).toMatchObject({ outcome: "terminal_failure", owner: "board", canRetry: true });
+      expect(v.continuation).toMatchObject({ code: "native_continuation_requires_reconciliation", canRetry: true });
+    });
+  });
+
+  test.each(STAGED_CHECKS.map((name, i) => ({ name, key: Object.keys(ALL_STAGED)[i] as keyof typeof ALL_STAGED })))(
+    "a false $name refuses with the staged code",
+    ({ name, key }) => {
+      const v = evaluateLeaseBinding(withTarget({}, { staged: { ...ALL_STAGED, [key]: false } }));
+      expect(v.verdict).toBe("refused");
+      expect(v.code).toBe("native_runner_staged_attachment_recovery_unproven");
+      expect(v.checks.filter((c) => !c.ok).map((c) => c.name)).toEqual([name]);
+    },
+  );
+
+  test("staged checks that are absent are not evaluated", () => {
+    const v = evaluateLeaseBinding(withTarget({}, { staged: { headerReadable: true } }));
+    expect(v.checks.map((c) => c.name)).toEqual([...CHECKS, "staged_header_readable"]);
+    expect(v.verdict).toBe("admitted");
+  });
+
+  test("lists every check even after the first failure, with expected and actual", () => {
+    const v = evaluateLeaseBinding(
+      withTarget({ runId: "r9", providerLeaseId: "sbx-9", remoteCwd: "/x", acquisitionOutcome: "replacement" }, { staged: { ...ALL_STAGED, headerReadable: false } }),
+    );
+    expect(v.checks).toEqual([
+      { name: "same_run", ok: false, expected: "r9", actual: "r1" },
+      { name: "same_provider_lease", ok: false, expected: "sbx-1", actual: "sbx-9" },
+      { name: "same_remote_cwd", ok: false, expected: "/home/sandbox/work", actual: "/x" },
+      { name: "not_replacement", ok: false, expected: "created or resumed", actual: "replacement" },
+      { name: "staged_header_readable", ok: false, expected: true, actual: false },
+      { name: "staged_source_run_matches", ok: true, expected: true, actual: true },
+      { name: "staged_template_digest_matches", ok: true, expected: true, actual: true },
+      { name: "staged_runner_identity_matches", ok: true, expected: true, actual: true },
+    ]);
+    expect(v.reason).toBe("run_mismatch");
+  });
+});

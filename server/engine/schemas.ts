@@ -1,0 +1,224 @@
+import { z } from "zod";
+
+/**
+ * Evidence bundles (EVIDENCE.md). `z.object` strips unknown keys, so extra fields in an
+ * exported bundle are ignored rather than rejected.
+ *
+ * Where a field is optional, leaving it out is the fail-closed reading (no proof, no
+ * inspection yet, no record); fields whose absence would let something be released or
+ * destroyed are required.
+ */
+
+/** ISO-8601 with `Z` or an offset: a time without a zone cannot be compared safely. */
+export const isoTime = z.iso.datetime({ offset: true });
+const id = z.string().min(1);
+
+export const EVIDENCE_KINDS = [
+  "lease_binding",
+  "bootstrap_restart",
+  "startup_failure",
+  "process_exit",
+  "creation_intent",
+  "teardown_fence",
+] as const;
+export type EvidenceKind = (typeof EVIDENCE_KINDS)[number];
+
+// ---- shared shapes ----------------------------------------------------------------
+
+export const identitySchema = z.object({
+  bootId: id,
+  pid: z.number().int().positive(),
+  startedAt: isoTime,
+  pidSpace: id,
+});
+export type Identity = z.infer<typeof identitySchema>;
+
+/** A stored identity may predate identity recording, or be cut short: every field optional. */
+export const partialIdentitySchema = z.object({
+  bootId: id.nullish(),
+  pid: z.number().int().positive().nullish(),
+  startedAt: isoTime.nullish(),
+  pidSpace: id.nullish(),
+});
+export type PartialIdentity = z.infer<typeof partialIdentitySchema>;
+
+/** A probe of the recorded pid on the observer's host. Null (not probed) reads as unreadable. */
+export const probeSchema = z.object({
+  readable: z.boolean(),
+  pidLive: z.boolean(),
+  liveStartedAt: isoTime.nullish(),
+});
+export type Probe = z.infer<typeof probeSchema>;
+
+export const ACQUISITION_OUTCOMES = ["created", "resumed", "replacement"] as const;
+export const LEASE_STATUSES = ["active", "pending_cleanup", "released", "expired", "failed", "retained"] as const;
+export const CLAIM_KINDS = ["reattach_remote_runner", "staged_attachment", "resume_dead_runner", "bootstrap_incomplete"] as const;
+export const RUNNER_LIFECYCLES = [
+  "connecting",
+  "ready",
+  "backpressure",
+  "recoverable_failure",
+  "unrecoverable",
+  "suspended",
+  "stopped",
+  "revoked",
+] as const;
+export const RUNNER_PROCESS_STATES = ["stopped", "absent", "running", "unknown"] as const;
+export const PROVIDER_FAILURE_KINDS = ["requires_action", "transient", "rate_limit", "quota", "model", "unknown"] as const;
+
+// ---- lease_binding ------------------------------------------------------------------
+
+export const leaseBindingEvidenceSchema = z.object({
+  kind: z.literal("lease_binding"),
+  path: z.enum(["staged_attachment", "remote_reattach"]),
+  claim: z.object({
+    runId: id,
+    remote: z.object({ providerLeaseId: id, remoteCwd: id }),
+  }),
+  target: z.object({
+    runId: id,
+    providerLeaseId: id,
+    remoteCwd: id,
+    acquisitionOutcome: z.enum(ACQUISITION_OUTCOMES),
+  }),
+  /** The later staged checks; each one present is one more required check. */
+  staged: z
+    .object({
+      headerReadable: z.boolean().optional(),
+      sourceRunMatches: z.boolean().optional(),
+      templateDigestMatches: z.boolean().optional(),
+      runnerIdentityMatches: z.boolean().optional(),
+    })
+    .nullish(),
+});
+export type LeaseBindingEvidence = z.infer<typeof leaseBindingEvidenceSchema>;
+
+// ---- bootstrap_restart --------------------------------------------------------------
+
+export const runnerStateSchema = z.object({
+  runId: id,
+  runnerInstanceId: id,
+  sessionId: id,
+  lifecycle: z.enum(RUNNER_LIFECYCLES),
+  lastConnectionProtocolVersion: z.union([z.string(), z.number()]).nullable(),
+  lastControllerCommandSeq: z.number().int().nonnegative(),
+  reconnectCount: z.number().int().nonnegative(),
+  outbox: z.array(z.unknown()),
+  processedCommands: z.array(z.unknown()),
+  /** Any shape; only null or false count as "none" (missing is not proof of none). */
+  pendingTerminalDelivery: z.unknown(),
+});
+export type RunnerState = z.infer<typeof runnerStateSchema>;
+
+export const bootstrapRestartEvidenceSchema = z.object({
+  kind: z.literal("bootstrap_restart"),
+  acquisitionOutcome: z.enum(ACQUISITION_OUTCOMES),
+  run: z.object({ id, runnerInstanceId: id, sessionId: id }),
+  claim: z.object({ kind: z.enum(CLAIM_KINDS), runId: id, runnerInstanceId: id, sessionId: id }),
+  localProof: z.object({ recordedAt: isoTime }).nullish(),
+  runnerState: runnerStateSchema.nullish(),
+  providerStatePresent: z.boolean(),
+  failoverBackup: z.boolean(),
+  archivedRotationSnapshot: z.boolean(),
+  runnerProcess: z.enum(RUNNER_PROCESS_STATES),
+});
+export type BootstrapRestartEvidence = z.infer<typeof bootstrapRestartEvidenceSchema>;
+
+// ---- startup_failure ----------------------------------------------------------------
+
+export const DEFAULT_MAX_PROVIDER_ATTEMPTS = 3;
+
+export const startupFailureEvidenceSchema = z.object({
+  kind: z.literal("startup_failure"),
+  target: z.enum(["local", "remote"]),
+  // The classification is defined for session.open only (DOMAIN.md §2.3).
+  phase: z.literal("session.open"),
+  definite: z.boolean(),
+  providerFailure: z
+    .object({
+      kind: z.enum(PROVIDER_FAILURE_KINDS),
+      category: z.string().nullish(),
+      message: z.string().nullish(),
+    })
+    .nullish(),
+  attempt: z.number().int().positive(),
+  maxAttempts: z.number().int().positive().default(DEFAULT_MAX_PROVIDER_ATTEMPTS),
+});
+export type StartupFailureEvidence = z.infer<typeof startupFailureEvidenceSchema>;
+
+// ---- process_exit -------------------------------------------------------------------
+
+export const processExitEvidenceSchema = z.object({
+  kind: z.literal("process_exit"),
+  record: partialIdentitySchema.nullish(),
+  observer: identitySchema,
+  probe: probeSchema.nullish(),
+});
+export type ProcessExitEvidence = z.infer<typeof processExitEvidenceSchema>;
+
+// ---- creation_intent ----------------------------------------------------------------
+
+const sandboxLabelsSchema = z.object({
+  instance: z.string().nullish(),
+  company: z.string().nullish(),
+  operation: z.string().nullish(),
+});
+
+export const inspectionSchema = z.discriminatedUnion("found", [
+  z.object({ found: z.literal(true), sandbox: z.object({ name: z.string(), labels: sandboxLabelsSchema }) }),
+  z.object({ found: z.literal(false) }),
+]);
+export type Inspection = z.infer<typeof inspectionSchema>;
+
+export const creationIntentEvidenceSchema = z.object({
+  kind: z.literal("creation_intent"),
+  now: isoTime,
+  intent: z.object({
+    id,
+    instanceId: id,
+    companyId: id,
+    // Recovery acts on pending intents only; the other statuses are settled.
+    status: z.literal("pending"),
+    creationName: id,
+    createdAt: isoTime,
+    nextAttemptAt: isoTime,
+    settleDeadline: isoTime,
+    creator: partialIdentitySchema.nullish(),
+  }),
+  observer: identitySchema,
+  creatorProbe: probeSchema.nullish(),
+  committedLease: z.boolean(),
+  inspection: inspectionSchema.nullish(),
+});
+export type CreationIntentEvidence = z.infer<typeof creationIntentEvidenceSchema>;
+
+// ---- teardown_fence -----------------------------------------------------------------
+
+export const teardownFenceEvidenceSchema = z.object({
+  kind: z.literal("teardown_fence"),
+  now: isoTime,
+  lease: z.object({
+    status: z.enum(LEASE_STATUSES),
+    // Required (may be null): a missing fence must not read as "no fence, release".
+    claimAttemptId: id.nullable(),
+    fencedUntil: isoTime.nullable(),
+  }),
+  claimRecord: z.object({ attemptId: id, claimer: partialIdentitySchema.nullish() }).nullish(),
+  observer: identitySchema,
+  claimerProbe: probeSchema.nullish(),
+});
+export type TeardownFenceEvidence = z.infer<typeof teardownFenceEvidenceSchema>;
+
+// ---- the bundle ---------------------------------------------------------------------
+
+export const evidenceSchema = z.discriminatedUnion("kind", [
+  leaseBindingEvidenceSchema,
+  bootstrapRestartEvidenceSchema,
+  startupFailureEvidenceSchema,
+  processExitEvidenceSchema,
+  creationIntentEvidenceSchema,
+  teardownFenceEvidenceSchema,
+]);
+export type Evidence = z.infer<typeof evidenceSchema>;
+/** What a caller may send (before defaults such as `maxAttempts` are applied). */
+export type EvidenceInput = z.input<typeof evidenceSchema>;

@@ -1,0 +1,141 @@
+import type {
+  BootstrapRestartEvidence,
+  CreationIntentEvidence,
+  Identity,
+  LeaseBindingEvidence,
+  ProcessExitEvidence,
+  RunnerState,
+  StartupFailureEvidence,
+  TeardownFenceEvidence,
+} from "./schemas";
+
+/** Well-formed evidence for tests, each one the "everything fine" case of its kind. */
+
+export const T0 = "2026-11-12T00:28:11.000Z";
+
+/** `base` shifted by `ms` milliseconds, as ISO. */
+export function plus(base: string, ms: number): string {
+  return new Date(Date.parse(base) + ms).toISOString();
+}
+
+export const MIN = 60_000;
+
+export function identity(over: Partial<Identity> = {}): Identity {
+  return { bootId: "b-1", pid: 4242, startedAt: T0, pidSpace: "ps-9f3a", ...over };
+}
+
+export function observer(over: Partial<Identity> = {}): Identity {
+  return { bootId: "b-2", pid: 5151, startedAt: plus(T0, 40 * MIN), pidSpace: "ps-9f3a", ...over };
+}
+
+export function leaseBinding(over: Partial<LeaseBindingEvidence> = {}): LeaseBindingEvidence {
+  return {
+    kind: "lease_binding",
+    path: "staged_attachment",
+    claim: { runId: "r1", remote: { providerLeaseId: "sbx-1", remoteCwd: "/home/sandbox/work" } },
+    target: { runId: "r1", providerLeaseId: "sbx-1", remoteCwd: "/home/sandbox/work", acquisitionOutcome: "created" },
+    ...over,
+  };
+}
+
+export function runnerState(over: Partial<RunnerState> = {}): RunnerState {
+  return {
+    runId: "r1",
+    runnerInstanceId: "ri-1",
+    sessionId: "s-1",
+    lifecycle: "connecting",
+    lastConnectionProtocolVersion: null,
+    lastControllerCommandSeq: 0,
+    reconnectCount: 0,
+    outbox: [],
+    processedCommands: [],
+    pendingTerminalDelivery: null,
+    ...over,
+  };
+}
+
+export function bootstrapRestart(over: Partial<BootstrapRestartEvidence> = {}): BootstrapRestartEvidence {
+  return {
+    kind: "bootstrap_restart",
+    acquisitionOutcome: "resumed",
+    run: { id: "r1", runnerInstanceId: "ri-1", sessionId: "s-1" },
+    claim: { kind: "bootstrap_incomplete", runId: "r1", runnerInstanceId: "ri-1", sessionId: "s-1" },
+    localProof: null,
+    runnerState: runnerState(),
+    providerStatePresent: false,
+    failoverBackup: false,
+    archivedRotationSnapshot: false,
+    runnerProcess: "absent",
+    ...over,
+  };
+}
+
+export function startupFailure(over: Partial<StartupFailureEvidence> = {}): StartupFailureEvidence {
+  return {
+    kind: "startup_failure",
+    target: "remote",
+    phase: "session.open",
+    definite: true,
+    providerFailure: { kind: "requires_action", category: "permission", message: "bwrap: loopback: Failed RTM_NEWADDR" },
+    attempt: 1,
+    maxAttempts: 3,
+    ...over,
+  };
+}
+
+export function processExit(over: Partial<ProcessExitEvidence> = {}): ProcessExitEvidence {
+  return {
+    kind: "process_exit",
+    record: identity(),
+    observer: observer(),
+    probe: { readable: true, pidLive: true, liveStartedAt: T0 },
+    ...over,
+  };
+}
+
+/** An intent created at T0, due at +30 min, settling at +5 min; `now` is T0 + 10 min. */
+export function creationIntent(
+  over: Partial<Omit<CreationIntentEvidence, "intent">> & { intent?: Partial<CreationIntentEvidence["intent"]> } = {},
+): CreationIntentEvidence {
+  const { intent, ...rest } = over;
+  return {
+    kind: "creation_intent",
+    now: plus(T0, 10 * MIN),
+    intent: {
+      id: "op-1",
+      instanceId: "inst-a",
+      companyId: "co-1",
+      status: "pending",
+      creationName: "rw-create-op-1",
+      createdAt: T0,
+      nextAttemptAt: plus(T0, 30 * MIN),
+      settleDeadline: plus(T0, 5 * MIN),
+      creator: identity({ startedAt: plus(T0, -5 * MIN) }),
+      ...intent,
+    },
+    observer: observer(),
+    creatorProbe: { readable: true, pidLive: false, liveStartedAt: null },
+    committedLease: false,
+    inspection: {
+      found: true,
+      sandbox: { name: "rw-create-op-1", labels: { instance: "inst-a", company: "co-1", operation: "op-1" } },
+    },
+    ...rest,
+  };
+}
+
+/** A claim fenced until T0 + 15 min, looked at at T0 + 5 min, claimer gone. */
+export function teardownFence(
+  over: Partial<Omit<TeardownFenceEvidence, "lease">> & { lease?: Partial<TeardownFenceEvidence["lease"]> } = {},
+): TeardownFenceEvidence {
+  const { lease, ...rest } = over;
+  return {
+    kind: "teardown_fence",
+    now: plus(T0, 5 * MIN),
+    lease: { status: "pending_cleanup", claimAttemptId: "att-1", fencedUntil: plus(T0, 15 * MIN), ...lease },
+    claimRecord: { attemptId: "att-1", claimer: identity({ startedAt: plus(T0, -5 * MIN) }) },
+    observer: observer(),
+    claimerProbe: { readable: true, pidLive: false, liveStartedAt: null },
+    ...rest,
+  };
+}

@@ -1,0 +1,157 @@
+import { z } from "zod";
+import { FAILURE_CODES, OUTCOME_CLASSES, OWNERS } from "./catalogue";
+
+/**
+ * Verdict shapes (EVIDENCE.md "Output"). They are schemas, not only types, so the tRPC
+ * procedure validates what it returns and a stored proof can be read back safely.
+ */
+
+const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+
+export const checkSchema = z.object({
+  name: z.string(),
+  ok: z.boolean(),
+  expected: scalar.optional(),
+  actual: scalar.optional(),
+});
+export type Check = z.infer<typeof checkSchema>;
+
+const failureCode = z.enum(FAILURE_CODES);
+
+/** Catalogue fields of the verdict's code; all null (and no Retry) when there is no code. */
+const failureTail = {
+  outcome: z.enum(OUTCOME_CLASSES).nullable(),
+  owner: z.enum(OWNERS).nullable(),
+  canRetry: z.boolean(),
+  message: z.string().nullable(),
+  nextAction: z.string().nullable(),
+};
+
+export const PROCESS_EXIT_VERDICTS = ["exited", "alive", "unknown"] as const;
+export const PROCESS_EXIT_REASONS = [
+  "unidentified",
+  "foreign_pid_space",
+  "self",
+  "unreadable",
+  "pid_gone",
+  "pid_recycled",
+  "same_process",
+] as const;
+
+/** A nested process_exit judgement, as creation_intent and teardown_fence report it. */
+export const processJudgementSchema = z.object({
+  verdict: z.enum(PROCESS_EXIT_VERDICTS),
+  reason: z.enum(PROCESS_EXIT_REASONS),
+});
+export type ProcessJudgement = z.infer<typeof processJudgementSchema>;
+
+export const leaseBindingResultSchema = z.object({
+  kind: z.literal("lease_binding"),
+  verdict: z.enum(["admitted", "refused"]),
+  code: failureCode.nullable(),
+  reason: z.string(),
+  checks: z.array(checkSchema),
+  ...failureTail,
+  /** Where a refused run rests (DOMAIN.md §2.1); null when admitted. */
+  continuation: z
+    .object({
+      code: failureCode,
+      outcome: z.enum(OUTCOME_CLASSES),
+      owner: z.enum(OWNERS),
+      canRetry: z.boolean(),
+      message: z.string(),
+      nextAction: z.string(),
+    })
+    .nullable(),
+});
+export type LeaseBindingResult = z.infer<typeof leaseBindingResultSchema>;
+
+export const bootstrapRestartResultSchema = z.object({
+  kind: z.literal("bootstrap_restart"),
+  verdict: z.enum(["restart_bootstrap", "refused"]),
+  code: failureCode.nullable(),
+  reason: z.string(),
+  checks: z.array(checkSchema),
+  ...failureTail,
+  /** How "never touched" was proven; null when refused. */
+  proofSource: z.enum(["local_proof", "never_connected"]).nullable(),
+  /** Admitted: the old runner root is moved aside, kept for inspection. */
+  moveRunnerRootAside: z.boolean(),
+});
+export type BootstrapRestartResult = z.infer<typeof bootstrapRestartResultSchema>;
+
+export const startupFailureResultSchema = z.object({
+  kind: z.literal("startup_failure"),
+  verdict: z.enum(OUTCOME_CLASSES),
+  code: failureCode,
+  reason: z.string(),
+  checks: z.array(checkSchema),
+  outcome: z.enum(OUTCOME_CLASSES),
+  owner: z.enum(OWNERS),
+  canRetry: z.boolean(),
+  message: z.string(),
+  nextAction: z.string(),
+  /** Seconds until the same run is tried again; null when nothing is retried automatically. */
+  retryAfterSeconds: z.number().int().nullable(),
+});
+export type StartupFailureResult = z.infer<typeof startupFailureResultSchema>;
+
+export const processExitResultSchema = z.object({
+  kind: z.literal("process_exit"),
+  verdict: z.enum(PROCESS_EXIT_VERDICTS),
+  code: z.null(),
+  reason: z.enum(PROCESS_EXIT_REASONS),
+  checks: z.array(checkSchema),
+});
+export type ProcessExitResult = z.infer<typeof processExitResultSchema>;
+
+export const CREATION_INTENT_VERDICTS = [
+  "wait",
+  "inspect",
+  "commit",
+  "reclaim",
+  "stay_pending",
+  "resolve_absent",
+  "manual_reconciliation",
+] as const;
+
+export const creationIntentResultSchema = z.object({
+  kind: z.literal("creation_intent"),
+  verdict: z.enum(CREATION_INTENT_VERDICTS),
+  code: z.null(),
+  reason: z.string(),
+  checks: z.array(checkSchema),
+  /** The creator judged by process_exit; null when the order never needed it. */
+  creatorVerdict: processJudgementSchema.nullable(),
+});
+export type CreationIntentResult = z.infer<typeof creationIntentResultSchema>;
+
+export const TEARDOWN_FENCE_REASONS = [
+  "fence_expired",
+  "claimer_exited",
+  "attempt_superseded",
+  "claimer_alive",
+  "claimer_unknown",
+  "not_fenced",
+] as const;
+
+export const teardownFenceResultSchema = z.object({
+  kind: z.literal("teardown_fence"),
+  verdict: z.enum(["release", "keep"]),
+  code: z.null(),
+  reason: z.enum(TEARDOWN_FENCE_REASONS),
+  checks: z.array(checkSchema),
+  /** The claimer judged by process_exit; null when the order never needed it. */
+  claimerVerdict: processJudgementSchema.nullable(),
+});
+export type TeardownFenceResult = z.infer<typeof teardownFenceResultSchema>;
+
+export const verdictSchema = z.discriminatedUnion("kind", [
+  leaseBindingResultSchema,
+  bootstrapRestartResultSchema,
+  startupFailureResultSchema,
+  processExitResultSchema,
+  creationIntentResultSchema,
+  teardownFenceResultSchema,
+]);
+export type Verdict = z.infer<typeof verdictSchema>;
