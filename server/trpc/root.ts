@@ -1,8 +1,10 @@
+import { proofsRouter } from "./routers/proofs";
 import { runsRouter } from "./routers/runs";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 export const appRouter = createTRPCRouter({
   runs: runsRouter,
+  proofs: proofsRouter,
 });
 
 export type AppRouter = typeof appRouter;

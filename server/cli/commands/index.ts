@@ -1,0 +1,9 @@
+import type { Command } from "commander";
+import type { CliIO } from "../io";
+import { registerDecide } from "./decide";
+
+/** Adds one subcommand (with its options and action) to the program. */
+export type RegisterCommand = (program: Command, io: CliIO) => void;
+
+/** Every subcommand, one file each; add new ones here. */
+export const COMMANDS: readonly RegisterCommand[] = [registerDecide];
