@@ -1,0 +1,372 @@
+import { Configuration, SandboxApi } from "@daytonaio/api-client";
+import { z } from "zod";
+import { ageSeconds, DEFAULT_RATES, hourlyCost, type ResourceRates } from "./cost";
+import { ProviderError } from "./errors";
+import { httpFailure, send, snippet, validate } from "./http";
+import { hasLabels, LABEL_KEYS } from "./labels";
+import type { CreateSandboxInput, DestroyOutcome, SandboxProvider, SandboxView, ViewOptions } from "./types";
+
+/**
+ * The Daytona provider: Daytona's public REST API through `@daytonaio/api-client`
+ * (pinned; its methods are long positional lists, so every call to it lives here).
+ * The same code runs against the local emulator (server/emulator), which implements the
+ * subset used here (DAYTONA.md).
+ */
+
+export interface DaytonaProviderOptions {
+  /** API base, e.g. https://app.daytona.io/api or the emulator's http://127.0.0.1:3901. */
+  apiUrl: string;
+  apiKey: string;
+  /** Bound on each request (the client sets none). */
+  timeoutMs?: number;
+  /** When set, creates and lists must carry exactly this instance label. */
+  instanceId?: string;
+  /** Sent as X-Daytona-Organization-ID; only needed with a JWT instead of an API key. */
+  organizationId?: string;
+  rates?: ResourceRates;
+  clock?: () => Date;
+  /** Page size for listByLabels. */
+  pageSize?: number;
+  /** Stops a list whose cursor never ends (a provider bug) instead of looping forever. */
+  maxPages?: number;
+}
+
+/** The subset of Daytona's Sandbox that Runwarden relies on; the rest is ignored. */
+const SandboxSchema = z.object({
+  id: z.string().min(1),
+  name: z.string(),
+  labels: z.record(z.string(), z.string()).nullish(),
+  state: z.string().nullish(),
+  desiredState: z.string().nullish(),
+  errorReason: z.string().nullish(),
+  cpu: z.number().nullish(),
+  memory: z.number().nullish(),
+  disk: z.number().nullish(),
+  createdAt: z.string().refine((v) => Number.isFinite(Date.parse(v)), "expected an ISO date"),
+  toolboxProxyUrl: z.string().nullish(),
+});
+type RawSandbox = z.infer<typeof SandboxSchema>;
+
+const ListSchema = z.object({
+  items: z.array(SandboxSchema),
+  nextCursor: z.string().nullish(),
+});
+
+const ToolboxUrlSchema = z.object({ url: z.string().min(1) });
+
+/**
+ * listSandboxes' positional parameters in api-client 0.220.0 (the options object follows
+ * them). A test checks this against the installed client, so an upgrade that reorders
+ * them fails loudly instead of sending labels as something else.
+ */
+export const LIST_SANDBOXES_PARAMS = [
+  "xDaytonaOrganizationID",
+  "cursor",
+  "limit",
+  "id",
+  "name",
+  "labels",
+  "includeErroredDeleted",
+  "includeWarm",
+  "states",
+  "snapshots",
+  "regionIds",
+  "sandboxClasses",
+  "minCpu",
+  "maxCpu",
+  "minMemoryGiB",
+  "maxMemoryGiB",
+  "minDiskGiB",
+  "maxDiskGiB",
+  "minGpu",
+  "maxGpu",
+  "isPublic",
+  "isRecoverable",
+  "createdAtAfter",
+  "createdAtBefore",
+  "lastEventAfter",
+  "lastEventBefore",
+  "autoDestroyAtAfter",
+  "autoDestroyAtBefore",
+  "sort",
+  "order",
+] as const;
+
+/** The positional parameters before the options object. */
+type ListParams = Parameters<SandboxApi["listSandboxes"]> extends [...infer Head, RawOptions?] ? Head : never;
+type RawOptions = Parameters<SandboxApi["getSandbox"]>[3];
+
+export class DaytonaProvider implements SandboxProvider {
+  readonly kind = "daytona" as const;
+  readonly apiUrl: string;
+  private readonly api: SandboxApi;
+  private readonly apiKey: string;
+  private readonly timeoutMs: number;
+  private readonly instanceId: string | undefined;
+  private readonly organizationId: string | undefined;
+  private readonly rates: ResourceRates;
+  private readonly clock: () => Date;
+  private readonly pageSize: number;
+  private readonly maxPages: number;
+  private readonly toolboxUrls = new Map<string, string>();
+
+  constructor(options: DaytonaProviderOptions) {
+    if (!options.apiUrl) throw new ProviderError("refused", "DaytonaProvider", "apiUrl is required (DAYTONA_API_URL)");
+    if (!options.apiKey) throw new ProviderError("refused", "DaytonaProvider", "apiKey is required (DAYTONA_API_KEY)");
+    this.apiUrl = options.apiUrl.replace(/\/+$/, "");
+    this.apiKey = options.apiKey;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.instanceId = options.instanceId;
+    this.organizationId = options.organizationId;
+    this.rates = options.rates ?? DEFAULT_RATES;
+    this.clock = options.clock ?? (() => new Date());
+    this.pageSize = options.pageSize ?? 100;
+    this.maxPages = options.maxPages ?? 1000;
+    // basePath is used verbatim: the client adds no /api prefix (DAYTONA.md).
+    const configuration = new Configuration({
+      basePath: this.apiUrl,
+      accessToken: this.apiKey,
+      baseOptions: { timeout: this.timeoutMs },
+    });
+    this.api = new SandboxApi(configuration);
+  }
+
+  async create(input: CreateSandboxInput, options: ViewOptions = {}): Promise<SandboxView> {
+    const operation = `POST /sandbox (${input.name})`;
+    if (!input.name) throw new ProviderError("refused", operation, "a sandbox needs an exact name");
+    this.checkScope(operation, input.labels);
+    const body: Parameters<SandboxApi["createSandbox"]>[0] = { name: input.name, labels: input.labels };
+    // Resources only when asked: Daytona rejects them for snapshots with fixed sizes.
+    if (input.cpu !== undefined) body.cpu = input.cpu;
+    if (input.memory !== undefined) body.memory = input.memory;
+    if (input.disk !== undefined) body.disk = input.disk;
+    const signal = input.signal ?? options.signal;
+    const data = await this.call(operation, signal, () =>
+      this.api.createSandbox(body, this.organizationId, { signal, timeout: this.timeoutMs }),
+    );
+    const raw = validate(operation, data, SandboxSchema, "the created sandbox");
+    if (raw.name !== input.name) {
+      throw new ProviderError("garbage", operation, `asked for the name ${JSON.stringify(input.name)}, the provider named it ${JSON.stringify(raw.name)}`);
+    }
+    return this.view(raw, options.now);
+  }
+
+  async getByName(name: string, options: ViewOptions = {}): Promise<SandboxView | null> {
+    const operation = `GET /sandbox/${name}`;
+    if (!name) throw new ProviderError("refused", operation, "a name is required");
+    const data = await this.callOrNull(operation, options.signal, () =>
+      this.api.getSandbox(name, this.organizationId, undefined, { signal: options.signal, timeout: this.timeoutMs }),
+    );
+    if (data === null) return null;
+    const raw = validate(operation, data, SandboxSchema, "the sandbox");
+    // Daytona's GET takes an id or a name; only an exact name match is the sandbox asked for.
+    if (raw.name !== name) {
+      throw new ProviderError("garbage", operation, `asked for the name ${JSON.stringify(name)}, got a sandbox named ${JSON.stringify(raw.name)}`);
+    }
+    return this.view(raw, options.now);
+  }
+
+  async listByLabels(labels: Record<string, string>, options: ViewOptions = {}): Promise<SandboxView[]> {
+    const operation = "GET /sandbox?labels=…";
+    if (!labels || Object.keys(labels).length === 0) {
+      throw new ProviderError("refused", operation, "an unscoped (provider-wide) list is not allowed: pass this instance's labels");
+    }
+    if (!labels[LABEL_KEYS.instance]) {
+      throw new ProviderError("refused", operation, `a list must be scoped by the ${LABEL_KEYS.instance} label`);
+    }
+    this.checkScope(operation, labels);
+    const encoded = JSON.stringify(labels);
+    const out: SandboxView[] = [];
+    const seenCursors = new Set<string>();
+    let cursor: string | undefined;
+    for (let page = 0; ; page++) {
+      if (page >= this.maxPages) {
+        throw new ProviderError("garbage", operation, `the list did not end after ${this.maxPages} pages`);
+      }
+      const args = listArgs({ xDaytonaOrganizationID: this.organizationId, cursor, limit: this.pageSize, labels: encoded });
+      const data = await this.call(operation, options.signal, () =>
+        this.api.listSandboxes(...args, { signal: options.signal, timeout: this.timeoutMs }),
+      );
+      if (Array.isArray(data)) {
+        throw new ProviderError("garbage", operation, "expected { items, nextCursor }, got a plain array (an older Daytona API than the pinned client)");
+      }
+      const list = validate(operation, data, ListSchema, "the list");
+      for (const raw of list.items) {
+        // Defence in depth: a provider that ignored the filter must not widen the scope.
+        if (hasLabels(raw.labels ?? {}, labels)) out.push(this.view(raw, options.now));
+      }
+      const next = list.nextCursor ?? null;
+      if (!next || list.items.length === 0) return out;
+      if (seenCursors.has(next)) throw new ProviderError("garbage", operation, `the list repeated the cursor ${snippet(next)}`);
+      seenCursors.add(next);
+      cursor = next;
+    }
+  }
+
+  async destroy(id: string, options: { signal?: AbortSignal } = {}): Promise<{ outcome: DestroyOutcome }> {
+    const operation = `DELETE /sandbox/${id}`;
+    if (!id) throw new ProviderError("refused", operation, "an id is required");
+    const data = await this.callOrNull(operation, options.signal, () =>
+      this.api.deleteSandbox(id, this.organizationId, { signal: options.signal, timeout: this.timeoutMs }),
+    );
+    this.toolboxUrls.delete(id);
+    return { outcome: data === null ? "already_gone" : "destroyed" };
+  }
+
+  async readFile(sandboxId: string, path: string, options: { signal?: AbortSignal } = {}): Promise<string | null> {
+    const toolbox = await this.toolboxUrl(sandboxId, options);
+    if (toolbox === null) return null;
+    const operation = `GET files/download?path=${path}`;
+    const url = `${toolbox}/${encodeURIComponent(sandboxId)}/files/download?path=${encodeURIComponent(path)}`;
+    let res;
+    try {
+      res = await send({ method: "GET", url, operation, apiKey: this.apiKey, timeoutMs: this.timeoutMs, signal: options.signal });
+    } catch (err) {
+      if (ProviderError.is(err) && err.kind === "unreachable") this.toolboxUrls.delete(sandboxId);
+      throw err;
+    }
+    if (res.status === 404) return null;
+    if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
+    // Raw bytes (DAYTONA.md): decode as UTF-8 text.
+    return res.body.toString("utf8");
+  }
+
+  /** Starts a stopped sandbox (not part of the scoped interface; by id). */
+  async start(id: string, options: ViewOptions = {}): Promise<SandboxView> {
+    const operation = `POST /sandbox/${id}/start`;
+    const data = await this.call(operation, options.signal, () =>
+      this.api.startSandbox(id, this.organizationId, { signal: options.signal, timeout: this.timeoutMs }),
+    );
+    return this.view(validate(operation, data, SandboxSchema, "the sandbox"), options.now);
+  }
+
+  /** Stops a sandbox; its processes (the runner) end. */
+  async stop(id: string, options: ViewOptions = {}): Promise<SandboxView> {
+    const operation = `POST /sandbox/${id}/stop`;
+    const data = await this.call(operation, options.signal, () =>
+      this.api.stopSandbox(id, this.organizationId, false, { signal: options.signal, timeout: this.timeoutMs }),
+    );
+    return this.view(validate(operation, data, SandboxSchema, "the sandbox"), options.now);
+  }
+
+  /**
+   * The sandbox's toolbox proxy base (for files and the emulated runner), or null when the
+   * sandbox does not exist. Uses the Sandbox's `toolboxProxyUrl`, else asks for it.
+   */
+  async toolboxUrl(sandboxId: string, options: { signal?: AbortSignal } = {}): Promise<string | null> {
+    const cached = this.toolboxUrls.get(sandboxId);
+    if (cached) return cached;
+    const operation = `GET /sandbox/${sandboxId}`;
+    const data = await this.callOrNull(operation, options.signal, () =>
+      this.api.getSandbox(sandboxId, this.organizationId, undefined, { signal: options.signal, timeout: this.timeoutMs }),
+    );
+    if (data === null) return null;
+    const raw = validate(operation, data, SandboxSchema, "the sandbox");
+    let url = raw.toolboxProxyUrl ?? "";
+    if (!url) {
+      const proxyOp = `GET /sandbox/${sandboxId}/toolbox-proxy-url`;
+      const proxy = await this.call(proxyOp, options.signal, () =>
+        this.api.getToolboxProxyUrl(sandboxId, this.organizationId, { signal: options.signal, timeout: this.timeoutMs }),
+      );
+      url = validate(proxyOp, proxy, ToolboxUrlSchema, "the toolbox proxy URL").url;
+    }
+    url = url.replace(/\/+$/, "");
+    this.toolboxUrls.set(sandboxId, url);
+    return url;
+  }
+
+  private checkScope(operation: string, labels: Record<string, string>) {
+    const instance = labels[LABEL_KEYS.instance];
+    if (!instance) throw new ProviderError("refused", operation, `labels must carry ${LABEL_KEYS.instance}`);
+    if (this.instanceId !== undefined && instance !== this.instanceId) {
+      throw new ProviderError("refused", operation, `labels name instance ${JSON.stringify(instance)}, this provider serves ${JSON.stringify(this.instanceId)}`);
+    }
+  }
+
+  private view(raw: RawSandbox, now?: Date): SandboxView {
+    const resources = { cpu: raw.cpu ?? 0, memory: raw.memory ?? 0, disk: raw.disk ?? 0 };
+    return {
+      id: raw.id,
+      name: raw.name,
+      labels: { ...(raw.labels ?? {}) },
+      state: raw.state ?? "unknown",
+      desiredState: raw.desiredState ?? null,
+      errorReason: raw.errorReason ?? null,
+      createdAt: new Date(raw.createdAt).toISOString(),
+      ageSeconds: ageSeconds(raw.createdAt, now ?? this.clock()),
+      ...resources,
+      hourlyCost: hourlyCost(resources, this.rates),
+      toolboxProxyUrl: raw.toolboxProxyUrl ? raw.toolboxProxyUrl.replace(/\/+$/, "") : null,
+    };
+  }
+
+  private async call(operation: string, signal: AbortSignal | undefined, fn: () => Promise<{ data: unknown }>): Promise<unknown> {
+    try {
+      return (await fn()).data;
+    } catch (err) {
+      throw axiosFailure(operation, err, signal, this.timeoutMs);
+    }
+  }
+
+  /** Like call, with 404 as null. */
+  private async callOrNull(operation: string, signal: AbortSignal | undefined, fn: () => Promise<{ data: unknown }>): Promise<unknown> {
+    try {
+      return await this.call(operation, signal, fn);
+    } catch (err) {
+      if (ProviderError.is(err) && err.kind === "http" && err.status === 404) return null;
+      throw err;
+    }
+  }
+}
+
+export function createDaytonaProvider(options: DaytonaProviderOptions): DaytonaProvider {
+  return new DaytonaProvider(options);
+}
+
+function listArgs(named: Partial<Record<(typeof LIST_SANDBOXES_PARAMS)[number], unknown>>): ListParams {
+  const args: unknown[] = LIST_SANDBOXES_PARAMS.map((name) => named[name]);
+  return args as ListParams;
+}
+
+interface AxiosLikeError {
+  isAxiosError?: boolean;
+  code?: string;
+  message?: string;
+  response?: { status: number; data?: unknown; headers?: Record<string, unknown> };
+}
+
+/** Turns an axios failure into a ProviderError that says what happened. */
+function axiosFailure(operation: string, err: unknown, signal: AbortSignal | undefined, timeoutMs: number): ProviderError {
+  if (ProviderError.is(err)) return err;
+  const e = err as AxiosLikeError;
+  if (!e || !e.isAxiosError) {
+    return new ProviderError("garbage", operation, `unexpected client failure: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+  }
+  if (e.code === "ERR_CANCELED" || signal?.aborted) {
+    return new ProviderError("aborted", operation, "the caller aborted the request", { cause: err });
+  }
+  if (e.code === "ECONNABORTED" || e.code === "ETIMEDOUT") {
+    return new ProviderError("timeout", operation, `no answer within ${timeoutMs} ms`, { cause: err });
+  }
+  const res = e.response;
+  if (!res) {
+    return new ProviderError("unreachable", operation, `cannot reach the provider (${e.code ?? e.message ?? "no answer"})`, { cause: err });
+  }
+  const contentType = String(res.headers?.["content-type"] ?? "");
+  let message = "";
+  let code: string | null = null;
+  const body = res.data;
+  if (body && typeof body === "object" && !Array.isArray(body)) {
+    const b = body as { message?: unknown; error?: unknown; code?: unknown };
+    if (typeof b.message === "string") message = b.message;
+    else if (Array.isArray(b.message)) message = b.message.join("; ");
+    else if (typeof b.error === "string") message = b.error;
+    if (typeof b.code === "string") code = b.code;
+  }
+  return new ProviderError(
+    "http",
+    operation,
+    `HTTP ${res.status}${message ? `: ${message}` : ` with ${contentType || "no content type"}: ${snippet(body)}`}`,
+    { status: res.status, code, cause: err },
+  );
+}

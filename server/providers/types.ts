@@ -1,0 +1,99 @@
+/**
+ * The sandbox provider plugin interface (DOMAIN.md §4). Deliberately scoped: there is no
+ * provider-wide list and no delete-by-query — only create by exact name, get by exact
+ * name, list by this instance's labels, destroy one id, and read one file.
+ */
+
+/** Daytona's sandbox states (DAYTONA.md); a provider may report others, kept verbatim. */
+export const SANDBOX_STATES = [
+  "creating",
+  "restoring",
+  "destroyed",
+  "destroying",
+  "started",
+  "stopped",
+  "starting",
+  "stopping",
+  "error",
+  "build_failed",
+  "pending_build",
+  "building_snapshot",
+  "unknown",
+  "pulling_snapshot",
+  "archived",
+  "archiving",
+  "resizing",
+  "snapshotting",
+  "forking",
+  "pausing",
+  "paused",
+  "resuming",
+] as const;
+export type SandboxState = (typeof SANDBOX_STATES)[number];
+
+/** One sandbox as Runwarden sees it. */
+export interface SandboxView {
+  id: string;
+  name: string;
+  labels: Record<string, string>;
+  /** Provider state, verbatim (usually one of SANDBOX_STATES). */
+  state: string;
+  desiredState: string | null;
+  errorReason: string | null;
+  /** ISO-8601. */
+  createdAt: string;
+  /** Whole seconds between createdAt and the `now` the view was computed for (never negative). */
+  ageSeconds: number;
+  cpu: number;
+  /** GiB. */
+  memory: number;
+  /** GiB. */
+  disk: number;
+  /** USD per hour at the provider's rates (see cost.ts). */
+  hourlyCost: number;
+  /** Base of the toolbox proxy (file access, emulated runner); null when the provider did not say. */
+  toolboxProxyUrl: string | null;
+}
+
+export interface CreateSandboxInput {
+  /** The exact creation name (`creationName()`); the provider must keep it verbatim. */
+  name: string;
+  /** Must carry at least `runwarden.instance` (see labels.ts). */
+  labels: Record<string, string>;
+  cpu?: number;
+  /** GiB. */
+  memory?: number;
+  /** GiB. */
+  disk?: number;
+  /** Aborting it abandons the request; the provider may still materialise the sandbox later. */
+  signal?: AbortSignal;
+}
+
+export interface ViewOptions {
+  /** The clock for `ageSeconds`; the provider's own clock when absent. */
+  now?: Date;
+  signal?: AbortSignal;
+}
+
+export type DestroyOutcome = "destroyed" | "already_gone";
+
+export interface SandboxProvider {
+  /** Which implementation this is, for logs and evidence. */
+  readonly kind: "daytona";
+  create(input: CreateSandboxInput, options?: ViewOptions): Promise<SandboxView>;
+  /** The sandbox with exactly this name, or null when the provider says it does not exist. */
+  getByName(name: string, options?: ViewOptions): Promise<SandboxView | null>;
+  /**
+   * Sandboxes carrying every one of these labels. Refuses an empty set and a set without
+   * `runwarden.instance`: a list is always scoped to one instance.
+   */
+  listByLabels(labels: Record<string, string>, options?: ViewOptions): Promise<SandboxView[]>;
+  /** Destroys one sandbox by id; one that is already gone is a success. */
+  destroy(id: string, options?: { signal?: AbortSignal }): Promise<{ outcome: DestroyOutcome }>;
+  /** A file's text, or null when the sandbox or the file does not exist. */
+  readFile(sandboxId: string, path: string, options?: { signal?: AbortSignal }): Promise<string | null>;
+}
+
+export { ProviderError, type ProviderErrorKind } from "./errors";
+export { LABEL_KEYS, buildLabels, instanceScope, normaliseLabels, creationName, type NormalisedLabels } from "./labels";
+export { DEFAULT_RATES, hourlyCost, ageSeconds, type ResourceRates } from "./cost";
