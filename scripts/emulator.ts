@@ -1,0 +1,52 @@
+/**
+ * `npm run emulator`: the local sandbox provider emulator (Daytona's REST subset, an
+ * emulated runner, fault injection) on loopback. Its sandboxes live in its own database
+ * (EMULATOR_DATABASE), so they survive a restart, a SIGKILL included.
+ */
+import { openEmulatorDatabase, emulatorApiKeys } from "../server/emulator/config";
+import { startEmulator, type EmulatorHandle } from "../server/emulator/server";
+import { describeUrl } from "../server/db/url";
+import { env } from "../server/env";
+import type { DatabaseHandle } from "../server/db/embedded";
+
+const say = (line: string) => process.stdout.write(`${line}\n`);
+let emulator: EmulatorHandle | null = null;
+let db: DatabaseHandle | null = null;
+let stopping = false;
+
+async function shutdown(code: number, why: string) {
+  if (stopping) return;
+  stopping = true;
+  say(`emulator: stopping (${why})`);
+  await emulator?.close().catch(() => {});
+  if (db?.startedHere) await db.stop().catch(() => {});
+  process.exit(code);
+}
+process.on("SIGINT", (s) => void shutdown(0, s));
+process.on("SIGTERM", (s) => void shutdown(0, s));
+
+async function main() {
+  db = await openEmulatorDatabase(env, (line) => say(`emulator: ${line}`));
+  say(`emulator: database ${describeUrl(db.url)}`);
+  try {
+    emulator = await startEmulator({
+      port: env.EMULATOR_PORT,
+      databaseUrl: db.url,
+      apiKeys: emulatorApiKeys(env),
+      duplicateNames: env.EMULATOR_DUPLICATE_NAMES,
+      destroyedRetentionMs: env.EMULATOR_DESTROYED_RETENTION_MS,
+      log: say,
+    });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") {
+      throw new Error(`port ${env.EMULATOR_PORT} is already in use; stop what holds it or set EMULATOR_PORT`);
+    }
+    throw err;
+  }
+  say(`emulator listening on ${emulator.url}`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`emulator: ${(err as Error)?.message ?? String(err)}\n`);
+  void shutdown(1, "start failed");
+});

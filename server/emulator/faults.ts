@@ -1,0 +1,117 @@
+import { z } from "zod";
+import { LABEL_KEYS } from "../providers/labels";
+import { ProviderFailureSchema } from "../providers/runner";
+
+/**
+ * Fault injection rules for the emulator (`POST /admin/faults`). A rule matches calls by
+ * sandbox name, run id and/or labels (all given criteria must hold; an empty match matches
+ * every call) and applies one fault, `times` times (null: until removed).
+ */
+
+export const DEFAULT_REJECTION = {
+  kind: "requires_action",
+  category: "permission",
+  message: "bwrap: loopback: Failed RTM_NEWADDR",
+} as const;
+
+export const FaultSpecSchema = z.discriminatedUnion("kind", [
+  /** Every matching call waits this long before it is handled. */
+  z.object({ kind: z.literal("latency"), ms: z.number().int().min(0).max(600_000).default(500) }),
+  /**
+   * A create is held and its sandbox materialises `delayMs` after the request arrived,
+   * even when the caller aborted meanwhile (GET answers 404 until then).
+   */
+  z.object({ kind: z.literal("late"), delayMs: z.number().int().min(0).max(3_600_000).default(3000) }),
+  /** The runner stays `connecting`: session-open never answers; the caller must give up. */
+  z.object({ kind: z.literal("never_connect") }),
+  /** session-open fails definitely with this provider failure. */
+  z.object({ kind: z.literal("reject"), providerFailure: ProviderFailureSchema.default({ ...DEFAULT_REJECTION }) }),
+  /** Runner start fails with `runner_ingress_bind_conflict`. */
+  z.object({ kind: z.literal("bind_conflict") }),
+]);
+export type FaultSpec = z.infer<typeof FaultSpecSchema>;
+export type FaultKind = FaultSpec["kind"];
+export const FAULT_KINDS = ["latency", "late", "never_connect", "reject", "bind_conflict"] as const satisfies readonly FaultKind[];
+
+export const FaultMatchSchema = z
+  .object({
+    name: z.string().min(1).optional(),
+    runId: z.string().min(1).optional(),
+    labels: z.record(z.string(), z.string()).optional(),
+  })
+  .strict();
+export type FaultMatch = z.infer<typeof FaultMatchSchema>;
+
+/** The body of `POST /admin/faults`. `fault` may be a bare kind for its defaults. */
+export const FaultRuleInputSchema = z
+  .object({
+    match: FaultMatchSchema.default({}),
+    fault: z.union([z.enum(FAULT_KINDS).transform((kind) => FaultSpecSchema.parse({ kind })), FaultSpecSchema]),
+    times: z.number().int().min(1).nullable().default(null),
+  })
+  .strict();
+export type FaultRuleInput = z.input<typeof FaultRuleInputSchema>;
+
+export interface FaultRule {
+  id: string;
+  match: FaultMatch;
+  fault: FaultSpec;
+  /** How many calls it applies to; null: every call until removed. */
+  times: number | null;
+  used: number;
+  createdAt: string;
+}
+
+/** What a call is about, for matching. */
+export interface FaultSubject {
+  name: string | null;
+  labels: Record<string, string>;
+  /** Run ids the call concerns: the `runwarden.run` label, the runner state's or the start request's. */
+  runIds: string[];
+}
+
+/** Which faults each emulator operation honours (latency applies to all of them). */
+export type FaultPoint = "create" | "sandbox" | "list" | "files" | "runner_start" | "session_open" | "runner";
+
+export function faultAppliesAt(kind: FaultKind, point: FaultPoint): boolean {
+  switch (kind) {
+    case "latency":
+      return true;
+    case "late":
+      return point === "create";
+    case "never_connect":
+    case "reject":
+      return point === "session_open";
+    case "bind_conflict":
+      return point === "runner_start";
+    default: {
+      const never: never = kind;
+      return never;
+    }
+  }
+}
+
+export function matchesSubject(match: FaultMatch, subject: FaultSubject): boolean {
+  if (match.name !== undefined && match.name !== subject.name) return false;
+  if (match.runId !== undefined && !subject.runIds.includes(match.runId)) return false;
+  if (match.labels) {
+    for (const [k, v] of Object.entries(match.labels)) if (subject.labels[k] !== v) return false;
+  }
+  return true;
+}
+
+/** Rules of `kind` that apply to this call at this point, oldest first, with uses left. */
+export function applicableRules(rules: readonly FaultRule[], point: FaultPoint, subject: FaultSubject, kind: FaultKind): FaultRule[] {
+  return rules.filter(
+    (r) =>
+      r.fault.kind === kind &&
+      faultAppliesAt(kind, point) &&
+      (r.times === null || r.used < r.times) &&
+      matchesSubject(r.match, subject),
+  );
+}
+
+export function subjectOf(name: string | null, labels: Record<string, string>, ...runIds: (string | null | undefined)[]): FaultSubject {
+  const ids = [labels[LABEL_KEYS.run], ...runIds].filter((v): v is string => typeof v === "string" && v !== "");
+  return { name, labels, runIds: [...new Set(ids)] };
+}

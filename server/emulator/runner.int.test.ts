@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { DaytonaProvider } from "../providers/daytona";
+import { bootstrapRestartPath, PROVIDER_STATE_PATH, readRunnerState, RUNNER_STATE_PATH, type RunnerClient } from "../providers/runner";
+import { buildLabels, creationName } from "../providers/types";
+import { startTestEmulator, type TestEmulator } from "./testing";
+
+/** The emulated runner's lifecycle through the RunnerClient, and its durable state file. */
+
+let t: TestEmulator;
+let provider: DaytonaProvider;
+let runner: RunnerClient;
+
+beforeAll(async () => {
+  t = await startTestEmulator(inject("adminUrl"), inject("runPrefix"));
+  provider = t.provider({ instanceId: "inst-a" });
+  runner = t.runner(provider);
+});
+
+afterAll(async () => {
+  await t?.close();
+});
+
+async function sandbox(op: string) {
+  return provider.create({ name: creationName("rw", op), labels: buildLabels({ instanceId: "inst-a", companyId: "co-1", operationId: op }) });
+}
+
+describe("emulated runner", () => {
+  it("walks connecting → ready → turns → suspended → reattached → stopped", async () => {
+    const sbx = await sandbox("op-life");
+    expect(await runner.process(sbx.id)).toEqual({ state: "absent" });
+
+    const started = await runner.start(sbx.id, { runId: "r1", runnerInstanceId: "ri-1", sessionId: "s-1" });
+    expect(started).toMatchObject({
+      runId: "r1",
+      runnerInstanceId: "ri-1",
+      sessionId: "s-1",
+      lifecycle: "connecting",
+      lastConnectionProtocolVersion: null,
+      lastControllerCommandSeq: 0,
+      reconnectCount: 0,
+      outbox: [],
+      processedCommands: [],
+      pendingTerminalDelivery: null,
+      providerStatePresent: false,
+    });
+    const proc = await runner.process(sbx.id);
+    expect(proc.state).toBe("running");
+    expect(started.process).toEqual({ pid: proc.pid, startedAt: proc.startedAt });
+
+    // Turns need a session first.
+    await expect(runner.turn(sbx.id, 1)).rejects.toMatchObject({ status: 409, code: "runner_not_ready" });
+
+    const opened = await runner.sessionOpen(sbx.id, { timeoutMs: 5000 });
+    if (!opened.ok) throw new Error(`session.open failed: ${opened.message}`);
+    expect(opened.state).toMatchObject({ lifecycle: "ready", lastConnectionProtocolVersion: 1, reconnectCount: 0, providerStatePresent: true });
+    expect(await provider.readFile(sbx.id, PROVIDER_STATE_PATH)).toContain("s-1");
+
+    await runner.turn(sbx.id, 1);
+    const twice = await runner.turn(sbx.id, 2);
+    expect(await runner.turn(sbx.id, 2)).toEqual(twice);
+    expect(twice.lastControllerCommandSeq).toBe(2);
+    expect(twice.processedCommands.map((c) => (c as { seq: number }).seq)).toEqual([1, 2]);
+    await expect(runner.turn(sbx.id, 1)).resolves.toMatchObject({ lastControllerCommandSeq: 2 });
+
+    expect((await runner.suspend(sbx.id)).lifecycle).toBe("suspended");
+    expect((await runner.process(sbx.id)).state).toBe("running");
+    const reattached = await runner.reattach(sbx.id);
+    expect(reattached).toMatchObject({ lifecycle: "ready", reconnectCount: 1, lastControllerCommandSeq: 2 });
+
+    const stopped = await runner.stop(sbx.id);
+    expect(stopped?.lifecycle).toBe("stopped");
+    expect(await runner.process(sbx.id)).toEqual({ state: "stopped", pid: proc.pid, startedAt: proc.startedAt });
+    await expect(runner.turn(sbx.id, 3)).rejects.toMatchObject({ code: "runner_not_running" });
+
+    // The same state, read as the controller will: through the provider's file read.
+    expect(await readRunnerState(provider, sbx.id)).toEqual(await runner.readState(sbx.id));
+  });
+
+  it("restarts a never-connected bootstrap with a new runner instance, keeping the old state aside", async () => {
+    const sbx = await sandbox("op-bootstrap");
+    const first = await runner.start(sbx.id, { runId: "r2", runnerInstanceId: "ri-old", sessionId: "s-2" });
+
+    // A second runner cannot bind while the first still runs.
+    await expect(runner.start(sbx.id, { runId: "r2", runnerInstanceId: "ri-new", sessionId: "s-2" })).rejects.toMatchObject({
+      code: "runner_ingress_bind_conflict",
+    });
+    // The same runner asked again is the same runner.
+    expect(await runner.start(sbx.id, { runId: "r2", runnerInstanceId: "ri-old", sessionId: "s-2" })).toEqual(first);
+
+    await runner.stop(sbx.id);
+    const restarted = await runner.start(sbx.id, { runId: "r2", runnerInstanceId: "ri-new", sessionId: "s-2" });
+    expect(restarted).toMatchObject({ runnerInstanceId: "ri-new", lifecycle: "connecting", lastConnectionProtocolVersion: null });
+    expect(restarted.process?.pid).not.toBe(first.process?.pid);
+
+    const aside = await provider.readFile(sbx.id, bootstrapRestartPath(1));
+    expect(JSON.parse(aside ?? "null")).toMatchObject({ runnerInstanceId: "ri-old", lifecycle: "stopped" });
+
+    // And once more: the next one goes to .bootstrap-restart-2.
+    await runner.stop(sbx.id);
+    await runner.start(sbx.id, { runId: "r2", runnerInstanceId: "ri-third", sessionId: "s-2" });
+    expect(JSON.parse((await provider.readFile(sbx.id, bootstrapRestartPath(2))) ?? "null")).toMatchObject({ runnerInstanceId: "ri-new" });
+    expect((await readRunnerState(provider, sbx.id))?.runnerInstanceId).toBe("ri-third");
+    const files = await t.admin.files(sbx.id);
+    expect(files).toEqual(expect.arrayContaining([RUNNER_STATE_PATH, bootstrapRestartPath(1), bootstrapRestartPath(2)]));
+    expect((await t.admin.sandboxes()).find((s) => s.id === sbx.id)?.bootstrapRestarts).toBe(2);
+  });
+
+  it("moves provider state aside with the runner state on a restart after a session", async () => {
+    const sbx = await sandbox("op-connected");
+    await runner.start(sbx.id, { runId: "r3", runnerInstanceId: "ri-1", sessionId: "s-3" });
+    await runner.sessionOpen(sbx.id, { timeoutMs: 5000 });
+    await runner.stop(sbx.id);
+    await runner.start(sbx.id, { runId: "r3", runnerInstanceId: "ri-2", sessionId: "s-3" });
+    expect(await provider.readFile(sbx.id, PROVIDER_STATE_PATH)).toBeNull();
+    expect((await readRunnerState(provider, sbx.id))?.providerStatePresent).toBe(false);
+  });
+
+  it("refuses runner calls on a stopped or missing sandbox, and a stop with no runner is null", async () => {
+    const sbx = await sandbox("op-refusals");
+    expect(await runner.stop(sbx.id)).toBeNull();
+    await expect(runner.sessionOpen(sbx.id, { timeoutMs: 5000 })).rejects.toMatchObject({ status: 404, code: "runner_state_missing" });
+    await provider.stop(sbx.id);
+    await expect(runner.start(sbx.id, { runId: "r4", runnerInstanceId: "ri-1", sessionId: "s-4" })).rejects.toMatchObject({
+      status: 409,
+      code: "sandbox_not_started",
+    });
+    await expect(runner.process("00000000-0000-4000-8000-000000000000")).rejects.toMatchObject({ status: 404, code: "sandbox_not_found" });
+  });
+
+  it("answers a session.open on an already-ready runner without changing it", async () => {
+    const sbx = await sandbox("op-idem");
+    await runner.start(sbx.id, { runId: "r5", runnerInstanceId: "ri-1", sessionId: "s-5" });
+    const a = await runner.sessionOpen(sbx.id, { timeoutMs: 5000 });
+    const b = await runner.sessionOpen(sbx.id, { timeoutMs: 5000 });
+    expect(a.ok && b.ok && a.state).toEqual(b.ok && b.state);
+  });
+});

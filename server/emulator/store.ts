@@ -1,0 +1,308 @@
+import crypto from "node:crypto";
+import pg from "pg";
+import type { FaultMatch, FaultRule, FaultSpec } from "./faults";
+import type { ProcessState, RunnerProcessRow } from "./runner-model";
+
+/**
+ * The emulator's persistence: plain `pg` on its own database, its own tables. Everything
+ * (sandboxes, their files, the runner process, fault rules) lives here, so the emulator
+ * survives its own SIGKILL as well as the controller's.
+ */
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS emulator_sandbox (
+  seq            bigserial UNIQUE,
+  id             text PRIMARY KEY,
+  name           text NOT NULL,
+  labels         jsonb NOT NULL DEFAULT '{}'::jsonb,
+  env            jsonb NOT NULL DEFAULT '{}'::jsonb,
+  cpu            double precision NOT NULL,
+  memory         double precision NOT NULL,
+  disk           double precision NOT NULL,
+  state          text NOT NULL,
+  desired_state  text NOT NULL,
+  error_reason   text,
+  created_at     timestamptz NOT NULL,
+  updated_at     timestamptz NOT NULL,
+  -- A late materialisation is stored at once but invisible until then (survives a SIGKILL).
+  visible_at     timestamptz NOT NULL,
+  destroyed_at   timestamptz,
+  runner_process text NOT NULL DEFAULT 'absent',
+  runner_pid     integer,
+  runner_started_at timestamptz,
+  bootstrap_restarts integer NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS emulator_sandbox_name_idx ON emulator_sandbox (name);
+CREATE INDEX IF NOT EXISTS emulator_sandbox_labels_idx ON emulator_sandbox USING gin (labels);
+CREATE TABLE IF NOT EXISTS emulator_file (
+  sandbox_id  text NOT NULL REFERENCES emulator_sandbox (id) ON DELETE CASCADE,
+  path        text NOT NULL,
+  content     bytea NOT NULL,
+  updated_at  timestamptz NOT NULL,
+  PRIMARY KEY (sandbox_id, path)
+);
+CREATE TABLE IF NOT EXISTS emulator_fault (
+  seq         bigserial UNIQUE,
+  id          text PRIMARY KEY,
+  match       jsonb NOT NULL,
+  fault       jsonb NOT NULL,
+  times       integer,
+  used        integer NOT NULL DEFAULT 0,
+  created_at  timestamptz NOT NULL DEFAULT now()
+);
+`;
+
+export interface SandboxRow {
+  seq: string;
+  id: string;
+  name: string;
+  labels: Record<string, string>;
+  env: Record<string, string>;
+  cpu: number;
+  memory: number;
+  disk: number;
+  state: string;
+  desired_state: string;
+  error_reason: string | null;
+  created_at: Date;
+  updated_at: Date;
+  visible_at: Date;
+  destroyed_at: Date | null;
+  runner_process: ProcessState;
+  runner_pid: number | null;
+  runner_started_at: Date | null;
+  bootstrap_restarts: number;
+}
+
+export type Queryable = pg.Pool | pg.PoolClient;
+
+export class EmulatorStore {
+  readonly pool: pg.Pool;
+  /** How long a destroyed sandbox stays visible (as `destroyed`) before it is a 404. */
+  destroyedRetentionMs: number;
+
+  constructor(databaseUrl: string, options: { destroyedRetentionMs: number }) {
+    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 10, connectionTimeoutMillis: 10_000 });
+    // An idle client's error (a restarted server) must not crash the emulator.
+    this.pool.on("error", () => {});
+    this.destroyedRetentionMs = options.destroyedRetentionMs;
+  }
+
+  async migrate(): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      // Two emulators starting on one database must not race on CREATE TABLE.
+      await client.query("SELECT pg_advisory_lock(hashtext('runwarden_emulator_schema'))");
+      try {
+        await client.query(SCHEMA);
+      } finally {
+        await client.query("SELECT pg_advisory_unlock(hashtext('runwarden_emulator_schema'))");
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+
+  /** SQL predicate for "visible to the API at $now" (param index given). */
+  private visible(nowParam: string, retentionParam: string): string {
+    return `visible_at <= ${nowParam} AND (destroyed_at IS NULL OR destroyed_at + (${retentionParam} || ' milliseconds')::interval > ${nowParam})`;
+  }
+
+  /** By id first, then by name (newest), as Daytona's `{idOrName}` does. */
+  async find(idOrName: string, now: Date, db: Queryable = this.pool, lock = false): Promise<SandboxRow | null> {
+    const where = this.visible("$2", "$3");
+    const suffix = lock ? "FOR UPDATE" : "";
+    const byId = await db.query<SandboxRow>(`SELECT * FROM emulator_sandbox WHERE id = $1 AND ${where} ${suffix}`, [
+      idOrName,
+      now,
+      String(this.destroyedRetentionMs),
+    ]);
+    if (byId.rows[0]) return byId.rows[0];
+    const byName = await db.query<SandboxRow>(
+      `SELECT * FROM emulator_sandbox WHERE name = $1 AND ${where} ORDER BY (destroyed_at IS NULL) DESC, seq DESC LIMIT 1 ${suffix}`,
+      [idOrName, now, String(this.destroyedRetentionMs)],
+    );
+    return byName.rows[0] ?? null;
+  }
+
+  async byId(id: string, db: Queryable = this.pool): Promise<SandboxRow | null> {
+    const { rows } = await db.query<SandboxRow>("SELECT * FROM emulator_sandbox WHERE id = $1", [id]);
+    return rows[0] ?? null;
+  }
+
+  /** Is a live (not destroyed) sandbox, visible or still materialising, holding this name? */
+  async nameTaken(name: string, db: Queryable): Promise<boolean> {
+    const { rows } = await db.query("SELECT 1 FROM emulator_sandbox WHERE name = $1 AND destroyed_at IS NULL LIMIT 1", [name]);
+    return rows.length > 0;
+  }
+
+  async insert(
+    row: {
+      id: string;
+      name: string;
+      labels: Record<string, string>;
+      env: Record<string, string>;
+      cpu: number;
+      memory: number;
+      disk: number;
+      state: string;
+      createdAt: Date;
+      visibleAt: Date;
+    },
+    db: Queryable,
+  ): Promise<SandboxRow> {
+    const { rows } = await db.query<SandboxRow>(
+      `INSERT INTO emulator_sandbox (id, name, labels, env, cpu, memory, disk, state, desired_state, created_at, updated_at, visible_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11) RETURNING *`,
+      [
+        row.id,
+        row.name,
+        JSON.stringify(row.labels),
+        JSON.stringify(row.env),
+        row.cpu,
+        row.memory,
+        row.disk,
+        row.state,
+        row.state === "stopped" ? "stopped" : "started",
+        row.createdAt,
+        row.visibleAt,
+      ],
+    );
+    return mustRow(rows[0]);
+  }
+
+  async list(
+    filter: { labels: Record<string, string>; states: string[]; afterSeq: string | null; limit: number; includeDestroyed: boolean },
+    now: Date,
+  ): Promise<SandboxRow[]> {
+    const params: unknown[] = [now, String(this.destroyedRetentionMs), JSON.stringify(filter.labels)];
+    let sql = `SELECT * FROM emulator_sandbox WHERE ${this.visible("$1", "$2")} AND labels @> $3::jsonb`;
+    if (!filter.includeDestroyed) sql += " AND destroyed_at IS NULL";
+    if (filter.states.length) {
+      params.push(filter.states);
+      sql += ` AND state = ANY($${params.length}::text[])`;
+    }
+    if (filter.afterSeq !== null) {
+      params.push(filter.afterSeq);
+      sql += ` AND seq > $${params.length}::bigint`;
+    }
+    params.push(filter.limit);
+    sql += ` ORDER BY seq LIMIT $${params.length}`;
+    const { rows } = await this.pool.query<SandboxRow>(sql, params);
+    return rows;
+  }
+
+  /** Admin view: every row, including ones still materialising and (optionally) destroyed ones. */
+  async all(includeDestroyed: boolean): Promise<SandboxRow[]> {
+    const { rows } = await this.pool.query<SandboxRow>(
+      `SELECT * FROM emulator_sandbox ${includeDestroyed ? "" : "WHERE destroyed_at IS NULL"} ORDER BY seq`,
+    );
+    return rows;
+  }
+
+  async setState(id: string, state: string, desired: string, now: Date, db: Queryable, extra: { destroyed?: boolean } = {}): Promise<SandboxRow> {
+    const { rows } = await db.query<SandboxRow>(
+      `UPDATE emulator_sandbox SET state = $2, desired_state = $3, updated_at = $4,
+         destroyed_at = CASE WHEN $5::boolean THEN $4 ELSE destroyed_at END,
+         runner_process = CASE WHEN $2 IN ('stopped', 'destroyed') AND runner_process = 'running' THEN 'stopped' ELSE runner_process END
+       WHERE id = $1 RETURNING *`,
+      [id, state, desired, now, extra.destroyed ?? false],
+    );
+    return mustRow(rows[0]);
+  }
+
+  async setProcess(id: string, process: RunnerProcessRow, db: Queryable): Promise<void> {
+    await db.query("UPDATE emulator_sandbox SET runner_process = $2, runner_pid = $3, runner_started_at = $4 WHERE id = $1", [
+      id,
+      process.state,
+      process.pid,
+      process.startedAt,
+    ]);
+  }
+
+  async nextBootstrapRestart(id: string, db: Queryable): Promise<number> {
+    const { rows } = await db.query<{ bootstrap_restarts: number }>(
+      "UPDATE emulator_sandbox SET bootstrap_restarts = bootstrap_restarts + 1 WHERE id = $1 RETURNING bootstrap_restarts",
+      [id],
+    );
+    return mustRow(rows[0]).bootstrap_restarts;
+  }
+
+  async readFile(sandboxId: string, path: string, db: Queryable = this.pool): Promise<Buffer | null> {
+    const { rows } = await db.query<{ content: Buffer }>("SELECT content FROM emulator_file WHERE sandbox_id = $1 AND path = $2", [sandboxId, path]);
+    return rows[0]?.content ?? null;
+  }
+
+  async writeFile(sandboxId: string, path: string, content: Buffer | string, now: Date, db: Queryable = this.pool): Promise<void> {
+    await db.query(
+      `INSERT INTO emulator_file (sandbox_id, path, content, updated_at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (sandbox_id, path) DO UPDATE SET content = EXCLUDED.content, updated_at = EXCLUDED.updated_at`,
+      [sandboxId, path, typeof content === "string" ? Buffer.from(content, "utf8") : content, now],
+    );
+  }
+
+  async moveFile(sandboxId: string, from: string, to: string, db: Queryable): Promise<boolean> {
+    const res = await db.query("UPDATE emulator_file SET path = $3 WHERE sandbox_id = $1 AND path = $2", [sandboxId, from, to]);
+    return (res.rowCount ?? 0) > 0;
+  }
+
+  async listFiles(sandboxId: string): Promise<string[]> {
+    const { rows } = await this.pool.query<{ path: string }>("SELECT path FROM emulator_file WHERE sandbox_id = $1 ORDER BY path", [sandboxId]);
+    return rows.map((r) => r.path);
+  }
+
+  async faults(): Promise<FaultRule[]> {
+    const { rows } = await this.pool.query<{ id: string; match: FaultMatch; fault: FaultSpec; times: number | null; used: number; created_at: Date }>(
+      "SELECT * FROM emulator_fault ORDER BY seq",
+    );
+    return rows.map((r) => ({ id: r.id, match: r.match, fault: r.fault, times: r.times, used: r.used, createdAt: r.created_at.toISOString() }));
+  }
+
+  async addFault(rule: { match: FaultMatch; fault: FaultSpec; times: number | null }): Promise<FaultRule> {
+    const id = `fault-${crypto.randomUUID()}`;
+    const { rows } = await this.pool.query<{ created_at: Date }>(
+      "INSERT INTO emulator_fault (id, match, fault, times) VALUES ($1, $2, $3, $4) RETURNING created_at",
+      [id, JSON.stringify(rule.match), JSON.stringify(rule.fault), rule.times],
+    );
+    return { id, ...rule, used: 0, createdAt: mustRow(rows[0]).created_at.toISOString() };
+  }
+
+  /** Takes one use of a rule; false when another call took the last one. */
+  async consumeFault(id: string): Promise<boolean> {
+    const res = await this.pool.query("UPDATE emulator_fault SET used = used + 1 WHERE id = $1 AND (times IS NULL OR used < times)", [id]);
+    return (res.rowCount ?? 0) > 0;
+  }
+
+  async deleteFaults(id?: string): Promise<number> {
+    const res = id ? await this.pool.query("DELETE FROM emulator_fault WHERE id = $1", [id]) : await this.pool.query("DELETE FROM emulator_fault");
+    return res.rowCount ?? 0;
+  }
+
+  async reset(): Promise<void> {
+    await this.pool.query("TRUNCATE emulator_file, emulator_sandbox, emulator_fault");
+  }
+
+  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN");
+      const out = await fn(client);
+      await client.query("COMMIT");
+      return out;
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+}
+
+function mustRow<T>(row: T | undefined): T {
+  if (row === undefined) throw new Error("emulator store: expected a row");
+  return row;
+}

@@ -1,0 +1,72 @@
+import crypto from "node:crypto";
+import pg from "pg";
+import { withDatabase } from "../db/url";
+import { DaytonaProvider } from "../providers/daytona";
+import { createRunnerClient, type RunnerClient } from "../providers/runner";
+import { EmulatorAdminClient } from "./admin-client";
+import { DEFAULT_API_KEY, startEmulator, type EmulatorHandle, type EmulatorOptions } from "./server";
+
+/**
+ * Test support: a throwaway database named with the test run's prefix (so the global
+ * teardown drops it even when a test dies), and an in-process emulator on port 0 with the
+ * provider, runner and admin clients pointed at it.
+ */
+
+export interface ThrowawayDatabase {
+  name: string;
+  url: string;
+  drop(): Promise<void>;
+}
+
+export async function createThrowawayDatabase(adminUrl: string, prefix: string, tag = "emu"): Promise<ThrowawayDatabase> {
+  const name = `${prefix}_${tag}_${crypto.randomBytes(4).toString("hex")}`;
+  await withAdmin(adminUrl, (c) => c.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`));
+  return {
+    name,
+    url: withDatabase(adminUrl, name),
+    drop: () => withAdmin(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`)).then(() => {}),
+  };
+}
+
+export interface TestEmulator {
+  emulator: EmulatorHandle;
+  database: ThrowawayDatabase;
+  admin: EmulatorAdminClient;
+  /** A provider scoped to `instanceId` (unscoped when omitted). */
+  provider(options?: { instanceId?: string; timeoutMs?: number; pageSize?: number }): DaytonaProvider;
+  runner(provider: DaytonaProvider, timeoutMs?: number): RunnerClient;
+  close(): Promise<void>;
+}
+
+export async function startTestEmulator(
+  adminUrl: string,
+  prefix: string,
+  options: Partial<Omit<EmulatorOptions, "databaseUrl" | "port">> = {},
+): Promise<TestEmulator> {
+  const database = await createThrowawayDatabase(adminUrl, prefix);
+  const emulator = await startEmulator({ port: 0, databaseUrl: database.url, ...options });
+  const apiKey = options.apiKeys?.[0] ?? DEFAULT_API_KEY;
+  return {
+    emulator,
+    database,
+    admin: new EmulatorAdminClient(emulator.url, apiKey),
+    provider: (o = {}) => new DaytonaProvider({ apiUrl: emulator.url, apiKey, timeoutMs: o.timeoutMs ?? 10_000, instanceId: o.instanceId, pageSize: o.pageSize }),
+    runner: (provider, timeoutMs = 10_000) =>
+      createRunnerClient({ apiKey, timeoutMs, toolboxUrl: (id, o) => provider.toolboxUrl(id, o) }),
+    async close() {
+      await emulator.close();
+      await database.drop();
+    },
+  };
+}
+
+async function withAdmin<T>(adminUrl: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  client.on("error", () => {});
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
