@@ -17,9 +17,9 @@ interface Run {
 }
 
 /** The real command, as a child process. */
-function runwarden(args: string[], stdin?: string): Promise<Run> {
+function runwarden(args: string[], stdin?: string, env?: NodeJS.ProcessEnv): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TSX, ENTRY, ...args], { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [TSX, ENTRY, ...args], { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"], env });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
@@ -173,6 +173,14 @@ describe.concurrent("runwarden decide (child process)", () => {
     const r = await runwarden(["decide"]);
     expect([r.code, r.stdout]).toEqual([2, ""]);
     expect(r.stderr).toContain("missing required argument 'file'");
+  });
+
+  test("decide reads no configuration: an environment server/env.ts would reject does not matter", async () => {
+    const bundle = await readFile(path.join(FIXTURES, "process-exit-same-process.json"), "utf8");
+    const r = await runwarden(["decide", "-"], bundle, { NODE_ENV: "production", DATABASE_URL: "not-a-url", PORT: "-1" });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ verdict: "alive" });
   });
 
   test("--help lists decide and exits 0", async () => {

@@ -17,7 +17,7 @@ export function explainVerdict(v: Verdict): string {
     ["#", "check", "expected", "actual", "result"],
     ...v.checks.map((c, i) => [String(i + 1), c.name, cell(c.expected), cell(c.actual), c.ok ? "pass" : "FAIL"]),
   ];
-  const lines = [`${v.kind}`, "", ...table(rows), ""];
+  const lines = [`proof: ${v.kind}`, "", ...table(rows), ""];
   const facts: [string, string][] = [
     ["verdict", v.verdict],
     ["code", v.code ?? "-"],
