@@ -277,8 +277,14 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
   async function readState(sandboxId: string, db: Queryable): Promise<RunnerState | null> {
     const buf = await store.readFile(sandboxId, RUNNER_STATE_PATH, db);
     if (!buf) return null;
-    const parsed = RunnerStateSchema.safeParse(JSON.parse(buf.toString("utf8")));
     // A planted file that is not a runner state is "no runner state" to the runner itself.
+    let value: unknown;
+    try {
+      value = JSON.parse(buf.toString("utf8"));
+    } catch {
+      return null;
+    }
+    const parsed = RunnerStateSchema.safeParse(value);
     return parsed.success ? parsed.data : null;
   }
 
