@@ -19,6 +19,32 @@ const schema = z.object({
   RUNWARDEN_PG_PORT: z.coerce.number().int().min(1).max(65535).default(54329),
   RUNWARDEN_INSTANCE_ID: z.string().min(1).default("inst-local"),
   LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
+  /** The controller's local state (local restart proofs); K15 chaos wipes it. */
+  RUNWARDEN_CONTROLLER_HOME: z.string().default(".data/controller"),
+  /** Runs one controller executes at once. */
+  RUNWARDEN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
+  /** How often the controller looks for queued runs and interrupted ones. */
+  RUNWARDEN_POLL_MS: z.coerce.number().int().min(20).default(500),
+  /** How often the sweeps run (DOMAIN.md §2.5, §2.6). */
+  RUNWARDEN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
+  /** A pending creation intent is left alone this long unless its creator exited (§2.5). */
+  RUNWARDEN_INTENT_WAIT_MS: z.coerce.number().int().min(0).default(30 * 60_000),
+  /** Until this long after creation, a sandbox not found may still materialise (§2.5). */
+  RUNWARDEN_SETTLE_MS: z.coerce.number().int().min(0).default(2 * 60_000),
+  /** A teardown claim fences other sweeps this long (§2.6). */
+  RUNWARDEN_FENCE_MS: z.coerce.number().int().min(1000).default(15 * 60_000),
+  /** Delay before a retryable startup failure runs again (§2.3). */
+  RUNWARDEN_RETRY_DELAY_MS: z.coerce.number().int().min(0).default(30_000),
+  /** Simulated work per agent turn. */
+  RUNWARDEN_TURN_MS: z.coerce.number().int().min(0).default(500),
+  /** Bound on session.open before it counts as an interruption. */
+  RUNWARDEN_SESSION_OPEN_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
+  /** Bound on a provider create; past it the controller stops waiting and the sweep takes over. */
+  RUNWARDEN_CREATE_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /** A controller silent this long no longer holds its runs (other hosts cannot be probed). */
+  RUNWARDEN_EXECUTOR_TIMEOUT_MS: z.coerce.number().int().min(500).default(20_000),
+  /** Chaos and tests only: SIGKILL this controller at the named point (e.g. after_intent_commit). */
+  RUNWARDEN_CRASH_AT: z.string().optional(),
   /** The database the browser tests' server uses (set by playwright.config.ts). */
   E2E_DATABASE_URL: z.string().optional(),
   /** Path to a chromium binary for Playwright; found automatically when unset. */

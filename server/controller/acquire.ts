@@ -1,0 +1,110 @@
+import crypto from "node:crypto";
+import type { EnvironmentLease, Run } from "../db/client";
+import { buildLabels, creationName } from "../providers/labels";
+import type { ControllerContext } from "./context";
+import { evidenceIdentity, REMOTE_CWD } from "./context";
+import { crashPoint } from "./crash";
+import { appendEvent, json } from "./records";
+
+export class AcquireError extends Error {
+  override name = "AcquireError";
+}
+
+/**
+ * Acquires a sandbox for a run with a durable creation intent (DOMAIN.md §2.5): the
+ * intent is committed before the provider is asked, so a crash anywhere after leaves a
+ * record the sweep can reclaim the sandbox from.
+ */
+export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: number | null): Promise<EnvironmentLease> {
+  const { config } = ctx;
+  const operationId = crypto.randomUUID();
+  const name = creationName(config.sandboxPrefix, operationId);
+  const labels = buildLabels({ instanceId: run.instanceId, companyId: run.companyId, operationId, runId: run.id });
+  const createdAt = new Date();
+  await ctx.db.sandboxCreationIntent.create({
+    data: {
+      id: operationId,
+      instanceId: run.instanceId,
+      companyId: run.companyId,
+      runId: run.id,
+      creationName: name,
+      labels: json({ instance: run.instanceId, company: run.companyId, operation: operationId }),
+      creatorBootId: ctx.identity.bootId,
+      creator: json(evidenceIdentity(ctx.identity)),
+      createdAt,
+      settleDeadline: new Date(createdAt.getTime() + config.settleMs),
+      nextAttemptAt: new Date(createdAt.getTime() + config.intentWaitMs),
+    },
+  });
+  await appendEvent(ctx.db, run.id, "intent_committed", ctx.identity.bootId, { operationId, creationName: name, turn });
+  crashPoint(ctx, "after_intent_commit");
+
+  let sandbox;
+  try {
+    sandbox = await ctx.provider.create({ name, labels }, { signal: AbortSignal.timeout(config.createTimeoutMs) });
+  } catch (err) {
+    // This creator has stopped waiting: the intent is due now, and the sweep inspects it
+    // (a create the provider still materialises later is reclaimed, not leaked).
+    await ctx.db.sandboxCreationIntent.updateMany({ where: { id: operationId, status: "pending" }, data: { nextAttemptAt: new Date() } });
+    const message = err instanceof Error ? err.message : String(err);
+    await appendEvent(ctx.db, run.id, "create_failed", ctx.identity.bootId, { operationId, error: message });
+    throw new AcquireError(`sandbox create failed: ${message}`);
+  }
+  crashPoint(ctx, "after_create");
+
+  const lease = await ctx.db.$transaction(async (tx) => {
+    const { count } = await tx.sandboxCreationIntent.updateMany({
+      where: { id: operationId, status: "pending" },
+      data: { status: "committed", resolvedAt: new Date() },
+    });
+    if (count !== 1) return null;
+    return tx.environmentLease.create({
+      data: {
+        runId: run.id,
+        instanceId: run.instanceId,
+        companyId: run.companyId,
+        intentId: operationId,
+        provider: ctx.providerTarget,
+        providerLeaseId: sandbox.id,
+        sandboxName: name,
+        remoteCwd: REMOTE_CWD,
+        turn,
+        acquisitionOutcome: "created",
+        status: "active",
+      },
+    });
+  });
+  if (!lease) throw new AcquireError(`creation intent ${operationId} was resolved by a sweep before its lease committed`);
+  await appendEvent(ctx.db, run.id, "lease_acquired", ctx.identity.bootId, {
+    leaseId: lease.id,
+    sandboxId: sandbox.id,
+    sandboxName: name,
+    acquisitionOutcome: "created",
+    turn,
+  });
+  return lease;
+}
+
+/**
+ * A warm sandbox taken up again after a restart: a new lease on the same sandbox with
+ * acquisition outcome `resumed`; the interrupted lease is released (not torn down).
+ */
+export async function resumeLease(ctx: ControllerContext, lease: EnvironmentLease): Promise<EnvironmentLease> {
+  return ctx.db.$transaction(async (tx) => {
+    await tx.environmentLease.update({ where: { id: lease.id }, data: { status: "released", cleanupStatus: "superseded_by_resume", endedAt: new Date() } });
+    return tx.environmentLease.create({
+      data: {
+        runId: lease.runId,
+        instanceId: lease.instanceId,
+        companyId: lease.companyId,
+        provider: lease.provider,
+        providerLeaseId: lease.providerLeaseId,
+        sandboxName: lease.sandboxName,
+        remoteCwd: lease.remoteCwd,
+        turn: lease.turn,
+        acquisitionOutcome: "resumed",
+        status: "active",
+      },
+    });
+  });
+}

@@ -1,0 +1,44 @@
+import type { Env } from "../env";
+
+/** Everything a controller's behaviour depends on, read once from the environment. */
+export interface ControllerConfig {
+  instanceId: string;
+  sandboxPrefix: string;
+  home: string;
+  concurrency: number;
+  pollMs: number;
+  sweepIntervalMs: number;
+  intentWaitMs: number;
+  settleMs: number;
+  fenceMs: number;
+  retryDelayMs: number;
+  turnMs: number;
+  sessionOpenTimeoutMs: number;
+  createTimeoutMs: number;
+  executorTimeoutMs: number;
+  /** Rows a sweep reads per page (the id cursor moves on after each). */
+  pageSize: number;
+  crashAt: ReadonlySet<string>;
+}
+
+export function controllerConfig(env: Env, overrides: Partial<ControllerConfig> = {}): ControllerConfig {
+  return {
+    instanceId: env.RUNWARDEN_INSTANCE_ID,
+    sandboxPrefix: env.RUNWARDEN_SANDBOX_PREFIX,
+    home: env.RUNWARDEN_CONTROLLER_HOME,
+    concurrency: env.RUNWARDEN_CONCURRENCY,
+    pollMs: env.RUNWARDEN_POLL_MS,
+    sweepIntervalMs: env.RUNWARDEN_SWEEP_INTERVAL_MS,
+    intentWaitMs: env.RUNWARDEN_INTENT_WAIT_MS,
+    settleMs: env.RUNWARDEN_SETTLE_MS,
+    fenceMs: env.RUNWARDEN_FENCE_MS,
+    retryDelayMs: env.RUNWARDEN_RETRY_DELAY_MS,
+    turnMs: env.RUNWARDEN_TURN_MS,
+    sessionOpenTimeoutMs: env.RUNWARDEN_SESSION_OPEN_TIMEOUT_MS,
+    createTimeoutMs: env.RUNWARDEN_CREATE_TIMEOUT_MS,
+    executorTimeoutMs: env.RUNWARDEN_EXECUTOR_TIMEOUT_MS,
+    pageSize: 100,
+    crashAt: new Set((env.RUNWARDEN_CRASH_AT ?? "").split(",").map((s) => s.trim()).filter(Boolean)),
+    ...overrides,
+  };
+}

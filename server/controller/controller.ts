@@ -1,0 +1,177 @@
+import type { Logger } from "pino";
+import type { Db } from "../db/client";
+import type { ProcessIdentity } from "../process/identity";
+import type { RunnerClient } from "../providers/runner";
+import type { SandboxProvider } from "../providers/types";
+import type { ControllerConfig } from "./config";
+import type { ControllerContext } from "./context";
+import { executeRun } from "./execute";
+import { appendEvent } from "./records";
+import { claimInterruptedRuns, recoverRun } from "./recovery";
+import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "./sweeps";
+
+export interface ControllerDeps {
+  db: Db;
+  provider: SandboxProvider;
+  providerTarget: string;
+  runner: RunnerClient;
+  identity: ProcessIdentity;
+  config: ControllerConfig;
+  log: Logger;
+}
+
+/**
+ * One controller process: records its identity, recovers interrupted runs, executes
+ * queued ones, and sweeps on an interval. Several may share one database.
+ */
+export class Controller {
+  readonly ctx: ControllerContext;
+  private readonly tasks = new Map<string, Promise<void>>();
+  private timer: NodeJS.Timeout | null = null;
+  private ticking = false;
+  private sweeping: Promise<SweepSummary[]> | null = null;
+  private lastSweepAt = 0;
+  private lastHeartbeatAt = 0;
+  private stopped = false;
+
+  constructor(deps: ControllerDeps) {
+    this.ctx = { ...deps, drain: new AbortController() };
+  }
+
+  get running(): number {
+    return this.tasks.size;
+  }
+
+  /** Records this process (DOMAIN.md §1) and makes sure its instance exists. */
+  async boot(): Promise<void> {
+    const { db, identity, config } = this.ctx;
+    await db.instance.upsert({ where: { id: config.instanceId }, create: { id: config.instanceId, name: config.instanceId, createPrefix: config.sandboxPrefix }, update: {} });
+    await db.controllerProcess.create({
+      data: {
+        bootId: identity.bootId,
+        instanceId: config.instanceId,
+        pid: identity.pid,
+        startedAt: new Date(identity.startedAt),
+        hostname: identity.hostname,
+        pidSpace: identity.pidSpace,
+        home: config.home,
+      },
+    });
+    this.ctx.log.info({ bootId: identity.bootId, pid: identity.pid, pidSpace: identity.pidSpace }, "controller booted");
+  }
+
+  start(): void {
+    const loop = async () => {
+      if (this.stopped) return;
+      await this.tick().catch((err: unknown) => this.ctx.log.error({ err: String(err) }, "controller tick failed"));
+      if (!this.stopped) this.timer = setTimeout(() => void loop(), this.ctx.config.pollMs);
+    };
+    void loop();
+  }
+
+  /** One round: heartbeat, recover, claim queued runs, and sweep when due. */
+  async tick(): Promise<void> {
+    if (this.ticking) return;
+    this.ticking = true;
+    try {
+      const now = Date.now();
+      if (now - this.lastHeartbeatAt > 2_000) {
+        this.lastHeartbeatAt = now;
+        await this.ctx.db.controllerProcess.update({ where: { bootId: this.ctx.identity.bootId }, data: { lastSeenAt: new Date() } });
+      }
+      if (this.ctx.drain.signal.aborted) return;
+      await this.recoverInterrupted();
+      await this.claimQueued();
+      if (now - this.lastSweepAt >= this.ctx.config.sweepIntervalMs && !this.sweeping) {
+        this.lastSweepAt = now;
+        void this.sweep("interval");
+      }
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  /** Both sweeps, once; concurrent calls share the pass in flight. */
+  sweep(trigger: string): Promise<SweepSummary[]> {
+    this.sweeping ??= (async () => {
+      try {
+        const intents = await sweepCreationIntents(this.ctx, trigger);
+        const teardown = await sweepTeardown(this.ctx, trigger);
+        return [intents, teardown];
+      } finally {
+        this.sweeping = null;
+      }
+    })();
+    return this.sweeping;
+  }
+
+  private freeSlots(): number {
+    return Math.max(0, this.ctx.config.concurrency - this.tasks.size);
+  }
+
+  private async recoverInterrupted(): Promise<void> {
+    const slots = this.freeSlots();
+    if (slots === 0) return;
+    for (const { run, status } of await claimInterruptedRuns(this.ctx, slots)) {
+      this.track(run.id, async () => {
+        if (await recoverRun(this.ctx, run, status)) await executeRun(this.ctx, run.id);
+      });
+    }
+  }
+
+  private async claimQueued(): Promise<void> {
+    const slots = this.freeSlots();
+    if (slots === 0) return;
+    const rows = await this.ctx.db.$queryRaw<Array<{ id: string }>>`
+      UPDATE runs SET status = 'starting'::"RunStatus", executor_boot_id = ${this.ctx.identity.bootId}, heartbeat_at = now(), updated_at = now()
+      WHERE id IN (
+        SELECT id FROM runs
+        WHERE instance_id = ${this.ctx.config.instanceId} AND status = 'queued'::"RunStatus" AND (retry_at IS NULL OR retry_at <= now())
+        ORDER BY created_at, id
+        LIMIT ${slots}
+        FOR UPDATE SKIP LOCKED)
+      RETURNING id`;
+    for (const { id } of rows) {
+      await appendEvent(this.ctx.db, id, "claimed", this.ctx.identity.bootId);
+      this.track(id, () => executeRun(this.ctx, id));
+    }
+  }
+
+  private track(runId: string, work: () => Promise<void>): void {
+    const task = work()
+      .catch(async (err: unknown) => {
+        // The run is let go so that recovery (a "hot" restart) takes it up with proof.
+        this.ctx.log.error({ runId, err: err instanceof Error ? err.stack : String(err) }, "run task failed");
+        await this.ctx.db.run
+          .updateMany({ where: { id: runId, executorBootId: this.ctx.identity.bootId }, data: { executorBootId: null } })
+          .catch(() => {});
+      })
+      .finally(() => this.tasks.delete(runId));
+    this.tasks.set(runId, task);
+  }
+
+  /**
+   * Graceful drain (SIGTERM): no new work, running runs suspend where they stand, then
+   * the process records that it stopped so the next controller reattaches at once.
+   */
+  async drain(): Promise<void> {
+    this.ctx.log.info({ running: this.tasks.size }, "draining");
+    this.ctx.drain.abort();
+    await Promise.allSettled([...this.tasks.values()]);
+    await this.stop("drain");
+  }
+
+  async stop(reason: string): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.ctx.db.controllerProcess
+      .update({ where: { bootId: this.ctx.identity.bootId }, data: { stoppedAt: new Date(), stopReason: reason } })
+      .catch(() => {});
+  }
+
+  /** Waits until no run task is in flight (tests). */
+  async idle(): Promise<void> {
+    while (this.tasks.size > 0) await Promise.allSettled([...this.tasks.values()]);
+  }
+}

@@ -1,0 +1,59 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { submitRun } from "../runs/submit";
+import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
+
+let h: ControllerHarness;
+const actor = { id: "test", role: "operator" };
+
+beforeAll(async () => {
+  h = await startControllerHarness();
+});
+afterAll(() => h.close());
+
+async function finished(runId: string) {
+  return waitFor(`run ${runId} to finish`, async () => {
+    const run = await h.db.db.run.findUniqueOrThrow({ where: { id: runId } });
+    return run.status === "succeeded" || run.status === "failed" ? run : null;
+  });
+}
+
+describe("executing runs", () => {
+  it("runs a warm run to success and destroys its sandbox", async () => {
+    const c = await h.controller();
+    const run = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "warm-1", agent: "a", provider: "codex", sandboxMode: "warm", turns: 3 }, actor);
+    c.start();
+    const done = await finished(run.id);
+    expect(done.status).toBe("succeeded");
+    expect(done.turnsDone).toBe(3);
+    const leases = await h.db.db.environmentLease.findMany({ where: { runId: run.id } });
+    expect(leases).toHaveLength(1);
+    expect(leases[0]).toMatchObject({ status: "expired", acquisitionOutcome: "created", cleanupStatus: "destroyed" });
+    const intents = await h.db.db.sandboxCreationIntent.findMany({ where: { runId: run.id } });
+    expect(intents.map((i) => i.status)).toEqual(["committed"]);
+    const sandboxes = await h.emu.admin.sandboxes({ includeDestroyed: true });
+    const mine = sandboxes.filter((s) => s.labels["runwarden.run"] === run.id);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]!.state).toBe("destroyed");
+    const events = await h.db.db.runEvent.findMany({ where: { runId: run.id }, orderBy: { id: "asc" } });
+    expect(events.map((e) => e.type)).toEqual(
+      expect.arrayContaining(["created", "claimed", "intent_committed", "lease_acquired", "runner_started", "session.open", "turn_done", "sandbox_destroyed", "run_succeeded"]),
+    );
+    await c.stop("test");
+  });
+
+  it("gives a per-turn run a fresh sandbox for every turn", async () => {
+    const c = await h.controller();
+    const run = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "per-turn-1", agent: "a", provider: "codex", sandboxMode: "per_turn", turns: 3 }, actor);
+    c.start();
+    const done = await finished(run.id);
+    expect(done.status).toBe("succeeded");
+    const leases = await h.db.db.environmentLease.findMany({ where: { runId: run.id }, orderBy: { turn: "asc" } });
+    expect(leases.map((l) => [l.turn, l.acquisitionOutcome, l.status])).toEqual([
+      [1, "created", "expired"],
+      [2, "created", "expired"],
+      [3, "created", "expired"],
+    ]);
+    expect(new Set(leases.map((l) => l.providerLeaseId)).size).toBe(3);
+    await c.stop("test");
+  });
+});

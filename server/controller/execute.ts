@@ -1,0 +1,232 @@
+import crypto from "node:crypto";
+import type { EnvironmentLease, Run } from "../db/client";
+import { ProviderError } from "../providers/errors";
+import { isBindConflict } from "../providers/runner";
+import { AcquireError, acquireSandbox } from "./acquire";
+import type { ControllerContext } from "./context";
+import { crashPoint } from "./crash";
+import { writeRunnerRoot } from "./home";
+import { finishRunSucceeded, handleStartupFailure } from "./outcome";
+import { appendEvent, json } from "./records";
+import { releaseRunLeases } from "./teardown";
+
+/**
+ * Executes a run from wherever its phase says it stands, so a fresh start and a
+ * recovered run take the same path:
+ *   acquiring → bootstrapping (runner start, session.open) → session_open (turns) → finishing.
+ * A per-turn run acquires a fresh sandbox for each turn; a warm run keeps one.
+ * Between steps a drain suspends the run instead of going on.
+ */
+export async function executeRun(ctx: ControllerContext, runId: string): Promise<void> {
+  for (;;) {
+    const run = await ctx.db.run.findUniqueOrThrow({ where: { id: runId } });
+    if (run.executorBootId !== ctx.identity.bootId) return; // another controller took it over
+    if (ctx.drain.signal.aborted) return suspendRun(ctx, run);
+
+    switch (run.phase ?? "acquiring") {
+      case "acquiring": {
+        const turn = run.sandboxMode === "per_turn" ? run.turnsDone + 1 : null;
+        let lease: EnvironmentLease;
+        try {
+          lease = await acquireSandbox(ctx, run, turn);
+        } catch (err) {
+          if (!(err instanceof AcquireError) && !ProviderError.is(err)) throw err;
+          return handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message: (err as Error).message });
+        }
+        await ctx.db.run.update({
+          where: { id: run.id },
+          data: {
+            phase: "bootstrapping",
+            runnerInstanceId: `ri-${crypto.randomUUID().slice(0, 8)}`,
+            sessionId: run.sessionId ?? `s-${crypto.randomUUID().slice(0, 8)}`,
+          },
+        });
+        await appendEvent(ctx.db, run.id, "phase", ctx.identity.bootId, { phase: "bootstrapping", leaseId: lease.id });
+        continue;
+      }
+      case "bootstrapping": {
+        const lease = await activeLease(ctx, run);
+        if (!lease?.providerLeaseId) {
+          await ctx.db.run.update({ where: { id: run.id }, data: { phase: "acquiring" } });
+          continue;
+        }
+        const outcome = await bootstrap(ctx, run, lease);
+        if (outcome !== "opened") return;
+        continue;
+      }
+      case "session_open": {
+        const lease = await activeLease(ctx, run);
+        if (run.turnsDone >= run.turnsPlanned) {
+          await ctx.db.run.update({ where: { id: run.id }, data: { phase: "finishing" } });
+          continue;
+        }
+        if (!lease?.providerLeaseId) {
+          // Between per-turn sandboxes: the next turn gets a fresh one.
+          await ctx.db.run.update({ where: { id: run.id }, data: { phase: "acquiring" } });
+          continue;
+        }
+        const done = await doTurn(ctx, run, lease);
+        if (!done) return;
+        continue;
+      }
+      case "finishing":
+        await finishRunSucceeded(ctx, run.id);
+        return;
+      case "done":
+        return;
+      default:
+        throw new Error(`run ${run.id} has an unknown phase ${run.phase}`);
+    }
+  }
+}
+
+export async function activeLease(ctx: ControllerContext, run: Run): Promise<EnvironmentLease | null> {
+  return ctx.db.environmentLease.findFirst({ where: { runId: run.id, status: "active" }, orderBy: { createdAt: "desc" } });
+}
+
+/** Runner start and session.open on the run's sandbox. */
+async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLease): Promise<"opened" | "failed"> {
+  const sandboxId = lease.providerLeaseId!;
+  const runnerInstanceId = run.runnerInstanceId ?? `ri-${crypto.randomUUID().slice(0, 8)}`;
+  const sessionId = run.sessionId ?? `s-${crypto.randomUUID().slice(0, 8)}`;
+  try {
+    const state = await ctx.runner.start(sandboxId, { runId: run.id, runnerInstanceId, sessionId });
+    writeRunnerRoot(ctx.config.home, ctx.config.instanceId, {
+      runId: run.id,
+      runnerInstanceId,
+      sessionId,
+      sandboxId,
+      startedAt: new Date().toISOString(),
+    });
+    await ctx.db.run.update({
+      where: { id: run.id },
+      data: { status: "running", startedAt: run.startedAt ?? new Date(), lastRunnerState: json(state), lastRunnerStateAt: new Date() },
+    });
+    await appendEvent(ctx.db, run.id, "runner_started", ctx.identity.bootId, { sandboxId, runnerInstanceId, sessionId });
+  } catch (err) {
+    if (isBindConflict(err)) {
+      await handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message: (err as Error).message, bindConflict: true });
+      return "failed";
+    }
+    if (ProviderError.is(err)) {
+      await handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message: err.message });
+      return "failed";
+    }
+    throw err;
+  }
+  crashPoint(ctx, "after_runner_start");
+  if (ctx.drain.signal.aborted) {
+    await suspendRun(ctx, await ctx.db.run.findUniqueOrThrow({ where: { id: run.id } }));
+    return "failed";
+  }
+
+  const opened = await ctx.runner.sessionOpen(sandboxId, { timeoutMs: ctx.config.sessionOpenTimeoutMs }).catch((err: unknown) => {
+    if (ProviderError.is(err)) return { ok: false as const, definite: false as const, reason: "error" as const, message: err.message };
+    throw err;
+  });
+  if (!opened.ok) {
+    const fresh = await ctx.db.run.findUniqueOrThrow({ where: { id: run.id } });
+    await handleStartupFailure(ctx, fresh, {
+      definite: opened.definite,
+      providerFailure: opened.definite ? opened.providerFailure : null,
+      message: opened.message,
+    });
+    return "failed";
+  }
+  await ctx.db.run.update({
+    where: { id: run.id },
+    data: {
+      phase: "session_open",
+      recoveryState: null,
+      lastRunnerState: json(opened.state),
+      lastRunnerStateAt: new Date(),
+      // What a restart's claim will name: the lease this session is bound to.
+      checkpoint: json({ turn: run.turnsDone, sessionId, leaseId: lease.id, providerLeaseId: sandboxId, remoteCwd: lease.remoteCwd, at: new Date().toISOString() }),
+    },
+  });
+  await appendEvent(ctx.db, run.id, "session.open", ctx.identity.bootId, { sandboxId, sessionId });
+  crashPoint(ctx, "after_session_open");
+  return "opened";
+}
+
+/** One agent turn; a per-turn run then gives its sandbox back. */
+async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease): Promise<boolean> {
+  const seq = run.turnsDone + 1;
+  if (!(await sleep(ctx.config.turnMs, ctx.drain.signal))) {
+    await suspendRun(ctx, run);
+    return false;
+  }
+  let state;
+  try {
+    state = await ctx.runner.turn(lease.providerLeaseId!, seq);
+  } catch (err) {
+    if (!ProviderError.is(err)) throw err;
+    await handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message: `turn ${seq}: ${err.message}` });
+    return false;
+  }
+  const checkpoint = {
+    turn: seq,
+    sessionId: run.sessionId,
+    leaseId: lease.id,
+    providerLeaseId: lease.providerLeaseId,
+    remoteCwd: lease.remoteCwd,
+    at: new Date().toISOString(),
+  };
+  await ctx.db.run.update({
+    where: { id: run.id },
+    data: { turnsDone: seq, checkpoint: json(checkpoint), lastRunnerState: json(state), lastRunnerStateAt: new Date() },
+  });
+  await appendEvent(ctx.db, run.id, "turn_done", ctx.identity.bootId, { turn: seq });
+  crashPoint(ctx, "after_turn");
+
+  if (run.sandboxMode === "per_turn" && seq < run.turnsPlanned) {
+    // The next turn runs in a fresh sandbox with this session staged for attachment.
+    await ctx.runner.stop(lease.providerLeaseId!).catch(() => null);
+    await releaseRunLeases(ctx, run.id);
+    await appendEvent(ctx.db, run.id, "turn_sandbox_released", ctx.identity.bootId, { turn: seq, leaseId: lease.id });
+  }
+  return true;
+}
+
+/**
+ * Graceful drain (DOMAIN.md §4): the runner is suspended where it stands, the run waits
+ * for a controller to reattach it, and no retry run is created.
+ */
+export async function suspendRun(ctx: ControllerContext, run: Run): Promise<void> {
+  const lease = await activeLease(ctx, run);
+  let runnerState = null;
+  if (lease?.providerLeaseId && run.phase !== "acquiring" && run.phase !== null) {
+    runnerState = await ctx.runner.suspend(lease.providerLeaseId).catch(() => null);
+  }
+  const nothingStarted = !lease || run.phase === null || run.phase === "acquiring";
+  await ctx.db.run.update({
+    where: { id: run.id },
+    data: {
+      status: "suspended",
+      recoveryState: "awaiting_runner_reattach",
+      recoveryMode: nothingStarted ? "bootstrap_retry" : run.turnsDone > 0 ? "exact_checkpoint_resume" : null,
+      ...(runnerState ? { lastRunnerState: json(runnerState), lastRunnerStateAt: new Date() } : {}),
+    },
+  });
+  await appendEvent(ctx.db, run.id, "suspended", ctx.identity.bootId, {
+    phase: run.phase,
+    providerLeaseId: lease?.providerLeaseId ?? null,
+    remoteCwd: lease?.remoteCwd ?? null,
+    runnerLifecycle: runnerState?.lifecycle ?? null,
+  });
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}

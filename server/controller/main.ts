@@ -1,0 +1,53 @@
+import fs from "node:fs";
+import pino from "pino";
+import { createDb } from "../db/client";
+import { openDatabase } from "../db/embedded";
+import { migrate } from "../db/migrate";
+import { describeUrl } from "../db/url";
+import type { Env } from "../env";
+import { currentProcessIdentity } from "../process/identity";
+import { providerFromEnv } from "../providers/from-env";
+import { controllerConfig } from "./config";
+import { Controller } from "./controller";
+
+/**
+ * `npm run controller`: one controller process. SIGTERM or Ctrl-C drains it (runs are
+ * suspended for the next controller); a second signal exits at once.
+ */
+export async function runControllerProcess(env: Env): Promise<void> {
+  const log = pino({ name: "controller", level: env.LOG_LEVEL, base: { pid: process.pid } });
+  const database = await openDatabase({ env, log: (line) => log.info(line) });
+  await migrate(database.url, { log: (line) => log.info(line) });
+  const config = controllerConfig(env);
+  fs.mkdirSync(config.home, { recursive: true });
+  const { provider, runner, target, apiUrl } = providerFromEnv(env, { instanceId: config.instanceId });
+  const db = createDb(database.url, { max: Math.max(10, config.concurrency * 2 + 4) });
+  const controller = new Controller({ db, provider, providerTarget: target, runner, identity: currentProcessIdentity(), config, log });
+  await controller.boot();
+  log.info({ database: describeUrl(database.url), provider: target, apiUrl, instance: config.instanceId, home: config.home }, "controller ready");
+  controller.start();
+
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals += 1;
+    if (signals > 1) {
+      log.warn({ signal }, "second signal: exiting without finishing the drain");
+      process.exit(130);
+    }
+    log.info({ signal }, "drain requested");
+    void controller
+      .drain()
+      .then(async () => {
+        await db.$disconnect();
+        await database.stop();
+        log.info("drained and stopped");
+        process.exit(0);
+      })
+      .catch((err: unknown) => {
+        log.error({ err: String(err) }, "drain failed");
+        process.exit(1);
+      });
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+}

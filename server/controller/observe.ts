@@ -1,0 +1,37 @@
+import { judgeProcessExit, type Identity, type PartialIdentity, type Probe, type Verdict } from "../engine";
+import { probePid } from "../process/identity";
+import type { ControllerContext } from "./context";
+import { evidenceIdentity } from "./context";
+
+/**
+ * The probe that goes with a recorded identity. A pid is only probed on this host when
+ * the record is from this PID space; otherwise the probe says nothing (unreadable) and
+ * the engine answers `foreign_pid_space` anyway.
+ */
+export function probeFor(ctx: ControllerContext, record: PartialIdentity | null | undefined): Probe {
+  if (!record?.pid || !record.pidSpace || record.pidSpace !== ctx.identity.pidSpace) {
+    return { readable: false, pidLive: false, liveStartedAt: null };
+  }
+  return probePid(record.pid);
+}
+
+export function asIdentity(value: unknown): PartialIdentity | null {
+  if (!value || typeof value !== "object") return null;
+  const v = value as Record<string, unknown>;
+  return {
+    bootId: typeof v.bootId === "string" ? v.bootId : null,
+    pid: typeof v.pid === "number" ? v.pid : null,
+    startedAt: typeof v.startedAt === "string" ? v.startedAt : null,
+    pidSpace: typeof v.pidSpace === "string" ? v.pidSpace : null,
+  };
+}
+
+export interface ExitJudgement {
+  evidence: { kind: "process_exit"; record: PartialIdentity | null; observer: Identity; probe: Probe };
+  verdict: Verdict;
+}
+
+export function judgeExit(ctx: ControllerContext, record: PartialIdentity | null): ExitJudgement {
+  const evidence = { kind: "process_exit" as const, record, observer: evidenceIdentity(ctx.identity), probe: probeFor(ctx, record) };
+  return { evidence, verdict: judgeProcessExit(evidence) };
+}

@@ -1,0 +1,42 @@
+import type { Db, Prisma } from "../db/client";
+import type { Verdict } from "../engine";
+
+type Tx = Db | Prisma.TransactionClient;
+
+/** Appends to a run's timeline. */
+export async function appendEvent(db: Tx, runId: string, type: string, bootId: string | null, data?: Record<string, unknown>) {
+  await db.runEvent.create({ data: { runId, type, bootId, data: (data ?? undefined) as Prisma.InputJsonValue | undefined } });
+}
+
+export interface ProofLinks {
+  runId?: string | null;
+  claimId?: string | null;
+  intentId?: string | null;
+  leaseId?: string | null;
+  sandboxId?: string | null;
+}
+
+/** Stores one engine decision exactly as the engine returned it, with its evidence. */
+export async function recordProof(db: Tx, verdict: Verdict, evidence: unknown, evaluatedBy: string, links: ProofLinks = {}) {
+  return db.proof.create({
+    data: {
+      kind: verdict.kind,
+      verdict: verdict.verdict,
+      code: verdict.code,
+      reason: verdict.reason,
+      checks: verdict.checks as unknown as Prisma.InputJsonValue,
+      evidence: evidence as Prisma.InputJsonValue,
+      output: verdict as unknown as Prisma.InputJsonValue,
+      evaluatedBy,
+      runId: links.runId ?? null,
+      claimId: links.claimId ?? null,
+      intentId: links.intentId ?? null,
+      leaseId: links.leaseId ?? null,
+      sandboxId: links.sandboxId ?? null,
+    },
+  });
+}
+
+export function json(value: unknown): Prisma.InputJsonValue {
+  return value as Prisma.InputJsonValue;
+}

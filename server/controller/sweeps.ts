@@ -1,0 +1,309 @@
+import type { Prisma, SandboxCreationIntent } from "../db/client";
+import { decideCreationIntent, decideTeardownFence, type CreationIntentEvidence, type TeardownFenceEvidence, type Verdict } from "../engine";
+import { ProviderError } from "../providers/errors";
+import { normaliseLabels } from "../providers/labels";
+import type { ControllerContext } from "./context";
+import { evidenceIdentity } from "./context";
+import { asIdentity, probeFor } from "./observe";
+import { json, recordProof } from "./records";
+import { teardownLease, type TeardownOutcome } from "./teardown";
+
+/**
+ * The sweeps of DOMAIN.md §2.5 and §2.6. Each pages through its rows in a stable id
+ * order with a cursor (so no number of live, foreign or unprovable rows can hide a due
+ * one), locks each row it acts on (FOR UPDATE SKIP LOCKED: several controllers on one
+ * database never act on the same row twice), asks the engine, and stores every decision
+ * that changes something as a proof.
+ */
+
+export interface SweepSummary {
+  kind: "creation_intents" | "teardown";
+  passId: string;
+  judged: number;
+  pages: number;
+  verdicts: Record<string, number>;
+  reclaimed: number;
+  destroyed: number;
+  decisions: Array<{ id: string; verdict: string; reason: string | null }>;
+}
+
+function summary(kind: SweepSummary["kind"], passId: string): SweepSummary {
+  return { kind, passId, judged: 0, pages: 0, verdicts: {}, reclaimed: 0, destroyed: 0, decisions: [] };
+}
+
+function count(s: SweepSummary, id: string, verdict: Verdict | { verdict: string; reason: string | null }) {
+  s.judged += 1;
+  s.verdicts[verdict.verdict] = (s.verdicts[verdict.verdict] ?? 0) + 1;
+  if (s.decisions.length < 500) s.decisions.push({ id, verdict: verdict.verdict, reason: verdict.reason });
+}
+
+async function openPass(ctx: ControllerContext, kind: SweepSummary["kind"], trigger: string) {
+  return ctx.db.sweepPass.create({ data: { kind, instanceId: ctx.config.instanceId, bootId: ctx.identity.bootId, trigger, startedAt: new Date() } });
+}
+
+async function closePass(ctx: ControllerContext, s: SweepSummary, error: string | null) {
+  await ctx.db.sweepPass.update({
+    where: { id: s.passId },
+    data: { finishedAt: new Date(), judged: s.judged, pages: s.pages, verdicts: json(s.verdicts), reclaimed: s.reclaimed, destroyed: s.destroyed, error },
+  });
+}
+
+// ───────────────────────── creation intents (§2.5) ─────────────────────────
+
+export async function sweepCreationIntents(ctx: ControllerContext, trigger = "interval"): Promise<SweepSummary> {
+  const pass = await openPass(ctx, "creation_intents", trigger);
+  const s = summary("creation_intents", pass.id);
+  const toTearDown: string[] = [];
+  let error: string | null = null;
+  try {
+    let cursor: string | null = null;
+    for (;;) {
+      const page: Array<{ id: string }> = await ctx.db.sandboxCreationIntent.findMany({
+        where: { instanceId: ctx.config.instanceId, status: "pending", ...(cursor ? { id: { gt: cursor } } : {}) },
+        orderBy: { id: "asc" },
+        take: ctx.config.pageSize,
+        select: { id: true },
+      });
+      if (page.length === 0) break;
+      s.pages += 1;
+      for (const { id } of page) {
+        const leaseId = await judgeIntent(ctx, id, s);
+        if (leaseId) toTearDown.push(leaseId);
+      }
+      cursor = page[page.length - 1]!.id;
+      if (ctx.drain.signal.aborted) break;
+    }
+    for (const leaseId of toTearDown) {
+      const result = await teardownLease(ctx, leaseId);
+      if (result.outcome === "destroyed" || result.outcome === "already_gone") s.destroyed += 1;
+    }
+  } catch (err) {
+    error = err instanceof Error ? err.message : String(err);
+    ctx.log.error({ err: error }, "creation-intent sweep failed");
+  }
+  await closePass(ctx, s, error);
+  return s;
+}
+
+/** Judges one intent under a row lock; returns the id of a lease to tear down, if any. */
+async function judgeIntent(ctx: ControllerContext, id: string, s: SweepSummary): Promise<string | null> {
+  return ctx.db.$transaction(
+    async (tx) => {
+      const rows = await tx.$queryRaw<Array<{ operation_id: string }>>`
+        SELECT operation_id FROM sandbox_creation_intents
+        WHERE operation_id = ${id} AND status = 'pending'::"IntentStatus"
+        FOR UPDATE SKIP LOCKED`;
+      if (rows.length === 0) return null; // another controller holds it, or it was resolved
+      const intent = await tx.sandboxCreationIntent.findUniqueOrThrow({ where: { id } });
+      const committedLease = (await tx.environmentLease.count({ where: { intentId: id } })) > 0;
+      const now = new Date();
+      const creator = asIdentity(intent.creator);
+      const base: CreationIntentEvidence = {
+        kind: "creation_intent",
+        now: now.toISOString(),
+        intent: {
+          id: intent.id,
+          instanceId: intent.instanceId,
+          companyId: intent.companyId,
+          status: "pending",
+          creationName: intent.creationName,
+          createdAt: intent.createdAt.toISOString(),
+          nextAttemptAt: intent.nextAttemptAt.toISOString(),
+          settleDeadline: intent.settleDeadline.toISOString(),
+          creator,
+        },
+        observer: evidenceIdentity(ctx.identity),
+        creatorProbe: probeFor(ctx, creator),
+        committedLease,
+        inspection: null,
+      };
+      const first = decideCreationIntent(base);
+      const links = { intentId: id, runId: await existingRunId(tx, intent) };
+
+      switch (first.verdict) {
+        case "wait":
+          count(s, id, first);
+          return null;
+        case "commit":
+          count(s, id, first);
+          await recordProof(tx, first, base, ctx.identity.bootId, links);
+          await tx.sandboxCreationIntent.update({ where: { id }, data: { status: "committed", resolvedAt: now } });
+          return null;
+        case "inspect":
+          break;
+        default:
+          throw new Error(`creation_intent without inspection gave ${first.verdict}`);
+      }
+
+      if (intent.nextAttemptAt > now) {
+        // Due only because its creator exited (§2.5 step 2): record that proof on its own.
+        await recordProof(tx, first, base, ctx.identity.bootId, links);
+        await tx.sandboxCreationIntent.update({ where: { id }, data: { nextAttemptAt: now } });
+      }
+
+      let inspection: CreationIntentEvidence["inspection"];
+      let sandboxId: string | null = null;
+      try {
+        const found = await ctx.provider.getByName(intent.creationName);
+        if (found && found.state !== "destroyed") {
+          sandboxId = found.id;
+          inspection = { found: true, sandbox: { name: found.name, labels: normaliseLabels(found.labels) } };
+        } else {
+          inspection = { found: false };
+        }
+      } catch (err) {
+        // The provider could not be asked: nothing is decided, the intent is tried again.
+        const message = ProviderError.is(err) ? err.message : String(err);
+        await tx.sandboxCreationIntent.update({
+          where: { id },
+          data: { attempts: { increment: 1 }, lastInspection: json({ error: message, at: now.toISOString() }), lastInspectedAt: now },
+        });
+        count(s, id, { verdict: "inspect_failed", reason: "provider_error" });
+        return null;
+      }
+      const evidence: CreationIntentEvidence = { ...base, inspection };
+      const verdict = decideCreationIntent(evidence);
+      count(s, id, verdict);
+      await recordProof(tx, verdict, evidence, ctx.identity.bootId, { ...links, sandboxId });
+      const inspected = { lastInspection: json({ ...inspection, at: now.toISOString(), sandboxId }), lastInspectedAt: now, attempts: { increment: 1 } };
+
+      switch (verdict.verdict) {
+        case "reclaim": {
+          const lease = await tx.environmentLease.create({
+            data: {
+              runId: links.runId,
+              instanceId: intent.instanceId,
+              companyId: intent.companyId,
+              intentId: id,
+              provider: ctx.providerTarget,
+              providerLeaseId: sandboxId,
+              sandboxName: intent.creationName,
+              acquisitionOutcome: "created",
+              status: "pending_cleanup",
+              cleanupStatus: "reclaimed_from_intent",
+            },
+          });
+          await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, status: "reclaimed", resolvedAt: now } });
+          s.reclaimed += 1;
+          return lease.id;
+        }
+        case "manual_reconciliation":
+          await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, status: "manual_reconciliation", resolvedAt: now } });
+          return null;
+        case "stay_pending": {
+          // Look again soon, but not past the settle deadline's judgement.
+          const retryIn = Math.min(30_000, Math.max(1_000, intent.settleDeadline.getTime() - now.getTime()));
+          await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, nextAttemptAt: new Date(now.getTime() + retryIn) } });
+          return null;
+        }
+        case "resolve_absent":
+          await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, status: "resolved_absent", resolvedAt: now } });
+          return null;
+        default:
+          throw new Error(`unexpected creation_intent verdict ${verdict.verdict}`);
+      }
+    },
+    { timeout: 60_000, maxWait: 10_000 },
+  );
+}
+
+async function existingRunId(tx: Prisma.TransactionClient, intent: SandboxCreationIntent): Promise<string | null> {
+  // Probe and qualification acquires name runs that never existed.
+  if (!/^[0-9a-f-]{36}$/i.test(intent.runId)) return null;
+  const run = await tx.run.findUnique({ where: { id: intent.runId }, select: { id: true } });
+  return run?.id ?? null;
+}
+
+// ───────────────────────── teardown: fences and pending cleanup (§2.6) ─────────────────────────
+
+export async function sweepTeardown(ctx: ControllerContext, trigger = "interval"): Promise<SweepSummary> {
+  const pass = await openPass(ctx, "teardown", trigger);
+  const s = summary("teardown", pass.id);
+  let error: string | null = null;
+  try {
+    await releaseLostFences(ctx, s);
+    await queueLeasesOfFinishedRuns(ctx);
+    await tearDownDue(ctx, s);
+  } catch (err) {
+    error = err instanceof Error ? err.message : String(err);
+    ctx.log.error({ err: error }, "teardown sweep failed");
+  }
+  await closePass(ctx, s, error);
+  return s;
+}
+
+/** Ends the fence of a claim whose claimer exited, unless a newer claim superseded it. */
+async function releaseLostFences(ctx: ControllerContext, s: SweepSummary) {
+  let cursor: string | null = null;
+  for (;;) {
+    const page: Array<{ id: string }> = await ctx.db.environmentLease.findMany({
+      where: { instanceId: ctx.config.instanceId, status: "pending_cleanup", fencedUntil: { not: null }, ...(cursor ? { id: { gt: cursor } } : {}) },
+      orderBy: { id: "asc" },
+      take: ctx.config.pageSize,
+      select: { id: true },
+    });
+    if (page.length === 0) return;
+    s.pages += 1;
+    for (const { id } of page) {
+      await ctx.db.$transaction(async (tx) => {
+        const locked = await tx.$queryRaw<Array<{ id: string }>>`
+          SELECT id FROM environment_leases WHERE id = ${id}::uuid AND fenced_until IS NOT NULL FOR UPDATE SKIP LOCKED`;
+        if (locked.length === 0) return;
+        const lease = await tx.environmentLease.findUniqueOrThrow({ where: { id } });
+        const record = (lease.claimRecord ?? null) as { attemptId?: string; claimer?: unknown } | null;
+        const claimer = asIdentity(record?.claimer);
+        const evidence: TeardownFenceEvidence = {
+          kind: "teardown_fence",
+          now: new Date().toISOString(),
+          lease: { status: lease.status, claimAttemptId: lease.claimAttemptId, fencedUntil: lease.fencedUntil?.toISOString() ?? null },
+          claimRecord: record?.attemptId ? { attemptId: record.attemptId, claimer } : null,
+          observer: evidenceIdentity(ctx.identity),
+          claimerProbe: probeFor(ctx, claimer),
+        };
+        const verdict = decideTeardownFence(evidence);
+        count(s, id, verdict);
+        if (verdict.verdict !== "release") return;
+        await recordProof(tx, verdict, evidence, ctx.identity.bootId, { leaseId: id, runId: lease.runId, sandboxId: lease.providerLeaseId });
+        await tx.environmentLease.update({ where: { id }, data: { fencedUntil: null, nextCleanupAt: null, cleanupStatus: `fence_released:${verdict.reason}` } });
+      });
+    }
+    cursor = page[page.length - 1]!.id;
+  }
+}
+
+/** A finished run holds nothing (chaos check R5): its active leases go to cleanup. */
+async function queueLeasesOfFinishedRuns(ctx: ControllerContext) {
+  await ctx.db.environmentLease.updateMany({
+    where: { instanceId: ctx.config.instanceId, status: "active", run: { status: { in: ["succeeded", "failed", "cancelled"] } } },
+    data: { status: "pending_cleanup", cleanupStatus: "run_finished" },
+  });
+}
+
+async function tearDownDue(ctx: ControllerContext, s: SweepSummary) {
+  let cursor: string | null = null;
+  const now = new Date();
+  for (;;) {
+    const page: Array<{ id: string }> = await ctx.db.environmentLease.findMany({
+      where: {
+        instanceId: ctx.config.instanceId,
+        status: "pending_cleanup",
+        OR: [{ fencedUntil: null }, { fencedUntil: { lte: now } }],
+        AND: [{ OR: [{ nextCleanupAt: null }, { nextCleanupAt: { lte: now } }] }],
+        ...(cursor ? { id: { gt: cursor } } : {}),
+      },
+      orderBy: { id: "asc" },
+      take: ctx.config.pageSize,
+      select: { id: true },
+    });
+    if (page.length === 0) return;
+    s.pages += 1;
+    for (const { id } of page) {
+      const result: TeardownOutcome = await teardownLease(ctx, id);
+      if (result.outcome === "not_claimed") continue;
+      count(s, id, { verdict: result.outcome, reason: "reason" in result ? result.reason : null });
+      if (result.outcome === "destroyed" || result.outcome === "already_gone") s.destroyed += 1;
+    }
+    cursor = page[page.length - 1]!.id;
+    if (ctx.drain.signal.aborted) return;
+  }
+}

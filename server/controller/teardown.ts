@@ -1,0 +1,109 @@
+import crypto from "node:crypto";
+import { ProviderError } from "../providers/errors";
+import { LABEL_KEYS } from "../providers/labels";
+import type { ControllerContext } from "./context";
+import { evidenceIdentity } from "./context";
+import { crashPoint } from "./crash";
+import { appendEvent, json } from "./records";
+
+export type TeardownOutcome =
+  | { outcome: "destroyed" | "already_gone"; leaseId: string }
+  | { outcome: "not_claimed"; leaseId: string }
+  | { outcome: "refused"; leaseId: string; reason: string }
+  | { outcome: "failed"; leaseId: string; error: string };
+
+/**
+ * Claims a pending-cleanup lease for teardown (DOMAIN.md §2.6): a new attempt id, this
+ * controller's identity, and a fence. One conditional UPDATE, so of several controllers
+ * exactly one wins; a fenced lease or one not yet due is not claimed.
+ */
+export async function claimLease(ctx: ControllerContext, leaseId: string, now = new Date()): Promise<string | null> {
+  const attemptId = crypto.randomUUID();
+  const { count } = await ctx.db.environmentLease.updateMany({
+    where: {
+      id: leaseId,
+      status: "pending_cleanup",
+      OR: [{ fencedUntil: null }, { fencedUntil: { lte: now } }],
+      AND: [{ OR: [{ nextCleanupAt: null }, { nextCleanupAt: { lte: now } }] }],
+    },
+    data: {
+      claimAttemptId: attemptId,
+      claimRecord: json({ attemptId, claimer: evidenceIdentity(ctx.identity), claimedAt: now.toISOString() }),
+      fencedUntil: new Date(now.getTime() + ctx.config.fenceMs),
+    },
+  });
+  return count === 1 ? attemptId : null;
+}
+
+/**
+ * Tears one lease's sandbox down through the provider, after checking by exact name that
+ * it carries this lease's instance and company: a sandbox that is not provably ours is
+ * never destroyed. Success marks the lease `expired` with a receipt; failure returns it to
+ * `pending_cleanup` with the attempt counted and a back-off.
+ */
+export async function teardownLease(ctx: ControllerContext, leaseId: string): Promise<TeardownOutcome> {
+  const attemptId = await claimLease(ctx, leaseId);
+  if (!attemptId) return { outcome: "not_claimed", leaseId };
+  crashPoint(ctx, "during_teardown_claim");
+
+  const lease = await ctx.db.environmentLease.findUniqueOrThrow({ where: { id: leaseId } });
+  // Renew the fence while the provider works, so a slow destroy is not taken over.
+  const renew = setInterval(() => {
+    void ctx.db.environmentLease
+      .updateMany({ where: { id: leaseId, claimAttemptId: attemptId }, data: { fencedUntil: new Date(Date.now() + ctx.config.fenceMs) } })
+      .catch(() => {});
+  }, Math.max(1000, Math.floor(ctx.config.fenceMs / 3)));
+
+  try {
+    const sandbox = lease.sandboxName ? await ctx.provider.getByName(lease.sandboxName) : null;
+    let outcome: "destroyed" | "already_gone";
+    if (!sandbox || sandbox.state === "destroyed" || sandbox.state === "destroying") {
+      outcome = "already_gone";
+    } else {
+      const instance = sandbox.labels[LABEL_KEYS.instance];
+      const company = sandbox.labels[LABEL_KEYS.company];
+      if (instance !== lease.instanceId || company !== lease.companyId || (lease.providerLeaseId && sandbox.id !== lease.providerLeaseId)) {
+        const reason = `sandbox ${sandbox.name} carries instance ${instance ?? "none"} / company ${company ?? "none"} (id ${sandbox.id}); the lease expects ${lease.instanceId} / ${lease.companyId} (id ${lease.providerLeaseId ?? "?"})`;
+        await ctx.db.environmentLease.updateMany({
+          where: { id: leaseId, claimAttemptId: attemptId },
+          data: { status: "failed", cleanupStatus: "ownership_mismatch", lastCleanupError: reason, fencedUntil: null, endedAt: new Date() },
+        });
+        ctx.log.warn({ leaseId, reason }, "teardown refused: sandbox not provably ours");
+        return { outcome: "refused", leaseId, reason };
+      }
+      outcome = (await ctx.provider.destroy(sandbox.id)).outcome;
+    }
+    const endedAt = new Date();
+    const receipt = { outcome, sandboxId: sandbox?.id ?? lease.providerLeaseId, sandboxName: lease.sandboxName, attemptId, by: ctx.identity.bootId, at: endedAt.toISOString() };
+    const { count } = await ctx.db.environmentLease.updateMany({
+      where: { id: leaseId, claimAttemptId: attemptId },
+      data: { status: "expired", cleanupStatus: outcome, terminationReceipt: json(receipt), fencedUntil: null, endedAt },
+    });
+    if (count === 1 && lease.runId) await appendEvent(ctx.db, lease.runId, "sandbox_destroyed", ctx.identity.bootId, { leaseId, ...receipt });
+    return { outcome, leaseId };
+  } catch (err) {
+    const message = ProviderError.is(err) ? err.message : err instanceof Error ? err.message : String(err);
+    const attempts = lease.cleanupAttempts + 1;
+    const backoffMs = Math.min(5 * 60_000, 2_000 * 2 ** Math.min(attempts, 8));
+    await ctx.db.environmentLease.updateMany({
+      where: { id: leaseId, claimAttemptId: attemptId },
+      data: { cleanupAttempts: attempts, lastCleanupError: message, nextCleanupAt: new Date(Date.now() + backoffMs), fencedUntil: null, cleanupStatus: "retrying" },
+    });
+    ctx.log.warn({ leaseId, err: message, attempts }, "teardown failed; will retry");
+    return { outcome: "failed", leaseId, error: message };
+  } finally {
+    clearInterval(renew);
+  }
+}
+
+/** Marks a run's held leases for cleanup and tears them down now (one attempt each). */
+export async function releaseRunLeases(ctx: ControllerContext, runId: string): Promise<TeardownOutcome[]> {
+  await ctx.db.environmentLease.updateMany({
+    where: { runId, status: "active" },
+    data: { status: "pending_cleanup", cleanupStatus: "queued" },
+  });
+  const leases = await ctx.db.environmentLease.findMany({ where: { runId, status: "pending_cleanup" }, select: { id: true } });
+  const results: TeardownOutcome[] = [];
+  for (const { id } of leases) results.push(await teardownLease(ctx, id));
+  return results;
+}

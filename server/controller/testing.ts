@@ -1,0 +1,85 @@
+import crypto from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import pino from "pino";
+import { inject } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../test/db";
+import { startTestEmulator, type TestEmulator } from "../emulator/testing";
+import type { ProcessIdentity } from "../process/identity";
+import { currentProcessIdentity } from "../process/identity";
+import { controllerConfig, type ControllerConfig } from "./config";
+import { Controller } from "./controller";
+import { readEnv } from "../env";
+
+/**
+ * Test support for the controller: a throwaway database, an in-process emulator, and
+ * controllers wired to both with fast timings. Real processes are in process-harness.ts.
+ */
+export interface ControllerHarness {
+  db: TestDatabase;
+  emu: TestEmulator;
+  home: string;
+  controller(overrides?: Partial<ControllerConfig> & { identity?: ProcessIdentity }): Promise<Controller>;
+  close(): Promise<void>;
+}
+
+export const FAST: Partial<ControllerConfig> = {
+  pollMs: 50,
+  sweepIntervalMs: 60_000,
+  retryDelayMs: 200,
+  turnMs: 20,
+  sessionOpenTimeoutMs: 1_500,
+  createTimeoutMs: 5_000,
+  settleMs: 3_000,
+  intentWaitMs: 30 * 60_000,
+  executorTimeoutMs: 60_000,
+};
+
+export async function startControllerHarness(instanceId = "inst-a"): Promise<ControllerHarness> {
+  const adminUrl = inject("adminUrl");
+  const prefix = inject("runPrefix");
+  const db = await createTestDatabase(adminUrl, inject("templateDatabase"), prefix);
+  const emu = await startTestEmulator(adminUrl, prefix);
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "rw-home-"));
+  const controllers: Controller[] = [];
+  const base = controllerConfig(readEnv({}), { instanceId, home, ...FAST });
+  return {
+    db,
+    emu,
+    home,
+    async controller(overrides = {}) {
+      const { identity, ...config } = overrides;
+      const provider = emu.provider({ instanceId });
+      const c = new Controller({
+        db: db.db,
+        provider,
+        providerTarget: "emulator",
+        runner: emu.runner(provider, 5_000),
+        identity: identity ?? { ...currentProcessIdentity(), bootId: crypto.randomUUID() },
+        config: { ...base, ...config },
+        log: pino({ level: "silent" }),
+      });
+      await c.boot();
+      controllers.push(c);
+      return c;
+    },
+    async close() {
+      for (const c of controllers) await c.stop("test_end");
+      await emu.close();
+      await db.drop();
+      fs.rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls until `check` returns a value, or fails with the last state described. */
+export async function waitFor<T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,0 +1,87 @@
+import { writeAudit, type Actor } from "../audit";
+import { Prisma, type Db, type Run } from "../db/client";
+import { describeFailure } from "../engine";
+import { AppError } from "../errors";
+
+export interface RetryResult {
+  run: Run;
+  /** False when this Retry found the successor an earlier Retry made. */
+  created: boolean;
+  /** The previous run's leases handed to cleanup by this Retry. */
+  leasesQueued: string[];
+}
+
+const ACTIVE = ["queued", "starting", "running", "suspended"] as const;
+
+/** Why Retry is not offered for a run, in plain words; null when it is. */
+export function retryBlocker(run: Pick<Run, "status" | "outcome" | "canRetry" | "failureCode">): string | null {
+  if (run.status !== "failed" || run.outcome !== "terminal_failure") {
+    return run.outcome === "retryable_failure"
+      ? "This run is already scheduled to try again on its own."
+      : `Retry is offered only for a run that ended in a failure; this one is ${run.status}.`;
+  }
+  if (!run.canRetry) {
+    const entry = describeFailure(run.failureCode);
+    return entry?.nextAction ?? "Retry is not offered for this failure.";
+  }
+  return null;
+}
+
+/**
+ * Retry (DOMAIN.md §2.7): admitted when the run ended in a terminal failure with Retry
+ * and its task has no other active run. The admission and the one new run happen in
+ * one transaction under the old run's row lock, so a double click, two tabs or two
+ * servers all get the same successor. The old run's leases are handed to cleanup.
+ */
+export async function retryRun(db: Db, runId: string, actor: Actor): Promise<RetryResult> {
+  try {
+    return await db.$transaction(async (tx) => {
+      const locked = await tx.$queryRaw<Array<{ id: string }>>`SELECT id FROM runs WHERE id = ${runId}::uuid FOR UPDATE`;
+      if (locked.length === 0) throw new AppError("NOT_FOUND", `run ${runId} does not exist`);
+      const run = await tx.run.findUniqueOrThrow({ where: { id: runId }, include: { nextRun: true } });
+      if (run.nextRun) {
+        await writeAudit(tx, actor, { action: "run.retry", targetType: "run", targetId: runId, companyId: run.companyId, outcome: "ok", detail: { successor: run.nextRun.id, created: false } });
+        return { run: run.nextRun, created: false, leasesQueued: [] };
+      }
+      const blocker = retryBlocker(run);
+      const other = blocker
+        ? null
+        : await tx.run.findFirst({ where: { companyId: run.companyId, taskId: run.taskId, id: { not: run.id }, status: { in: [...ACTIVE] } }, select: { id: true, status: true } });
+      const refusal = blocker ?? (other ? `Task ${run.taskId} already has a run that is ${other.status} (${other.id}).` : null);
+      if (refusal) {
+        await writeAudit(tx, actor, { action: "run.retry", targetType: "run", targetId: runId, companyId: run.companyId, outcome: "refused", detail: { reason: refusal } });
+        throw new AppError("PRECONDITION_FAILED", refusal);
+      }
+      const next = await tx.run.create({
+        data: {
+          instanceId: run.instanceId,
+          companyId: run.companyId,
+          taskId: run.taskId,
+          agent: run.agent,
+          provider: run.provider,
+          target: run.target,
+          sandboxMode: run.sandboxMode,
+          turnsPlanned: run.turnsPlanned,
+          maxProviderAttempts: run.maxProviderAttempts,
+          previousRunId: run.id,
+          waveId: run.waveId,
+        },
+      });
+      const leases = await tx.environmentLease.findMany({ where: { runId: run.id, status: "active" }, select: { id: true } });
+      if (leases.length) {
+        await tx.environmentLease.updateMany({ where: { id: { in: leases.map((l) => l.id) } }, data: { status: "pending_cleanup", cleanupStatus: "retry", nextCleanupAt: null } });
+      }
+      await tx.runEvent.create({ data: { runId: run.id, type: "retried", data: { successor: next.id, by: actor.id } } });
+      await tx.runEvent.create({ data: { runId: next.id, type: "created", data: { retryOf: run.id, by: actor.id } } });
+      await writeAudit(tx, actor, { action: "run.retry", targetType: "run", targetId: runId, companyId: run.companyId, outcome: "ok", detail: { successor: next.id, created: true } });
+      return { run: next, created: true, leasesQueued: leases.map((l) => l.id) };
+    });
+  } catch (err) {
+    // The unique lineage index is the last word if two transactions raced past the lock.
+    if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002") {
+      const successor = await db.run.findUnique({ where: { previousRunId: runId } });
+      if (successor) return { run: successor, created: false, leasesQueued: [] };
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,53 @@
+import { z } from "zod";
+import { writeAudit, type Actor } from "../audit";
+import { Prisma, type Db, type Run } from "../db/client";
+import { AppError } from "../errors";
+
+const name = z.string().trim().min(1).max(120).regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, "letters, digits, '.', '_', ':' or '-'");
+
+export const submitRunInput = z.object({
+  companyId: name,
+  taskId: name,
+  agent: name,
+  provider: z.string().trim().min(1).max(40),
+  target: z.enum(["local", "remote"]).default("remote"),
+  sandboxMode: z.enum(["per_turn", "warm"]).default("warm"),
+  turns: z.number().int().min(1).max(50).default(3),
+});
+export type SubmitRunInput = z.input<typeof submitRunInput>;
+
+/** A new run for a task; refused while the task already has an active run. */
+export async function submitRun(db: Db, instanceId: string, raw: SubmitRunInput, actor: Actor, options: { waveId?: string } = {}): Promise<Run> {
+  const input = submitRunInput.parse(raw);
+  try {
+    return await db.$transaction(async (tx) => {
+      await tx.instance.upsert({ where: { id: instanceId }, create: { id: instanceId, name: instanceId }, update: {} });
+      const run = await tx.run.create({
+        data: {
+          instanceId,
+          companyId: input.companyId,
+          taskId: input.taskId,
+          agent: input.agent,
+          provider: input.provider,
+          target: input.target,
+          sandboxMode: input.sandboxMode,
+          turnsPlanned: input.turns,
+          waveId: options.waveId ?? null,
+        },
+      });
+      await tx.runEvent.create({ data: { runId: run.id, type: "created", data: { by: actor.id } } });
+      await writeAudit(tx, actor, { action: "run.submit", targetType: "run", targetId: run.id, companyId: run.companyId, input, outcome: "ok" });
+      return run;
+    });
+  } catch (err) {
+    if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002") {
+      const active = await db.run.findFirst({
+        where: { companyId: input.companyId, taskId: input.taskId, status: { in: ["queued", "starting", "running", "suspended"] } },
+        select: { id: true, status: true },
+      });
+      await writeAudit(db, actor, { action: "run.submit", targetType: "task", targetId: input.taskId, companyId: input.companyId, input, outcome: "refused", detail: { activeRun: active?.id } });
+      throw new AppError("CONFLICT", `task ${input.taskId} already has an active run${active ? ` (${active.id}, ${active.status})` : ""}`, { activeRunId: active?.id });
+    }
+    throw err;
+  }
+}
