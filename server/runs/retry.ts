@@ -34,8 +34,9 @@ export function retryBlocker(run: Pick<Run, "status" | "outcome" | "canRetry" | 
  * servers all get the same successor. The old run's leases are handed to cleanup.
  */
 export async function retryRun(db: Db, runId: string, actor: Actor): Promise<RetryResult> {
+  let outcome: RetryResult | { refused: string; companyId: string };
   try {
-    return await db.$transaction(async (tx) => {
+    outcome = await db.$transaction(async (tx): Promise<RetryResult | { refused: string; companyId: string }> => {
       const locked = await tx.$queryRaw<Array<{ id: string }>>`SELECT id FROM runs WHERE id = ${runId}::uuid FOR UPDATE`;
       if (locked.length === 0) throw new AppError("NOT_FOUND", `run ${runId} does not exist`);
       const run = await tx.run.findUniqueOrThrow({ where: { id: runId }, include: { nextRun: true } });
@@ -48,10 +49,7 @@ export async function retryRun(db: Db, runId: string, actor: Actor): Promise<Ret
         ? null
         : await tx.run.findFirst({ where: { companyId: run.companyId, taskId: run.taskId, id: { not: run.id }, status: { in: [...ACTIVE] } }, select: { id: true, status: true } });
       const refusal = blocker ?? (other ? `Task ${run.taskId} already has a run that is ${other.status} (${other.id}).` : null);
-      if (refusal) {
-        await writeAudit(tx, actor, { action: "run.retry", targetType: "run", targetId: runId, companyId: run.companyId, outcome: "refused", detail: { reason: refusal } });
-        throw new AppError("PRECONDITION_FAILED", refusal);
-      }
+      if (refusal) return { refused: refusal, companyId: run.companyId };
       const next = await tx.run.create({
         data: {
           instanceId: run.instanceId,
@@ -84,4 +82,10 @@ export async function retryRun(db: Db, runId: string, actor: Actor): Promise<Ret
     }
     throw err;
   }
+  if ("refused" in outcome) {
+    // Written outside the admission transaction, which had nothing to commit.
+    await writeAudit(db, actor, { action: "run.retry", targetType: "run", targetId: runId, companyId: outcome.companyId, outcome: "refused", detail: { reason: outcome.refused } });
+    throw new AppError("PRECONDITION_FAILED", outcome.refused);
+  }
+  return outcome;
 }
