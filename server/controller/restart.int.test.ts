@@ -1,0 +1,202 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { retryRun } from "../runs/retry";
+import { submitRun } from "../runs/submit";
+import { spawnController, type ControllerProcessHandle } from "./process-harness";
+import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
+
+/**
+ * The seeds' stories with real controller processes: SIGKILLed, SIGTERMed, restarted,
+ * some with a wiped home. The emulator and PostgreSQL are real too.
+ */
+
+let h: ControllerHarness;
+const live: ControllerProcessHandle[] = [];
+const actor = { id: "test", role: "board" };
+
+beforeAll(async () => {
+  h = await startControllerHarness();
+});
+afterEach(async () => {
+  for (const p of live.splice(0)) {
+    p.kill("SIGKILL");
+    await p.exited;
+  }
+});
+afterAll(() => h.close());
+
+function home(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), "rw-ctl-home-"));
+}
+
+async function controller(env: Record<string, string> = {}): Promise<ControllerProcessHandle> {
+  const p = spawnController({
+    DATABASE_URL: h.db.url,
+    EMULATOR_URL: h.emu.emulator.url,
+    RUNWARDEN_INSTANCE_ID: "inst-a",
+    RUNWARDEN_CONTROLLER_HOME: env.RUNWARDEN_CONTROLLER_HOME ?? home(),
+    ...env,
+  });
+  live.push(p);
+  await p.ready;
+  return p;
+}
+
+function run(id: string) {
+  return h.db.db.run.findUniqueOrThrow({ where: { id } });
+}
+
+async function settled(runId: string, timeoutMs = 30_000) {
+  return waitFor(`run ${runId} to settle`, async () => {
+    const r = await run(runId);
+    return r.status === "succeeded" || r.status === "failed" ? r : null;
+  }, timeoutMs);
+}
+
+async function liveSandboxesOf(runId: string) {
+  return (await h.emu.admin.sandboxes()).filter((s) => s.labels["runwarden.run"] === runId && s.state !== "destroyed");
+}
+
+describe("a restart between an intent's commit and its lease's commit (seed 003, K4)", () => {
+  it("the next controller's sweep reclaims the sandbox at once, and the run starts over by itself", async () => {
+    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "k4-intent", agent: "a", provider: "codex", sandboxMode: "warm", turns: 2 }, actor);
+    const a = await controller({ RUNWARDEN_CRASH_AT: "after_create" });
+    expect((await a.exited).signal).toBe("SIGKILL");
+
+    const intents = await h.db.db.sandboxCreationIntent.findMany({ where: { runId: r.id } });
+    expect(intents.map((i) => i.status)).toEqual(["pending"]);
+    expect(await h.db.db.environmentLease.count({ where: { runId: r.id } })).toBe(0);
+    const orphan = await liveSandboxesOf(r.id);
+    expect(orphan).toHaveLength(1);
+
+    const restartedAt = Date.now();
+    await controller();
+    await waitFor("the orphan to be destroyed", async () => (await liveSandboxesOf(r.id)).every((s) => s.id !== orphan[0]!.id));
+    const reclaimMs = Date.now() - restartedAt;
+    expect(reclaimMs).toBeLessThan(15_000);
+
+    const intent = await h.db.db.sandboxCreationIntent.findUniqueOrThrow({ where: { id: intents[0]!.id } });
+    expect(intent.status).toBe("reclaimed");
+    const proofs = await h.db.db.proof.findMany({ where: { intentId: intent.id, kind: "creation_intent" }, orderBy: { evaluatedAt: "asc" } });
+    expect(proofs.map((p) => p.verdict)).toContain("reclaim");
+    expect((proofs.at(-1)!.output as { creatorVerdict?: { verdict: string } }).creatorVerdict?.verdict).toBe("exited");
+
+    const done = await settled(r.id);
+    expect(done.status).toBe("succeeded");
+    expect(done.restarts).toBe(1);
+    expect(await h.db.db.run.count({ where: { taskId: "k4-intent" } })).toBe(1);
+    expect(await liveSandboxesOf(r.id)).toEqual([]);
+  });
+});
+
+describe("a restart during a teardown claim (seed 003, K4)", () => {
+  it("the lost claim's fence ends when its claimer exited, and the sandbox is destroyed", async () => {
+    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "k4-teardown", agent: "a", provider: "codex", sandboxMode: "warm", turns: 1 }, actor);
+    const a = await controller({ RUNWARDEN_CRASH_AT: "during_teardown_claim" });
+    expect((await a.exited).signal).toBe("SIGKILL");
+    const fenced = await h.db.db.environmentLease.findFirstOrThrow({ where: { runId: r.id } });
+    expect(fenced.status).toBe("pending_cleanup");
+    expect(fenced.fencedUntil!.getTime()).toBeGreaterThan(Date.now() + 10 * 60_000);
+
+    await controller();
+    await waitFor("the lease to expire", async () => (await h.db.db.environmentLease.findUniqueOrThrow({ where: { id: fenced.id } })).status === "expired");
+    const release = await h.db.db.proof.findFirstOrThrow({ where: { leaseId: fenced.id, kind: "teardown_fence" } });
+    expect(release).toMatchObject({ verdict: "release", reason: "claimer_exited" });
+    expect(await liveSandboxesOf(r.id)).toEqual([]);
+  });
+});
+
+describe("a graceful drain during a per-turn follow-up (seed 000, K2)", () => {
+  it("the staged attachment is verified on its created lease and the run continues without Retry", async () => {
+    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "k2-staged", agent: "codex-c1", provider: "codex", sandboxMode: "per_turn", turns: 3 }, actor);
+    const a = await controller({ RUNWARDEN_TURN_MS: "1500" });
+    // The follow-up turn's fresh sandbox has its session open (the staged attachment).
+    await waitFor("the second turn's session", async () => {
+      const x = await run(r.id);
+      const lease = await h.db.db.environmentLease.findFirst({ where: { runId: r.id, status: "active", turn: 2 } });
+      return x.turnsDone === 1 && x.phase === "session_open" && lease ? x : null;
+    });
+    a.kill("SIGTERM");
+    expect((await a.exited).code).toBe(0);
+    const suspended = await run(r.id);
+    expect(suspended).toMatchObject({ status: "suspended", recoveryState: "awaiting_runner_reattach" });
+
+    await controller();
+    const done = await settled(r.id);
+    expect(done.status).toBe("succeeded");
+    expect(done.turnsDone).toBe(3);
+    const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "lease_binding" } });
+    expect(binding.verdict).toBe("admitted");
+    expect((binding.evidence as { target: { acquisitionOutcome: string }; path: string }).target.acquisitionOutcome).toBe("created");
+    expect((binding.evidence as { path: string }).path).toBe("staged_attachment");
+    const claim = await h.db.db.recoveryClaim.findFirstOrThrow({ where: { runId: r.id } });
+    expect(claim).toMatchObject({ kind: "staged_attachment", restartKind: "graceful", disposition: "admitted" });
+    expect(await h.db.db.run.count({ where: { previousRunId: r.id } })).toBe(0);
+  });
+});
+
+describe("a SIGKILL mid-run (K1)", () => {
+  it("the next controller reattaches to the surviving runner on the claimed lease", async () => {
+    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "k1-warm", agent: "a", provider: "claude", sandboxMode: "warm", turns: 3 }, actor);
+    const a = await controller({ RUNWARDEN_TURN_MS: "1500" });
+    await waitFor("the first turn", async () => ((await run(r.id)).turnsDone >= 1 ? true : null));
+    a.kill("SIGKILL");
+    await a.exited;
+    await controller();
+    const done = await settled(r.id);
+    expect(done.status).toBe("succeeded");
+    const claim = await h.db.db.recoveryClaim.findFirstOrThrow({ where: { runId: r.id } });
+    expect(claim).toMatchObject({ kind: "reattach_remote_runner", restartKind: "hard", disposition: "admitted" });
+    const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "lease_binding" } });
+    expect((binding.evidence as { target: { acquisitionOutcome: string } }).target.acquisitionOutcome).toBe("resumed");
+    const exit = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "process_exit" } });
+    expect(exit).toMatchObject({ verdict: "exited", reason: "pid_gone" });
+  });
+});
+
+describe("an unconnected bootstrap interrupted on a volume-free server (seed 001, K1 + K15)", () => {
+  it("restarts the bootstrap from the sandbox's own runner state, with no local proof", async () => {
+    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "k15-bootstrap", agent: "claude-acpx", provider: "claude", sandboxMode: "warm", turns: 2 }, actor);
+    const a = await controller({ RUNWARDEN_CRASH_AT: "after_runner_start" });
+    await a.exited;
+    expect((await run(r.id)).phase).toBe("bootstrapping");
+
+    await controller({ RUNWARDEN_CONTROLLER_HOME: home() }); // a fresh home: nothing local survives
+    const done = await settled(r.id);
+    expect(done.status).toBe("succeeded");
+    const proof = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "bootstrap_restart" } });
+    expect(proof.verdict).toBe("restart_bootstrap");
+    const evidence = proof.evidence as { localProof: unknown; acquisitionOutcome: string; runnerState: { lastConnectionProtocolVersion: unknown } };
+    expect(evidence.localProof).toBeNull();
+    expect(evidence.acquisitionOutcome).toBe("resumed");
+    expect(evidence.runnerState.lastConnectionProtocolVersion).toBeNull();
+    expect(done.failureCode).toBeNull();
+  });
+
+  it("with the same home, the local restart proof is used", async () => {
+    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "k1-bootstrap", agent: "a", provider: "claude", sandboxMode: "per_turn", turns: 1 }, actor);
+    const kept = home();
+    const a = await controller({ RUNWARDEN_CRASH_AT: "after_runner_start", RUNWARDEN_CONTROLLER_HOME: kept });
+    await a.exited;
+    await controller({ RUNWARDEN_CONTROLLER_HOME: kept });
+    const done = await settled(r.id);
+    expect(done.status).toBe("succeeded");
+    const proof = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "bootstrap_restart" } });
+    expect((proof.evidence as { localProof: unknown }).localProof).not.toBeNull();
+  });
+});
+
+describe("a remote startup rejection through a controller process (seed 004)", () => {
+  it("ends at once with native_provider_startup_rejected, and Retry starts exactly one new run", async () => {
+    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "reject-proc", agent: "codex-planner", provider: "codex", turns: 1 }, actor);
+    await h.emu.admin.setFault({ match: { runId: r.id }, fault: { kind: "reject" } });
+    await controller();
+    const done = await settled(r.id);
+    expect(done).toMatchObject({ failureCode: "native_provider_startup_rejected", canRetry: true, owner: "board" });
+    const results = await Promise.all([retryRun(h.db.db, r.id, actor), retryRun(h.db.db, r.id, actor), retryRun(h.db.db, r.id, actor)]);
+    expect(new Set(results.map((x) => x.run.id)).size).toBe(1);
+    expect((await settled(results[0]!.run.id)).status).toBe("succeeded");
+  });
+});
