@@ -191,8 +191,8 @@ async function judgeIntent(ctx: ControllerContext, id: string, s: SweepSummary):
           await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, status: "manual_reconciliation", resolvedAt: now } });
           return null;
         case "stay_pending": {
-          // Look again soon, but not past the settle deadline's judgement.
-          const retryIn = Math.min(30_000, Math.max(1_000, intent.settleDeadline.getTime() - now.getTime()));
+          // Look again a few times before the settle deadline (a late create can still land).
+          const retryIn = Math.min(30_000, Math.max(1_000, (intent.settleDeadline.getTime() - now.getTime()) / 4));
           await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, nextAttemptAt: new Date(now.getTime() + retryIn) } });
           return null;
         }

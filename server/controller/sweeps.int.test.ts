@@ -1,0 +1,230 @@
+import { spawn } from "node:child_process";
+import crypto from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Identity } from "../engine";
+import { currentProcessIdentity, readProcessIdentity } from "../process/identity";
+import { buildLabels, creationName } from "../providers/labels";
+import { evidenceIdentity } from "./context";
+import type { Controller } from "./controller";
+import { json } from "./records";
+import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
+
+/** The sweeps' counter-cases (DOMAIN.md §2.5, §2.6), with crafted rows and planted sandboxes. */
+
+let h: ControllerHarness;
+let c: Controller;
+let dead: Identity;
+
+/** The identity of a real process that has exited. */
+async function deadIdentity(): Promise<Identity> {
+  const child = spawn(process.execPath, ["-e", "setTimeout(() => {}, 10000)"]);
+  await new Promise((r) => setTimeout(r, 300));
+  const id = readProcessIdentity({ pid: child.pid! });
+  child.kill("SIGKILL");
+  await new Promise((r) => child.once("exit", r));
+  return evidenceIdentity(id);
+}
+
+const self = () => evidenceIdentity(currentProcessIdentity());
+const foreign = (): Identity => ({ ...self(), bootId: crypto.randomUUID(), pidSpace: "ps-another-host" });
+
+interface IntentSeed {
+  creator: Identity | null;
+  /** Labels the planted sandbox carries (null: no sandbox). */
+  sandboxLabels?: { instance: string; company: string } | null;
+  nextAttemptInMs?: number;
+  settleInMs?: number;
+}
+
+async function seedIntent(seed: IntentSeed, id = crypto.randomUUID()) {
+  const name = creationName("rw", id);
+  const now = Date.now();
+  await h.db.db.sandboxCreationIntent.create({
+    data: {
+      id,
+      instanceId: "inst-a",
+      companyId: "co-1",
+      runId: `probe-${id}`,
+      creationName: name,
+      labels: json({ instance: "inst-a", company: "co-1", operation: id }),
+      creator: seed.creator ? json(seed.creator) : undefined,
+      creatorBootId: seed.creator?.bootId ?? null,
+      settleDeadline: new Date(now + (seed.settleInMs ?? 60_000)),
+      nextAttemptAt: new Date(now + (seed.nextAttemptInMs ?? 30 * 60_000)),
+    },
+  });
+  let sandboxId: string | null = null;
+  if (seed.sandboxLabels !== null) {
+    const l = seed.sandboxLabels ?? { instance: "inst-a", company: "co-1" };
+    const planted = await h.emu.admin.plant({ name, labels: buildLabels({ instanceId: l.instance, companyId: l.company, operationId: id }) });
+    sandboxId = planted.id;
+  }
+  return { id, name, sandboxId };
+}
+
+async function sandboxState(id: string) {
+  return (await h.emu.admin.sandboxes({ includeDestroyed: true })).find((s) => s.id === id)?.state;
+}
+
+async function intentStatus(id: string) {
+  return (await h.db.db.sandboxCreationIntent.findUniqueOrThrow({ where: { id } })).status;
+}
+
+beforeAll(async () => {
+  h = await startControllerHarness();
+  c = await h.controller({ pageSize: 5 });
+  dead = await deadIdentity();
+});
+afterAll(() => h.close());
+
+describe("creation-intent sweep", () => {
+  it("reclaims an abandoned intent's sandbox by exact name and labels, and destroys it", async () => {
+    const seed = await seedIntent({ creator: dead });
+    const [summary] = await c.sweep("test");
+    expect(summary!.reclaimed).toBeGreaterThanOrEqual(1);
+    expect(await intentStatus(seed.id)).toBe("reclaimed");
+    expect(await sandboxState(seed.sandboxId!)).toBe("destroyed");
+    const lease = await h.db.db.environmentLease.findUniqueOrThrow({ where: { intentId: seed.id } });
+    expect(lease).toMatchObject({ status: "expired", runId: null, acquisitionOutcome: "created" });
+  });
+
+  it("leaves a live creator's, another host's and an unidentified creator's sandboxes alone", async () => {
+    const live = await seedIntent({ creator: self() });
+    const otherHost = await seedIntent({ creator: foreign() });
+    const unidentified = await seedIntent({ creator: null });
+    await c.sweep("test");
+    for (const s of [live, otherHost, unidentified]) {
+      expect(await intentStatus(s.id)).toBe("pending");
+      expect(await sandboxState(s.sandboxId!)).not.toBe("destroyed");
+      expect(await h.db.db.proof.count({ where: { intentId: s.id } })).toBe(0);
+    }
+  });
+
+  it("refuses to destroy a sandbox whose labels name another company or instance", async () => {
+    const otherCompany = await seedIntent({ creator: dead, sandboxLabels: { instance: "inst-a", company: "co-2" } });
+    const otherInstance = await seedIntent({ creator: dead, sandboxLabels: { instance: "inst-b", company: "co-1" } });
+    await c.sweep("test");
+    for (const s of [otherCompany, otherInstance]) {
+      expect(await intentStatus(s.id)).toBe("manual_reconciliation");
+      expect(await sandboxState(s.sandboxId!)).toBe("started");
+    }
+  });
+
+  it("never lists or touches another instance's sandboxes that have no intent here", async () => {
+    const decoy = await h.emu.admin.plant({ name: "rw-create-decoy-other-instance", labels: buildLabels({ instanceId: "inst-b", companyId: "co-1", operationId: "decoy" }) });
+    await c.sweep("test");
+    expect(await sandboxState(decoy.id)).toBe("started");
+  });
+
+  it("keeps an early not-found pending, and still reclaims the sandbox that materialises late", async () => {
+    const id = crypto.randomUUID();
+    const name = creationName("rw", id);
+    await h.emu.admin.setFault({ match: { name }, fault: { kind: "late", delayMs: 1500 } });
+    const provider = h.emu.provider({ instanceId: "inst-a" });
+    // The creator asks, gives up at once (it "died"), and the provider materialises it later.
+    await provider.create({ name, labels: buildLabels({ instanceId: "inst-a", companyId: "co-1", operationId: id }), signal: AbortSignal.timeout(100) }).catch(() => null);
+    await seedIntent({ creator: dead, sandboxLabels: null, settleInMs: 10_000 }, id);
+
+    await c.sweep("test");
+    expect(await intentStatus(id)).toBe("pending");
+    const first = await h.db.db.proof.findFirstOrThrow({ where: { intentId: id, kind: "creation_intent", verdict: "stay_pending" } });
+    expect(first.reason === null || typeof first.reason === "string").toBe(true);
+
+    await waitFor("the late sandbox and the intent's next attempt", async () => {
+      const intent = await h.db.db.sandboxCreationIntent.findUniqueOrThrow({ where: { id } });
+      const found = await provider.getByName(name);
+      return found && intent.nextAttemptAt.getTime() <= Date.now() ? true : null;
+    });
+    await c.sweep("test");
+    expect(await intentStatus(id)).toBe("reclaimed");
+    const sandbox = (await h.emu.admin.sandboxes({ includeDestroyed: true })).find((s) => s.name === name);
+    expect(sandbox?.state).toBe("destroyed");
+  });
+
+  it("resolves an intent as absent when nothing appears by the settle deadline", async () => {
+    const seed = await seedIntent({ creator: dead, sandboxLabels: null, settleInMs: -1 });
+    await c.sweep("test");
+    expect(await intentStatus(seed.id)).toBe("resolved_absent");
+  });
+
+  it("pages past more unprovable intents than one page to reach an abandoned one", async () => {
+    // Ids sort so that the abandoned intent comes after three full pages of live ones.
+    for (let i = 0; i < 15; i++) await seedIntent({ creator: i % 2 ? self() : foreign() }, `0000-live-${String(i).padStart(2, "0")}`);
+    const abandoned = await seedIntent({ creator: dead }, "zzzz-abandoned");
+    const [summary] = await c.sweep("test");
+    expect(summary!.pages).toBeGreaterThanOrEqual(4);
+    expect(await intentStatus(abandoned.id)).toBe("reclaimed");
+  });
+
+  it("commits an intent whose lease did commit", async () => {
+    const seed = await seedIntent({ creator: dead, sandboxLabels: null });
+    await h.db.db.environmentLease.create({ data: { instanceId: "inst-a", companyId: "co-1", provider: "emulator", intentId: seed.id, acquisitionOutcome: "created", status: "active" } });
+    await c.sweep("test");
+    expect(await intentStatus(seed.id)).toBe("committed");
+  });
+});
+
+describe("teardown fences", () => {
+  async function fencedLease(claimer: Identity | null, opts: { recordAttempt?: string; leaseAttempt?: string; fencedForMs?: number } = {}) {
+    const name = `rw-create-fence-${crypto.randomUUID()}`;
+    const planted = await h.emu.admin.plant({ name, labels: buildLabels({ instanceId: "inst-a", companyId: "co-1", operationId: name }) });
+    const recordAttempt = opts.recordAttempt ?? "att-1";
+    const lease = await h.db.db.environmentLease.create({
+      data: {
+        instanceId: "inst-a",
+        companyId: "co-1",
+        provider: "emulator",
+        providerLeaseId: planted.id,
+        sandboxName: name,
+        acquisitionOutcome: "created",
+        status: "pending_cleanup",
+        claimAttemptId: opts.leaseAttempt ?? recordAttempt,
+        claimRecord: json({ attemptId: recordAttempt, claimer }),
+        fencedUntil: new Date(Date.now() + (opts.fencedForMs ?? 15 * 60_000)),
+      },
+    });
+    return { lease, sandboxId: planted.id };
+  }
+
+  async function leaseStatus(id: string) {
+    return (await h.db.db.environmentLease.findUniqueOrThrow({ where: { id } })).status;
+  }
+
+  it("ends the fence of a claim whose claimer exited and destroys the sandbox", async () => {
+    const { lease, sandboxId } = await fencedLease(dead);
+    await c.sweep("test");
+    expect(await leaseStatus(lease.id)).toBe("expired");
+    expect(await sandboxState(sandboxId)).toBe("destroyed");
+    expect((await h.db.db.proof.findFirstOrThrow({ where: { leaseId: lease.id } })).reason).toBe("claimer_exited");
+  });
+
+  it("keeps the fence of a newer claim that kept an older attempt's record", async () => {
+    const { lease, sandboxId } = await fencedLease(dead, { recordAttempt: "att-1", leaseAttempt: "att-2" });
+    await c.sweep("test");
+    expect(await leaseStatus(lease.id)).toBe("pending_cleanup");
+    expect(await sandboxState(sandboxId)).toBe("started");
+  });
+
+  it("keeps the fences of a live claimer, another host's claimer and an unidentified one", async () => {
+    for (const claimer of [self(), foreign(), null]) {
+      const { lease, sandboxId } = await fencedLease(claimer);
+      await c.sweep("test");
+      expect(await leaseStatus(lease.id)).toBe("pending_cleanup");
+      expect(await sandboxState(sandboxId)).toBe("started");
+    }
+  });
+
+  it("tears down after an expired fence whatever the claimer", async () => {
+    const { lease, sandboxId } = await fencedLease(foreign(), { fencedForMs: -1000 });
+    await c.sweep("test");
+    expect(await leaseStatus(lease.id)).toBe("expired");
+    expect(await sandboxState(sandboxId)).toBe("destroyed");
+  });
+
+  it("pages past more live fences than one page to release a lost one", async () => {
+    for (let i = 0; i < 12; i++) await fencedLease(self());
+    const { lease } = await fencedLease(dead);
+    await c.sweep("test");
+    expect(await leaseStatus(lease.id)).toBe("expired");
+  });
+});
