@@ -28,7 +28,19 @@ export default defineConfig({
   webServer: {
     command: "node node_modules/tsx/dist/cli.mjs scripts/start.ts",
     url: `http://127.0.0.1:${port}/api/trpc/runs.countByStatus`,
-    env: { PORT: String(port), DATABASE_URL: databaseUrl, HOSTNAME: "127.0.0.1" },
+    // The whole product, as `npm start` runs it, beside any developer instance.
+    env: {
+      PORT: String(port),
+      DATABASE_URL: databaseUrl,
+      HOSTNAME: "127.0.0.1",
+      EMULATOR_PORT: String(port + 700),
+      RUNWARDEN_CONTROLLER_HOME: `.data/e2e-controller-${port}`,
+      RUNWARDEN_TURN_MS: "100",
+      RUNWARDEN_RETRY_DELAY_MS: "500",
+      RUNWARDEN_SWEEP_INTERVAL_MS: "1000",
+      RUNWARDEN_SESSION_OPEN_TIMEOUT_MS: "2000",
+      LOG_LEVEL: "warn",
+    },
     reuseExistingServer: false,
     timeout: 180_000,
     stdout: "pipe",

@@ -8,10 +8,11 @@ import path from "node:path";
 import { openDatabase, type DatabaseHandle } from "../server/db/embedded";
 import { migrate } from "../server/db/migrate";
 import { acquireFileLock } from "../server/lib/file-lock";
-import { describeUrl } from "../server/db/url";
+import { databaseOf, describeUrl } from "../server/db/url";
 import { childEnv, env } from "../server/env";
 import { buildIsCurrent } from "./lib/build";
-import { nodeBin, portFree, runToEnd, startService, stopService, waitForHttp, type Service } from "./lib/processes";
+import { emulatorUrl } from "../server/emulator/config";
+import { nodeBin, portFree, prettyLogLine, runToEnd, startService, stopService, tsxArgs, waitForHttp, type Service } from "./lib/processes";
 
 const say = (line: string) => process.stdout.write(`runwarden: ${line}\n`);
 const services: Service[] = [];
@@ -50,6 +51,9 @@ async function main() {
   if (!(await portFree(port))) {
     throw new Error(`port ${port} is already in use; stop what holds it or set PORT, e.g. PORT=3001 npm start`);
   }
+  if (!env.DAYTONA_API_URL && !(await portFree(env.EMULATOR_PORT, "127.0.0.1"))) {
+    throw new Error(`the emulator's port ${env.EMULATOR_PORT} is already in use; stop what holds it or set EMULATOR_PORT`);
+  }
 
   db = await openDatabase({ env, log: say });
   say(`database ${describeUrl(db.url)}${db.embedded ? (db.startedHere ? " (embedded, started)" : " (embedded, already running)") : ""}`);
@@ -60,18 +64,30 @@ async function main() {
   await ensureBuild(childVars);
   if (stopping) return;
 
+  if (!env.DAYTONA_API_URL) {
+    const emulator = startService("emulator", process.execPath, tsxArgs("scripts/emulator.ts"), {
+      env: childEnv({ ...childVars, EMULATOR_DATABASE: emulatorDatabase(db.url) }),
+    });
+    watch(emulator);
+    if (!(await waitForHttp(`${emulatorUrl(env)}/health`, 30_000, () => emulator.child.exitCode !== null))) {
+      throw new Error(`the provider emulator did not answer on ${emulatorUrl(env)} within 30 s`);
+    }
+  } else {
+    say(`provider: Daytona at ${env.DAYTONA_API_URL}`);
+  }
+  if (stopping) return;
+
+  watch(startService("controller", process.execPath, tsxArgs("scripts/controller.ts"), { env: childEnv(childVars), format: prettyLogLine }));
+
   const web = startService(
     "web",
     process.execPath,
     [nodeBin("next/dist/bin/next"), "start", "-p", String(port), "-H", env.HOSTNAME],
     { env: childEnv({ ...childVars, NODE_ENV: "production" }) },
   );
-  services.push(web);
+  watch(web);
   let webDead = false;
-  void web.exited.then(({ code, signal }) => {
-    webDead = true;
-    if (!stopping) void shutdown(1, `dashboard exited (${signal ?? `code ${code}`})`);
-  });
+  void web.exited.then(() => (webDead = true));
 
   const url = `http://localhost:${port}`;
   if (await waitForHttp(`http://127.0.0.1:${port}/api/trpc/runs.countByStatus`, 60_000, () => webDead)) {
@@ -79,6 +95,19 @@ async function main() {
   } else if (!stopping) {
     await shutdown(1, "the dashboard did not answer within 60 s");
   }
+}
+
+/** Any service that dies takes the whole product down with it, loudly. */
+function watch(service: Service) {
+  services.push(service);
+  void service.exited.then(({ code, signal }) => {
+    if (!stopping) void shutdown(1, `${service.name} exited (${signal ?? `code ${code}`})`);
+  });
+}
+
+/** The emulator's own database, beside the application's (one per application database). */
+function emulatorDatabase(appUrl: string): string {
+  return env.EMULATOR_DATABASE !== "runwarden_emulator" ? env.EMULATOR_DATABASE : `${databaseOf(appUrl)}_emulator`;
 }
 
 /** Builds when the build is missing or stale; two starts at once build once. */

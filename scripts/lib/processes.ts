@@ -24,7 +24,7 @@ export function startService(
   name: string,
   command: string,
   args: string[],
-  options: { env?: NodeJS.ProcessEnv; prefix?: boolean } = {},
+  options: { env?: NodeJS.ProcessEnv; prefix?: boolean; format?: (line: string) => string } = {},
 ): Service {
   const child = spawn(command, args, {
     env: options.env ?? childEnv({}),
@@ -40,7 +40,7 @@ export function startService(
       buf += chunk;
       const lines = buf.split("\n");
       buf = lines.pop() ?? "";
-      for (const line of lines) out.write(`${tag}${line}\n`);
+      for (const line of lines) out.write(`${tag}${options.format ? options.format(line) : line}\n`);
     });
     stream?.on("end", () => {
       if (buf) out.write(`${tag}${buf}\n`);
@@ -76,6 +76,27 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals) {
       // already gone
     }
   }
+}
+
+const LEVELS: Record<number, string> = { 10: "trace", 20: "debug", 30: "info", 40: "WARN", 50: "ERROR", 60: "FATAL" };
+
+/** A pino JSON line as one readable line; anything else unchanged. */
+export function prettyLogLine(line: string): string {
+  if (!line.startsWith("{")) return line;
+  try {
+    const { level, msg, time: _time, pid: _pid, hostname: _host, name: _name, ...rest } = JSON.parse(line) as Record<string, unknown>;
+    const extra = Object.entries(rest)
+      .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)
+      .join(" ");
+    return `${LEVELS[level as number] ?? String(level)} ${String(msg ?? "")}${extra ? `  ${extra}` : ""}`;
+  } catch {
+    return line;
+  }
+}
+
+/** Node with tsx as a loader in the same process (no wrapper process to relay signals). */
+export function tsxArgs(script: string): string[] {
+  return ["--import", "tsx", path.resolve(script)];
 }
 
 export function runToEnd(command: string, args: string[], env?: NodeJS.ProcessEnv): Promise<number> {

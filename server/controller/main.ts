@@ -26,6 +26,8 @@ export async function runControllerProcess(env: Env): Promise<void> {
   await controller.boot();
   log.info({ database: describeUrl(database.url), provider: target, apiUrl, instance: config.instanceId, home: config.home }, "controller ready");
   controller.start();
+  // A plain line whatever LOG_LEVEL says: launchers and tests wait for it.
+  process.stdout.write(`controller ready: bootId=${controller.ctx.identity.bootId} pid=${process.pid}\n`);
 
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {

@@ -47,7 +47,7 @@ export function spawnController(env: Record<string, string | undefined>, options
     buf = lines.pop() ?? "";
     for (const line of lines) {
       output.push(line);
-      if (line.includes('"controller ready"')) onReady();
+      if (line.startsWith("controller ready:")) onReady();
     }
   };
   child.stdout!.on("data", take);

@@ -36,7 +36,7 @@ interface IntentSeed {
   settleInMs?: number;
 }
 
-async function seedIntent(seed: IntentSeed, id = crypto.randomUUID()) {
+async function seedIntent(seed: IntentSeed, id: string = crypto.randomUUID()) {
   const name = creationName("rw", id);
   const now = Date.now();
   await h.db.db.sandboxCreationIntent.create({

@@ -58,31 +58,75 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
   try {
     let cursor: string | null = null;
     for (;;) {
-      const page: Array<{ id: string }> = await ctx.db.sandboxCreationIntent.findMany({
+      const page: SandboxCreationIntent[] = await ctx.db.sandboxCreationIntent.findMany({
         where: { instanceId: ctx.config.instanceId, status: "pending", ...(cursor ? { id: { gt: cursor } } : {}) },
         orderBy: { id: "asc" },
         take: ctx.config.pageSize,
-        select: { id: true },
       });
       if (page.length === 0) break;
       s.pages += 1;
-      for (const { id } of page) {
+      // Most rows wait for a live or unprovable creator: judge those from the page read,
+      // without a lock; only rows the engine would act on are locked and judged again.
+      const committed = new Set(
+        (await ctx.db.environmentLease.findMany({ where: { intentId: { in: page.map((i) => i.id) } }, select: { intentId: true } })).map((l) => l.intentId),
+      );
+      const due: string[] = [];
+      for (const intent of page) {
+        const verdict = decideCreationIntent(intentEvidence(ctx, intent, committed.has(intent.id), new Date()));
+        if (verdict.verdict === "wait") count(s, intent.id, verdict);
+        else due.push(intent.id);
+      }
+      await inParallel(due, SWEEP_PARALLELISM, async (id) => {
         const leaseId = await judgeIntent(ctx, id, s);
         if (leaseId) toTearDown.push(leaseId);
-      }
+      });
       cursor = page[page.length - 1]!.id;
       if (ctx.drain.signal.aborted) break;
     }
-    for (const leaseId of toTearDown) {
+    await inParallel(toTearDown, SWEEP_PARALLELISM, async (leaseId) => {
       const result = await teardownLease(ctx, leaseId);
       if (result.outcome === "destroyed" || result.outcome === "already_gone") s.destroyed += 1;
-    }
+    });
   } catch (err) {
     error = err instanceof Error ? err.message : String(err);
     ctx.log.error({ err: error }, "creation-intent sweep failed");
   }
   await closePass(ctx, s, error);
   return s;
+}
+
+/** How many rows a sweep acts on at once (each in its own transaction). */
+const SWEEP_PARALLELISM = 8;
+
+async function inParallel<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await work(items[next++]!);
+  });
+  await Promise.all(lanes);
+}
+
+function intentEvidence(ctx: ControllerContext, intent: SandboxCreationIntent, committedLease: boolean, now: Date): CreationIntentEvidence {
+  const creator = asIdentity(intent.creator);
+  return {
+    kind: "creation_intent",
+    now: now.toISOString(),
+    intent: {
+      id: intent.id,
+      instanceId: intent.instanceId,
+      companyId: intent.companyId,
+      status: "pending",
+      creationName: intent.creationName,
+      createdAt: intent.createdAt.toISOString(),
+      nextAttemptAt: intent.nextAttemptAt.toISOString(),
+      settleDeadline: intent.settleDeadline.toISOString(),
+      creator,
+    },
+    observer: evidenceIdentity(ctx.identity),
+    creatorProbe: probeFor(ctx, creator),
+    committedLease,
+    inspection: null,
+  };
 }
 
 /** Judges one intent under a row lock; returns the id of a lease to tear down, if any. */
@@ -97,26 +141,7 @@ async function judgeIntent(ctx: ControllerContext, id: string, s: SweepSummary):
       const intent = await tx.sandboxCreationIntent.findUniqueOrThrow({ where: { id } });
       const committedLease = (await tx.environmentLease.count({ where: { intentId: id } })) > 0;
       const now = new Date();
-      const creator = asIdentity(intent.creator);
-      const base: CreationIntentEvidence = {
-        kind: "creation_intent",
-        now: now.toISOString(),
-        intent: {
-          id: intent.id,
-          instanceId: intent.instanceId,
-          companyId: intent.companyId,
-          status: "pending",
-          creationName: intent.creationName,
-          createdAt: intent.createdAt.toISOString(),
-          nextAttemptAt: intent.nextAttemptAt.toISOString(),
-          settleDeadline: intent.settleDeadline.toISOString(),
-          creator,
-        },
-        observer: evidenceIdentity(ctx.identity),
-        creatorProbe: probeFor(ctx, creator),
-        committedLease,
-        inspection: null,
-      };
+      const base = intentEvidence(ctx, intent, committedLease, now);
       const first = decideCreationIntent(base);
       const links = { intentId: id, runId: await existingRunId(tx, intent) };
 
@@ -297,12 +322,12 @@ async function tearDownDue(ctx: ControllerContext, s: SweepSummary) {
     });
     if (page.length === 0) return;
     s.pages += 1;
-    for (const { id } of page) {
+    await inParallel(page, SWEEP_PARALLELISM, async ({ id }) => {
       const result: TeardownOutcome = await teardownLease(ctx, id);
-      if (result.outcome === "not_claimed") continue;
+      if (result.outcome === "not_claimed") return;
       count(s, id, { verdict: result.outcome, reason: "reason" in result ? result.reason : null });
       if (result.outcome === "destroyed" || result.outcome === "already_gone") s.destroyed += 1;
-    }
+    });
     cursor = page[page.length - 1]!.id;
     if (ctx.drain.signal.aborted) return;
   }

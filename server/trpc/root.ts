@@ -1,9 +1,11 @@
 import { proofsRouter } from "./routers/proofs";
 import { runsRouter } from "./routers/runs";
+import { sweepsRouter } from "./routers/sweeps";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 export const appRouter = createTRPCRouter({
   runs: runsRouter,
+  sweeps: sweepsRouter,
   proofs: proofsRouter,
 });
 

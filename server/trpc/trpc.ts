@@ -1,7 +1,11 @@
 import { initTRPC, TRPCError } from "@trpc/server";
 import superjson from "superjson";
 import { ZodError } from "zod";
+import type { Actor } from "../audit";
+import type { ControllerContext } from "../controller/context";
+import { serviceContext } from "../controller/service";
 import type { Db } from "../db/client";
+import { env } from "../env";
 import { db } from "../db";
 import { APP_ERROR_TABLE, AppError } from "../errors";
 
@@ -9,10 +13,24 @@ import { APP_ERROR_TABLE, AppError } from "../errors";
 export interface Context {
   db: Db;
   headers: Headers;
+  actor: Actor;
+  instanceId: string;
+  /** How this process reaches the provider for sweeps and cleanups it runs itself. */
+  service: () => ControllerContext;
 }
 
-export function createTRPCContext(opts: { headers: Headers; db?: Db }): Context {
-  return { db: opts.db ?? db(), headers: opts.headers };
+// Until sign-in exists (issue 8) every caller acts as one local operator.
+const LOCAL_OPERATOR: Actor = { id: "local-operator", role: "operator" };
+
+export function createTRPCContext(opts: { headers: Headers; db?: Db; actor?: Actor; service?: ControllerContext }): Context {
+  const database = opts.db ?? db();
+  return {
+    db: database,
+    headers: opts.headers,
+    actor: opts.actor ?? LOCAL_OPERATOR,
+    instanceId: opts.service?.config.instanceId ?? env.RUNWARDEN_INSTANCE_ID,
+    service: () => opts.service ?? serviceContext(database),
+  };
 }
 
 /** `path: message` of a zod error's first issue, so a wrong input names its field. */

@@ -1,9 +1,10 @@
 import type { Command } from "commander";
 import type { CliIO } from "../io";
 import { registerDecide } from "./decide";
+import { registerRun } from "./run";
 
 /** Adds one subcommand (with its options and action) to the program. */
 export type RegisterCommand = (program: Command, io: CliIO) => void;
 
 /** Every subcommand, one file each; add new ones here. */
-export const COMMANDS: readonly RegisterCommand[] = [registerDecide];
+export const COMMANDS: readonly RegisterCommand[] = [registerDecide, registerRun];

@@ -1,10 +1,31 @@
 import { z } from "zod";
 import { RunStatus } from "../../db/client";
+import { teardownLease } from "../../controller/teardown";
+import { retryRun } from "../../runs/retry";
+import { submitRun, submitRunInput } from "../../runs/submit";
 import { createTRPCRouter, publicProcedure } from "../trpc";
 
 const statusCounts = z.object({
   total: z.number().int(),
   byStatus: z.record(z.enum(RunStatus), z.number().int()),
+});
+
+export const runSummary = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  taskId: z.string(),
+  status: z.enum(RunStatus),
+  previousRunId: z.string().nullable(),
+  createdAt: z.date(),
+});
+
+const pick = (r: z.infer<typeof runSummary>) => ({
+  id: r.id,
+  companyId: r.companyId,
+  taskId: r.taskId,
+  status: r.status,
+  previousRunId: r.previousRunId,
+  createdAt: r.createdAt,
 });
 
 export const runsRouter = createTRPCRouter({
@@ -19,4 +40,27 @@ export const runsRouter = createTRPCRouter({
     }
     return { total, byStatus };
   }),
+
+  /** Queues a run for a task; whichever controller claims it executes it. */
+  create: publicProcedure
+    .input(submitRunInput)
+    .output(runSummary)
+    .mutation(async ({ ctx, input }) => pick(await submitRun(ctx.db, ctx.instanceId, input, ctx.actor))),
+
+  /**
+   * Retry (DOMAIN.md §2.7): exactly one successor however often it is called, then one
+   * scoped cleanup attempt for the old run's sandboxes (the sweep retries what fails).
+   */
+  retry: publicProcedure
+    .input(z.object({ runId: z.uuid() }))
+    .output(z.object({ run: runSummary, created: z.boolean(), cleanup: z.array(z.object({ leaseId: z.string(), outcome: z.string() })) }))
+    .mutation(async ({ ctx, input }) => {
+      const result = await retryRun(ctx.db, input.runId, ctx.actor);
+      const cleanup = [];
+      for (const leaseId of result.leasesQueued) {
+        const outcome = await teardownLease(ctx.service(), leaseId).catch((err: unknown) => ({ outcome: `error: ${String(err)}`, leaseId }));
+        cleanup.push({ leaseId, outcome: outcome.outcome });
+      }
+      return { run: pick(result.run), created: result.created, cleanup };
+    }),
 });

@@ -1,0 +1,56 @@
+import { Gauge, Registry } from "prom-client";
+import type { Db } from "./db/client";
+
+/**
+ * Prometheus metrics. Controllers are separate processes (several per database), so the
+ * figures are read from what they record — runs, proofs, sweep passes, intents — rather
+ * than from counters in this process: any dashboard replica reports the same numbers.
+ */
+export async function renderMetrics(db: Db): Promise<{ body: string; contentType: string }> {
+  const registry = new Registry();
+  const gauge = (name: string, help: string, labelNames: string[] = []) => new Gauge({ name, help, labelNames, registers: [registry] });
+
+  const runs = gauge("runwarden_runs", "Runs by status and outcome", ["status", "outcome"]);
+  for (const r of await db.run.groupBy({ by: ["status", "outcome"], _count: { _all: true } })) {
+    runs.set({ status: r.status, outcome: r.outcome ?? "none" }, r._count._all);
+  }
+  const codes = gauge("runwarden_run_failures", "Runs by failure code", ["code"]);
+  for (const r of await db.run.groupBy({ by: ["failureCode"], where: { failureCode: { not: null } }, _count: { _all: true } })) {
+    codes.set({ code: r.failureCode ?? "" }, r._count._all);
+  }
+  const passes = gauge("runwarden_sweep_passes_total", "Sweep passes recorded", ["kind"]);
+  const judged = gauge("runwarden_sweep_rows_judged_total", "Rows judged by sweeps", ["kind"]);
+  const reclaims = gauge("runwarden_sweep_reclaims_total", "Sandboxes reclaimed from creation intents", ["kind"]);
+  for (const r of await db.sweepPass.groupBy({ by: ["kind"], _count: { _all: true }, _sum: { judged: true, reclaimed: true } })) {
+    passes.set({ kind: r.kind }, r._count._all);
+    judged.set({ kind: r.kind }, r._sum.judged ?? 0);
+    reclaims.set({ kind: r.kind }, r._sum.reclaimed ?? 0);
+  }
+  const verdicts = gauge("runwarden_proofs_total", "Engine decisions recorded, by kind and verdict", ["kind", "verdict"]);
+  for (const r of await db.proof.groupBy({ by: ["kind", "verdict"], _count: { _all: true } })) {
+    verdicts.set({ kind: r.kind, verdict: r.verdict }, r._count._all);
+  }
+  const intents = gauge("runwarden_creation_intents", "Sandbox creation intents by status", ["status"]);
+  for (const r of await db.sandboxCreationIntent.groupBy({ by: ["status"], _count: { _all: true } })) {
+    intents.set({ status: r.status }, r._count._all);
+  }
+  const leases = gauge("runwarden_leases", "Environment leases by status", ["status"]);
+  for (const r of await db.environmentLease.groupBy({ by: ["status"], _count: { _all: true } })) {
+    leases.set({ status: r.status }, r._count._all);
+  }
+  const latency = await db.$queryRaw<Array<{ n: bigint; avg: number | null; p50: number | null; p95: number | null; max: number | null }>>`
+    SELECT count(*) AS n,
+           avg(extract(epoch FROM (resolved_at - created_at))) AS avg,
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM (resolved_at - created_at))) AS p50,
+           percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM (resolved_at - created_at))) AS p95,
+           max(extract(epoch FROM (resolved_at - created_at))) AS max
+    FROM sandbox_creation_intents WHERE status = 'reclaimed' AND resolved_at IS NOT NULL`;
+  const reclaimLatency = gauge("runwarden_reclaim_latency_seconds", "Seconds from an intent's creation to its sandbox's reclaim", ["stat"]);
+  const l = latency[0];
+  if (l && Number(l.n) > 0) {
+    for (const stat of ["avg", "p50", "p95", "max"] as const) reclaimLatency.set({ stat }, Number(l[stat] ?? 0));
+  }
+  const controllers = gauge("runwarden_controllers_live", "Controllers that heartbeated in the last 30 s");
+  controllers.set(await db.controllerProcess.count({ where: { stoppedAt: null, lastSeenAt: { gt: new Date(Date.now() - 30_000) } } }));
+  return { body: await registry.metrics(), contentType: registry.contentType };
+}

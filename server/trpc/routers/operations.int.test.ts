@@ -1,0 +1,146 @@
+import { TRPCError } from "@trpc/server";
+import crypto from "node:crypto";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { controllerConfig } from "../../controller/config";
+import type { ControllerContext } from "../../controller/context";
+import { json } from "../../controller/records";
+import { startControllerHarness, waitFor, type ControllerHarness } from "../../controller/testing";
+import { readEnv } from "../../env";
+import { renderMetrics } from "../../metrics";
+import { currentProcessIdentity } from "../../process/identity";
+import { buildLabels, creationName } from "../../providers/labels";
+import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
+import type { ZodError } from "zod";
+import { appRouter, createCaller } from "../root";
+import { createTRPCContext } from "../trpc";
+
+let h: ControllerHarness;
+let service: ControllerContext;
+
+beforeAll(async () => {
+  h = await startControllerHarness();
+  const provider = h.emu.provider({ instanceId: "inst-a" });
+  service = {
+    db: h.db.db,
+    provider,
+    providerTarget: "emulator",
+    runner: h.emu.runner(provider),
+    identity: currentProcessIdentity(),
+    config: controllerConfig(readEnv({}), { instanceId: "inst-a", home: h.home }),
+    log: pino({ level: "silent" }),
+    drain: new AbortController(),
+  };
+});
+afterAll(() => h.close());
+
+const caller = () => createCaller(createTRPCContext({ headers: new Headers(), db: h.db.db, service }));
+
+async function trpcError(p: Promise<unknown>): Promise<TRPCError> {
+  const err = await p.then(() => null, (e: unknown) => e);
+  expect(err).toBeInstanceOf(TRPCError);
+  return err as TRPCError;
+}
+
+describe("runs.create", () => {
+  it("queues a run and writes an audit entry", async () => {
+    const run = await caller().runs.create({ companyId: "co-1", taskId: "trpc-1", agent: "a", provider: "codex", target: "remote", sandboxMode: "warm", turns: 2 });
+    expect(run).toMatchObject({ taskId: "trpc-1", status: "queued", previousRunId: null });
+    const audit = await h.db.db.auditEntry.findFirstOrThrow({ where: { action: "run.submit", targetId: run.id } });
+    expect(audit).toMatchObject({ actor: "local-operator", outcome: "ok" });
+  });
+
+  it("answers BAD_REQUEST naming the field", async () => {
+    const err = await trpcError(caller().runs.create({ companyId: "co-1", taskId: "t", agent: "a", provider: "codex", turns: 0 } as never));
+    expect(err.code).toBe("BAD_REQUEST");
+    expect((err.cause as ZodError).issues[0]?.path).toEqual(["turns"]);
+
+    // Over HTTP the formatter puts the field in the message itself.
+    const res = await fetchRequestHandler({
+      endpoint: "/api/trpc",
+      req: new Request("http://x/api/trpc/runs.create", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ json: { companyId: "co 1", taskId: "t", agent: "a", provider: "codex" } }),
+      }),
+      router: appRouter,
+      createContext: () => createTRPCContext({ headers: new Headers(), db: h.db.db, service }),
+    });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { json: { message: string; data: { field: string; appCode: string } } } };
+    expect(body.error.json.message).toMatch(/^companyId: /);
+    expect(body.error.json.data).toMatchObject({ field: "companyId", appCode: "INVALID_INPUT" });
+  });
+
+  it("answers CONFLICT while the task has an active run", async () => {
+    await caller().runs.create({ companyId: "co-1", taskId: "trpc-dup", agent: "a", provider: "codex" });
+    const err = await trpcError(caller().runs.create({ companyId: "co-1", taskId: "trpc-dup", agent: "a", provider: "codex" }));
+    expect(err.code).toBe("CONFLICT");
+    expect(err.message).toMatch(/already has an active run/);
+  });
+});
+
+describe("runs.retry", () => {
+  it("refuses with PRECONDITION_FAILED and the plain reason while a run is active", async () => {
+    const run = await caller().runs.create({ companyId: "co-1", taskId: "trpc-retry-active", agent: "a", provider: "codex" });
+    const err = await trpcError(caller().runs.retry({ runId: run.id }));
+    expect(err.code).toBe("PRECONDITION_FAILED");
+    expect(err.message).toMatch(/only for a run that ended in a failure/);
+  });
+
+  it("answers NOT_FOUND for an unknown run and BAD_REQUEST for a malformed id", async () => {
+    expect((await trpcError(caller().runs.retry({ runId: crypto.randomUUID() }))).code).toBe("NOT_FOUND");
+    const bad = await trpcError(caller().runs.retry({ runId: "nope" }));
+    expect(bad.code).toBe("BAD_REQUEST");
+  });
+
+  it("creates one successor and makes one cleanup attempt for the old run's sandbox", async () => {
+    const c = await h.controller();
+    const run = await caller().runs.create({ companyId: "co-1", taskId: "trpc-retry", agent: "a", provider: "codex", turns: 1 });
+    await h.emu.admin.setFault({ match: { runId: run.id }, fault: { kind: "reject" } });
+    c.start();
+    await waitFor("the rejection", async () => (await h.db.db.run.findUniqueOrThrow({ where: { id: run.id } })).status === "failed");
+    await c.stop("test");
+    const first = await caller().runs.retry({ runId: run.id });
+    const second = await caller().runs.retry({ runId: run.id });
+    expect(first.created).toBe(true);
+    expect(second).toMatchObject({ created: false, run: { id: first.run.id } });
+    expect(first.run.previousRunId).toBe(run.id);
+  });
+});
+
+describe("sweeps.run", () => {
+  it("runs the sweeps now and reports each decision", async () => {
+    const id = crypto.randomUUID();
+    const name = creationName("rw", id);
+    await h.emu.admin.plant({ name, labels: buildLabels({ instanceId: "inst-a", companyId: "co-1", operationId: id }) });
+    await h.db.db.sandboxCreationIntent.create({
+      data: {
+        id,
+        instanceId: "inst-a",
+        companyId: "co-1",
+        runId: "probe",
+        creationName: name,
+        labels: json({}),
+        creator: json({ bootId: "b-old", pid: 999_999, startedAt: new Date(Date.now() - 3600_000).toISOString(), pidSpace: currentProcessIdentity().pidSpace }),
+        settleDeadline: new Date(Date.now() + 60_000),
+        nextAttemptAt: new Date(Date.now() + 30 * 60_000),
+      },
+    });
+    const [intents, teardown] = await caller().sweeps.run({ kind: "all" });
+    expect(intents!.decisions).toContainEqual(expect.objectContaining({ id, verdict: "reclaim" }));
+    expect(intents!.reclaimed).toBe(1);
+    expect(teardown!.kind).toBe("teardown");
+    expect(await h.db.db.auditEntry.count({ where: { action: "sweep.run" } })).toBe(1);
+  });
+});
+
+describe("metrics", () => {
+  it("reports runs, proofs, sweeps and reclaim latency from the database", async () => {
+    const { body } = await renderMetrics(h.db.db);
+    expect(body).toMatch(/runwarden_runs\{status="failed",outcome="terminal_failure"\} 1/);
+    expect(body).toMatch(/runwarden_proofs_total\{kind="creation_intent",verdict="reclaim"\} 1/);
+    expect(body).toMatch(/runwarden_sweep_passes_total\{kind="creation_intents"\} \d+/);
+    expect(body).toMatch(/runwarden_reclaim_latency_seconds\{stat="p50"\} [\d.]+/);
+  });
+});
