@@ -6,7 +6,6 @@
  *   2. sweep throughput: intents judged per second, with and without provider calls.
  *   3. engine throughput: pure decisions per second.
  */
-import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -27,7 +26,8 @@ import { decide } from "../server/engine";
 import { startEmulator } from "../server/emulator/server";
 import { EmulatorAdminClient } from "../server/emulator/admin-client";
 import { env, readEnv } from "../server/env";
-import { currentProcessIdentity, readProcessIdentity } from "../server/process/identity";
+import { currentProcessIdentity } from "../server/process/identity";
+import { exitedProcessIdentity } from "../server/process/test-support";
 import { DaytonaProvider } from "../server/providers/daytona";
 import { buildLabels, creationName } from "../server/providers/labels";
 import { createRunnerClient } from "../server/providers/runner";
@@ -62,14 +62,6 @@ async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<
   }
 }
 
-async function deadIdentity() {
-  const child = spawn(process.execPath, ["-e", "setTimeout(() => {}, 10000)"]);
-  await new Promise((r) => setTimeout(r, 300));
-  const id = evidenceIdentity(readProcessIdentity({ pid: child.pid! }));
-  child.kill("SIGKILL");
-  await new Promise((r) => child.once("exit", r));
-  return id;
-}
 
 const appUrl = await database("app");
 await migrate(appUrl);
@@ -129,7 +121,7 @@ try {
     log: pino({ level: "silent" }),
   });
   await controller.boot();
-  const dead = await deadIdentity();
+  const dead = evidenceIdentity(await exitedProcessIdentity());
   const seed = async (n: number, creator: object, plant: boolean) => {
     const rows = [];
     for (let i = 0; i < n; i++) {

@@ -1,24 +1,10 @@
-import type { Logger } from "pino";
-import type { Db } from "../db/client";
-import type { ProcessIdentity } from "../process/identity";
-import type { RunnerClient } from "../providers/runner";
-import type { SandboxProvider } from "../providers/types";
-import type { ControllerConfig } from "./config";
 import type { ControllerContext } from "./context";
 import { executeRun } from "./execute";
 import { appendEvent } from "./records";
 import { claimInterruptedRuns, recoverRun } from "./recovery";
 import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "./sweeps";
 
-export interface ControllerDeps {
-  db: Db;
-  provider: SandboxProvider;
-  providerTarget: string;
-  runner: RunnerClient;
-  identity: ProcessIdentity;
-  config: ControllerConfig;
-  log: Logger;
-}
+export type ControllerDeps = Omit<ControllerContext, "drain">;
 
 /**
  * One controller process: records its identity, recovers interrupted runs, executes

@@ -1,10 +1,9 @@
-import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readProcessIdentity } from "../process/identity";
+import { exitedProcessIdentity } from "../process/test-support";
 import { buildLabels, creationName } from "../providers/labels";
 import { evidenceIdentity } from "./context";
 import { spawnController, type ControllerProcessHandle } from "./process-harness";
@@ -30,11 +29,7 @@ afterAll(async () => {
 
 describe("4 controllers, 500 abandoned intents", () => {
   it("destroys every abandoned sandbox exactly once and touches no foreign one", { timeout: 240_000 }, async () => {
-    const child = spawn(process.execPath, ["-e", "setTimeout(() => {}, 10000)"]);
-    await new Promise((r) => setTimeout(r, 300));
-    const dead = evidenceIdentity(readProcessIdentity({ pid: child.pid! }));
-    child.kill("SIGKILL");
-    await new Promise((r) => child.once("exit", r));
+    const dead = evidenceIdentity(await exitedProcessIdentity());
 
     const intents = [];
     const sandboxIds: string[] = [];

@@ -1,8 +1,8 @@
-import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Identity } from "../engine";
-import { currentProcessIdentity, readProcessIdentity } from "../process/identity";
+import { currentProcessIdentity } from "../process/identity";
+import { exitedProcessIdentity } from "../process/test-support";
 import { buildLabels, creationName } from "../providers/labels";
 import { evidenceIdentity } from "./context";
 import type { Controller } from "./controller";
@@ -15,15 +15,6 @@ let h: ControllerHarness;
 let c: Controller;
 let dead: Identity;
 
-/** The identity of a real process that has exited. */
-async function deadIdentity(): Promise<Identity> {
-  const child = spawn(process.execPath, ["-e", "setTimeout(() => {}, 10000)"]);
-  await new Promise((r) => setTimeout(r, 300));
-  const id = readProcessIdentity({ pid: child.pid! });
-  child.kill("SIGKILL");
-  await new Promise((r) => child.once("exit", r));
-  return evidenceIdentity(id);
-}
 
 const self = () => evidenceIdentity(currentProcessIdentity());
 const foreign = (): Identity => ({ ...self(), bootId: crypto.randomUUID(), pidSpace: "ps-another-host" });
@@ -73,7 +64,7 @@ async function intentStatus(id: string) {
 beforeAll(async () => {
   h = await startControllerHarness();
   c = await h.controller({ pageSize: 5 });
-  dead = await deadIdentity();
+  dead = evidenceIdentity(await exitedProcessIdentity());
 });
 afterAll(() => h.close());
 

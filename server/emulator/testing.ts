@@ -1,6 +1,7 @@
 import crypto from "node:crypto";
 import pg from "pg";
 import { withDatabase } from "../db/url";
+import { withAdmin } from "../test/db";
 import { DaytonaProvider } from "../providers/daytona";
 import { createRunnerClient, type RunnerClient } from "../providers/runner";
 import { EmulatorAdminClient } from "./admin-client";
@@ -58,15 +59,4 @@ export async function startTestEmulator(
       await database.drop();
     },
   };
-}
-
-async function withAdmin<T>(adminUrl: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  client.on("error", () => {});
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end().catch(() => {});
-  }
 }

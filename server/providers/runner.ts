@@ -23,19 +23,10 @@ export function bootstrapRestartPath(n: number): string {
 /** Every runner on a sandbox listens here, so a second live runner cannot bind (seed 001). */
 export const RUNNER_INGRESS_PORT = 43127;
 
-export const RUNNER_LIFECYCLES = [
-  "connecting",
-  "ready",
-  "backpressure",
-  "recoverable_failure",
-  "unrecoverable",
-  "suspended",
-  "stopped",
-  "revoked",
-] as const;
+// The runner's vocabulary is the engine's (DOMAIN.md §1), defined once there.
+import { PROVIDER_FAILURE_KINDS, RUNNER_LIFECYCLES } from "../engine/schemas";
+export { RUNNER_LIFECYCLES, PROVIDER_FAILURE_KINDS };
 export type RunnerLifecycle = (typeof RUNNER_LIFECYCLES)[number];
-
-export const PROVIDER_FAILURE_KINDS = ["requires_action", "transient", "rate_limit", "quota", "model", "unknown"] as const;
 export const PROVIDER_FAILURE_CATEGORIES = ["authentication", "permission", "invalid_request"] as const;
 
 export const ProviderFailureSchema = z.object({

@@ -47,7 +47,8 @@ export async function dropDatabasesWithPrefix(adminUrl: string, prefix: string):
   });
 }
 
-async function withAdmin<T>(adminUrl: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+/** Runs `fn` with a connection to the server's maintenance database. */
+export async function withAdmin<T>(adminUrl: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: adminUrl });
   client.on("error", () => {});
   await client.connect();
