@@ -43,6 +43,11 @@ const schema = z.object({
   RUNWARDEN_CREATE_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   /** A controller silent this long no longer holds its runs (other hosts cannot be probed). */
   RUNWARDEN_EXECUTOR_TIMEOUT_MS: z.coerce.number().int().min(500).default(20_000),
+  /**
+   * Chaos-wave tests only: a deliberately broken recovery rule, to prove the wave's checks
+   * can fail. Never set in production.
+   */
+  RUNWARDEN_TEST_BREAK_RULE: z.enum(["staged_requires_resumed", "skip_creator_exit", "keep_lost_fences"]).optional(),
   /** Chaos and tests only: SIGKILL this controller at the named point (e.g. after_intent_commit). */
   RUNWARDEN_CRASH_AT: z.string().optional(),
   /** The database the browser tests' server uses (set by playwright.config.ts). */

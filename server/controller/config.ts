@@ -19,6 +19,8 @@ export interface ControllerConfig {
   /** Rows a sweep reads per page (the id cursor moves on after each). */
   pageSize: number;
   crashAt: ReadonlySet<string>;
+  /** Test-only: a recovery rule deliberately broken (see rules.ts). */
+  breakRule: Env["RUNWARDEN_TEST_BREAK_RULE"] | null;
 }
 
 export function controllerConfig(env: Env, overrides: Partial<ControllerConfig> = {}): ControllerConfig {
@@ -38,6 +40,7 @@ export function controllerConfig(env: Env, overrides: Partial<ControllerConfig> 
     createTimeoutMs: env.RUNWARDEN_CREATE_TIMEOUT_MS,
     executorTimeoutMs: env.RUNWARDEN_EXECUTOR_TIMEOUT_MS,
     pageSize: 100,
+    breakRule: env.RUNWARDEN_TEST_BREAK_RULE ?? null,
     crashAt: new Set((env.RUNWARDEN_CRASH_AT ?? "").split(",").map((s) => s.trim()).filter(Boolean)),
     ...overrides,
   };

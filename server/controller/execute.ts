@@ -100,7 +100,14 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
     });
     await ctx.db.run.update({
       where: { id: run.id },
-      data: { status: "running", startedAt: run.startedAt ?? new Date(), lastRunnerState: json(state), lastRunnerStateAt: new Date() },
+      data: {
+        status: "running",
+        startedAt: run.startedAt ?? new Date(),
+        lastRunnerState: json(state),
+        lastRunnerStateAt: new Date(),
+        // From here a restart's claim names this sandbox (the binding the runner now has).
+        checkpoint: json({ turn: run.turnsDone, sessionId, leaseId: lease.id, providerLeaseId: sandboxId, remoteCwd: lease.remoteCwd, at: new Date().toISOString() }),
+      },
     });
     await appendEvent(ctx.db, run.id, "runner_started", ctx.identity.bootId, { sandboxId, runnerInstanceId, sessionId });
   } catch (err) {
@@ -195,8 +202,12 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
 export async function suspendRun(ctx: ControllerContext, run: Run): Promise<void> {
   const lease = await activeLease(ctx, run);
   let runnerState = null;
-  if (lease?.providerLeaseId && run.phase !== "acquiring" && run.phase !== null) {
+  if (lease?.providerLeaseId && run.phase === "session_open") {
     runnerState = await ctx.runner.suspend(lease.providerLeaseId).catch(() => null);
+  } else if (lease?.providerLeaseId && run.phase === "bootstrapping") {
+    // A runner that has no session yet has nothing to keep: it is stopped, and the next
+    // controller restarts the bootstrap from its (never connected) state.
+    runnerState = await ctx.runner.stop(lease.providerLeaseId).catch(() => null);
   }
   const nothingStarted = !lease || run.phase === null || run.phase === "acquiring";
   await ctx.db.run.update({

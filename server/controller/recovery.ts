@@ -1,5 +1,5 @@
 import type { ControllerProcess, EnvironmentLease, Prisma, RestartKind, Run } from "../db/client";
-import { evaluateBootstrapRestart, evaluateLeaseBinding, type BootstrapRestartEvidence, type LeaseBindingEvidence } from "../engine";
+import { evaluateBootstrapRestart, type BootstrapRestartEvidence, type LeaseBindingEvidence } from "../engine";
 import { ProviderError } from "../providers/errors";
 import { PROVIDER_STATE_PATH, RUNNER_ROOT, readRunnerState, type RunnerState } from "../providers/runner";
 import { resumeLease } from "./acquire";
@@ -10,6 +10,7 @@ import { readRunnerRoot } from "./home";
 import { judgeExit } from "./observe";
 import { finishRunFailed } from "./outcome";
 import { appendEvent, json, recordProof } from "./records";
+import { leaseBinding } from "./rules";
 
 const ACTIVE = ["starting", "running", "suspended"] as const;
 
@@ -120,7 +121,22 @@ export async function recoverRun(ctx: ControllerContext, run: Run, status: Execu
   if (target !== lease) {
     await appendEvent(ctx.db, run.id, "lease_resumed", boot, { leaseId: target.id, previousLeaseId: lease.id, sandboxId: target.providerLeaseId });
   }
-  if (phase === "bootstrapping") return recoverBootstrap(ctx, run, target, status);
+  if (phase === "bootstrapping") {
+    // The run's own record can lag the sandbox by one step: the runner's durable state
+    // says whether it never started, or already opened its session.
+    const { state } = await readState(ctx, target.providerLeaseId!);
+    const own = state !== null && state.runId === run.id && state.runnerInstanceId === run.runnerInstanceId && state.sessionId === run.sessionId;
+    if (state === null && (await runnerProcessState(ctx, target.providerLeaseId!)) === "absent") {
+      await continueAs(ctx, run, { phase: "bootstrapping", recoveryMode: "bootstrap_retry", recoveryState: null });
+      await appendEvent(ctx.db, run.id, "recovery_continues", boot, { mode: "bootstrap_retry", why: "no runner was ever started on the sandbox" });
+      return true;
+    }
+    if (own && state.lastConnectionProtocolVersion !== null && REATTACHABLE.has(state.lifecycle)) {
+      await appendEvent(ctx.db, run.id, "recovery_continues", boot, { why: "the runner had opened its session before the restart" });
+      return recoverSession(ctx, run, target, status);
+    }
+    return recoverBootstrap(ctx, run, target, status);
+  }
   return recoverSession(ctx, run, target, status);
 }
 
@@ -137,6 +153,16 @@ async function readState(ctx: ControllerContext, sandboxId: string): Promise<{ s
     return { state: await readRunnerState(ctx.provider, sandboxId), error: null };
   } catch (err) {
     return { state: null, error: ProviderError.is(err) ? err.message : String(err) };
+  }
+}
+
+const REATTACHABLE = new Set(["ready", "suspended", "backpressure"]);
+
+async function runnerProcessState(ctx: ControllerContext, sandboxId: string): Promise<string> {
+  try {
+    return (await ctx.runner.process(sandboxId)).state;
+  } catch {
+    return "unknown";
   }
 }
 
@@ -261,7 +287,7 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
         }
       : null,
   };
-  const verdict = evaluateLeaseBinding(evidence);
+  const verdict = leaseBinding(ctx.config, evidence);
   await recordProof(ctx.db, verdict, evidence, boot, { runId: run.id, claimId: claim.id, leaseId: lease.id, sandboxId });
   await ctx.db.recoveryClaim.update({ where: { id: claim.id }, data: { disposition: verdict.verdict, decidedAt: new Date() } });
 
@@ -274,7 +300,17 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
   }
   try {
     const reattached = await ctx.runner.reattach(sandboxId);
-    await ctx.db.run.update({ where: { id: run.id }, data: { status: "running", recoveryState: null, lastRunnerState: json(reattached), lastRunnerStateAt: new Date() } });
+    await ctx.db.run.update({
+      where: { id: run.id },
+      data: {
+        status: "running",
+        phase: "session_open",
+        recoveryState: null,
+        lastRunnerState: json(reattached),
+        lastRunnerStateAt: new Date(),
+        checkpoint: json({ ...checkpoint, turn: run.turnsDone, sessionId: run.sessionId, leaseId: lease.id, providerLeaseId: sandboxId, remoteCwd: lease.remoteCwd, at: new Date().toISOString() }),
+      },
+    });
     await appendEvent(ctx.db, run.id, "runner_reattached", boot, { sandboxId, reconnectCount: reattached.reconnectCount });
     return true;
   } catch (err) {

@@ -1,11 +1,12 @@
 import type { Prisma, SandboxCreationIntent } from "../db/client";
-import { decideCreationIntent, decideTeardownFence, type CreationIntentEvidence, type TeardownFenceEvidence, type Verdict } from "../engine";
+import type { CreationIntentEvidence, TeardownFenceEvidence, Verdict } from "../engine";
 import { ProviderError } from "../providers/errors";
 import { normaliseLabels } from "../providers/labels";
 import type { ControllerContext } from "./context";
 import { evidenceIdentity } from "./context";
 import { asIdentity, probeFor } from "./observe";
 import { json, recordProof } from "./records";
+import { creationIntent, teardownFence } from "./rules";
 import { teardownLease, type TeardownOutcome } from "./teardown";
 
 /**
@@ -72,7 +73,7 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
       );
       const due: string[] = [];
       for (const intent of page) {
-        const verdict = decideCreationIntent(intentEvidence(ctx, intent, committed.has(intent.id), new Date()));
+        const { verdict } = creationIntent(ctx.config, intentEvidence(ctx, intent, committed.has(intent.id), new Date()));
         if (verdict.verdict === "wait") count(s, intent.id, verdict);
         else due.push(intent.id);
       }
@@ -141,8 +142,7 @@ async function judgeIntent(ctx: ControllerContext, id: string, s: SweepSummary):
       const intent = await tx.sandboxCreationIntent.findUniqueOrThrow({ where: { id } });
       const committedLease = (await tx.environmentLease.count({ where: { intentId: id } })) > 0;
       const now = new Date();
-      const base = intentEvidence(ctx, intent, committedLease, now);
-      const first = decideCreationIntent(base);
+      const { evidence: base, verdict: first } = creationIntent(ctx.config, intentEvidence(ctx, intent, committedLease, now));
       const links = { intentId: id, runId: await existingRunId(tx, intent) };
 
       switch (first.verdict) {
@@ -186,8 +186,7 @@ async function judgeIntent(ctx: ControllerContext, id: string, s: SweepSummary):
         count(s, id, { verdict: "inspect_failed", reason: "provider_error" });
         return null;
       }
-      const evidence: CreationIntentEvidence = { ...base, inspection };
-      const verdict = decideCreationIntent(evidence);
+      const { evidence, verdict } = creationIntent(ctx.config, { ...base, inspection });
       count(s, id, verdict);
       await recordProof(tx, verdict, evidence, ctx.identity.bootId, { ...links, sandboxId });
       const inspected = { lastInspection: json({ ...inspection, at: now.toISOString(), sandboxId }), lastInspectedAt: now, attempts: { increment: 1 } };
@@ -277,7 +276,7 @@ async function releaseLostFences(ctx: ControllerContext, s: SweepSummary) {
         const lease = await tx.environmentLease.findUniqueOrThrow({ where: { id } });
         const record = (lease.claimRecord ?? null) as { attemptId?: string; claimer?: unknown } | null;
         const claimer = asIdentity(record?.claimer);
-        const evidence: TeardownFenceEvidence = {
+        const raw: TeardownFenceEvidence = {
           kind: "teardown_fence",
           now: new Date().toISOString(),
           lease: { status: lease.status, claimAttemptId: lease.claimAttemptId, fencedUntil: lease.fencedUntil?.toISOString() ?? null },
@@ -285,7 +284,7 @@ async function releaseLostFences(ctx: ControllerContext, s: SweepSummary) {
           observer: evidenceIdentity(ctx.identity),
           claimerProbe: probeFor(ctx, claimer),
         };
-        const verdict = decideTeardownFence(evidence);
+        const { evidence, verdict } = teardownFence(ctx.config, raw);
         count(s, id, verdict);
         if (verdict.verdict !== "release") return;
         await recordProof(tx, verdict, evidence, ctx.identity.bootId, { leaseId: id, runId: lease.runId, sandboxId: lease.providerLeaseId });

@@ -1,0 +1,167 @@
+/**
+ * `npm run wave -- --seed 6402 --tasks 6 --kills K1,K2,K4,K15 --faults bind,reject,late,unconnected --concurrency 2`
+ *   runs a restart-chaos wave and stores it; exit 0 only when every check passed.
+ * `npm run wave -- import FILE` stores a report made elsewhere; `export ID FILE`; `list`.
+ */
+import fs from "node:fs";
+import { Command, InvalidArgumentError } from "commander";
+import { createDb } from "../server/db/client";
+import { openDatabase } from "../server/db/embedded";
+import { migrate } from "../server/db/migrate";
+import { env } from "../server/env";
+import { AppError } from "../server/errors";
+import { FAULT_NAMES, KILL_KINDS, type FaultName, type KillKind } from "../server/waves/plan";
+import { CHECK_IDS, summarise, type WaveReport } from "../server/waves/report";
+import { runWave, type WaveProgress } from "../server/waves/runner";
+import { importWaveReport, loadWaveReport } from "../server/waves/store";
+
+const out = (line = "") => process.stdout.write(`${line}\n`);
+
+function list<T extends string>(allowed: readonly T[], what: string) {
+  return (value: string): T[] => {
+    const items = value.split(",").map((v) => v.trim()).filter(Boolean);
+    for (const item of items) {
+      if (!allowed.includes(item as T)) throw new InvalidArgumentError(`unknown ${what} ${item} (one of ${allowed.join(", ")})`);
+    }
+    return items as T[];
+  };
+}
+
+function int(name: string, min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`${name} must be a whole number from ${min} to ${max}`);
+    return n;
+  };
+}
+
+async function withDb<T>(fn: (db: ReturnType<typeof createDb>) => Promise<T>): Promise<T> {
+  const database = await openDatabase({ env });
+  await migrate(database.url);
+  const db = createDb(database.url, { max: 2 });
+  try {
+    return await fn(db);
+  } finally {
+    await db.$disconnect();
+    await database.stop();
+  }
+}
+
+function progressLine(p: WaveProgress): string {
+  const tasks = p.tasks.map((t) => `${t.key}:${short(t.status)}${t.status === "running" ? ` ${t.turns}` : ""}`).join(" ");
+  return `[${(p.elapsedMs / 1000).toFixed(1).padStart(5)} s] controller #${p.controller} · kills ${p.killsDone}/${p.killsPlanned} · ${tasks}`;
+}
+
+function short(status: string): string {
+  return { queued: "queued", starting: "start", running: "run", suspended: "susp", succeeded: "ok", failed: "FAIL", cancelled: "cancel" }[status] ?? status;
+}
+
+function printSummary(report: WaveReport) {
+  const summary = summarise(report);
+  out();
+  out(`wave ${report.id}  seed ${report.seed}  ${summary.tasksPassed}/${summary.tasks} tasks passed  ${report.passed ? "PASSED" : "FAILED"}`);
+  out();
+  out(`  task  ${CHECK_IDS.map((c) => c.padEnd(3)).join(" ")}  restart  retries  failure codes`);
+  for (const t of report.tasks) {
+    out(`  ${t.id.padEnd(4)}  ${CHECK_IDS.map((c) => (t.checks[c].ok ? "✓  " : "✗  ")).join(" ")}  ${(t.restartCrossing ? "yes" : "no").padEnd(7)}  ${String(t.retriesNeeded).padEnd(7)}  ${t.failureCodes.join(", ") || "—"}`);
+  }
+  out();
+  out(`  checks: ${CHECK_IDS.map((c) => `${c} ${summary.checks[c].pass}/${summary.tasks}`).join("  ")}`);
+  out(`  orphan sandboxes: ${report.orphanSandboxes.length}   decoys intact: ${report.decoys.filter((d) => d.intact).length}/${report.decoys.length}`);
+  if (report.reclaims.length) {
+    const secs = report.reclaims.map((r) => r.seconds).sort((a, b) => a - b);
+    out(`  reclaimed orphans: ${secs.length}, median ${secs[Math.floor(secs.length / 2)]!.toFixed(1)} s, worst ${secs.at(-1)!.toFixed(1)} s after their creator died`);
+  }
+  for (const t of report.tasks.filter((x) => !x.passed)) {
+    for (const c of CHECK_IDS.filter((c) => !t.checks[c].ok)) out(`  ✗ ${t.id} ${c}: ${t.checks[c].detail ?? ""}`);
+  }
+}
+
+const program = new Command("wave")
+  .description("run, import and export restart-chaos waves")
+  .option("--seed <n>", "the seed the plan derives from", int("--seed", 0, 2 ** 31 - 1), 6402)
+  .option("--tasks <n>", "tasks in the wave", int("--tasks", 1, 100), 6)
+  .option("--kills <list>", `kill kinds (${KILL_KINDS.join(",")})`, list(KILL_KINDS, "kill"), ["K1", "K2", "K4", "K15"] as KillKind[])
+  .option("--faults <list>", `faults (${FAULT_NAMES.join(",")})`, list(FAULT_NAMES, "fault"), ["bind", "reject", "late", "unconnected"] as FaultName[])
+  .option("--concurrency <n>", "runs a controller executes at once", int("--concurrency", 1, 32), 2)
+  .option("--retries <n>", "Retries the wave clicks per task", int("--retries", 0, 5), 1)
+  .option("--timeout <seconds>", "bound on the wait for every task to settle", int("--timeout", 10, 3600), 240)
+  .option("--json <file>", "write the wave report here")
+  .option("--break-rule <rule>", "test only: run the controllers with a deliberately broken rule")
+  .action(async (opts: { seed: number; tasks: number; kills: KillKind[]; faults: FaultName[]; concurrency: number; retries: number; timeout: number; json?: string; breakRule?: string }) => {
+    const tty = process.stdout.isTTY;
+    let lastPrinted = 0;
+    const report = await runWave({
+      env,
+      seed: opts.seed,
+      tasks: opts.tasks,
+      kills: opts.kills,
+      faults: opts.faults,
+      concurrency: opts.concurrency,
+      retries: opts.retries,
+      timeoutMs: opts.timeout * 1000,
+      breakRule: opts.breakRule as never,
+      onEvent: (e) => {
+        if (tty) process.stdout.write("\r\x1b[K");
+        out(`[${(e.atMs / 1000).toFixed(1).padStart(5)} s] ${e.kind}: ${e.detail}`);
+      },
+      onProgress: (p) => {
+        if (tty) process.stdout.write(`\r\x1b[K${progressLine(p).slice(0, (process.stdout.columns ?? 120) - 1)}`);
+        else if (p.elapsedMs - lastPrinted >= 3000) {
+          lastPrinted = p.elapsedMs;
+          out(progressLine(p));
+        }
+      },
+    });
+    if (tty) process.stdout.write("\r\x1b[K");
+    printSummary(report);
+    if (opts.json) {
+      fs.writeFileSync(opts.json, `${JSON.stringify(report, null, 2)}\n`);
+      out(`\nreport written to ${opts.json}`);
+    }
+    process.exitCode = report.passed ? 0 : 1;
+  });
+
+program
+  .command("import")
+  .description("store a wave report made elsewhere (validated; duplicates refused)")
+  .argument("<file>", "the report (JSON)")
+  .action(async (file: string) => {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(fs.readFileSync(file, "utf8")) as unknown;
+    } catch (err) {
+      throw new AppError("INVALID_INPUT", `${file}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    const report = await withDb((db) => importWaveReport(db, raw));
+    out(`imported wave ${report.id} (${report.tasks.length} tasks, ${report.passed ? "passed" : "failed"})`);
+  });
+
+program
+  .command("export")
+  .description("write a stored wave's report")
+  .argument("<id>", "wave id")
+  .argument("<file>", "where to write it (- for standard output)")
+  .action(async (id: string, file: string) => {
+    const report = await withDb((db) => loadWaveReport(db, id));
+    const text = `${JSON.stringify(report, null, 2)}\n`;
+    if (file === "-") process.stdout.write(text);
+    else fs.writeFileSync(file, text);
+  });
+
+program
+  .command("list")
+  .description("stored waves, newest first")
+  .action(async () => {
+    const waves = await withDb((db) => db.chaosWave.findMany({ orderBy: { startedAt: "desc" }, take: 50 }));
+    for (const w of waves) {
+      const s = w.summary as { tasksPassed?: number; tasks?: number } | null;
+      out(`${w.id}  ${w.status.padEnd(7)}  ${s?.tasksPassed ?? "?"}/${s?.tasks ?? "?"} tasks${w.imported ? "  (imported)" : ""}`);
+    }
+  });
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`wave: ${message}\n`);
+  process.exit(err instanceof AppError && (err.code === "INVALID_INPUT" || err.code === "CONFLICT") ? 2 : 1);
+});

@@ -1,0 +1,179 @@
+import { safeDecide } from "../engine";
+import type { CheckResult, RunRecord, TaskReport } from "./report";
+
+/**
+ * R1–R6 for one task (DOMAIN.md §5), from what the wave collected at its end. The
+ * recovery proofs are re-evaluated here with the reference engine, independently of the
+ * controllers that made them, so a controller running a broken rule fails R2.
+ */
+
+export interface CollectedRun extends RunRecord {
+  outcome: string | null;
+  canRetry: boolean;
+  nextAction: string | null;
+  codesSeen: string[];
+}
+
+export interface CollectedProof {
+  runId: string;
+  kind: string;
+  verdict: string;
+  evidence: unknown;
+}
+
+export interface CollectedLease {
+  id: string;
+  runId: string | null;
+  status: string;
+  fencedUntil: string | null;
+  providerLeaseId: string | null;
+}
+
+export interface CollectedSandbox {
+  id: string;
+  name: string;
+  state: string;
+  labels: Record<string, string>;
+}
+
+export interface TaskInput {
+  key: string;
+  taskId: string;
+  runs: CollectedRun[];
+  proofs: CollectedProof[];
+  leases: CollectedLease[];
+  /** Sandboxes carrying one of this task's run ids. */
+  sandboxes: CollectedSandbox[];
+  decoys: Array<{ id: string; kind: string; intact: boolean }>;
+}
+
+const LIVE = new Set(["queued", "starting", "running", "suspended"]);
+const RECOVERY_KINDS = new Set(["lease_binding", "bootstrap_restart"]);
+/** Codes a recovery refusal ends a run with. */
+const RECOVERY_CODES = new Set([
+  "native_runner_staged_attachment_recovery_unproven",
+  "native_remote_recovery_lease_mismatch",
+  "native_continuation_requires_reconciliation",
+  "runner_harness_state_mismatch: resumed_unavailable",
+  "runner_harness_state_mismatch: resumed_not_suspended",
+  "native_restart_recovery_blocked",
+  "ambiguous_remote_recovery_evidence",
+]);
+
+export function evaluateTask(input: TaskInput): TaskReport {
+  const runs = [...input.runs].sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  const successors = new Map<string, number>();
+  for (const r of runs) if (r.previousRunId) successors.set(r.previousRunId, (successors.get(r.previousRunId) ?? 0) + 1);
+  const final = runs.find((r) => !successors.has(r.id)) ?? runs.at(-1);
+  const restartCrossing = runs.some((r) => r.restarts > 0);
+
+  const checks = {
+    R1: settled(final, runs),
+    R2: selfHealed(runs, input.proofs, successors),
+    R3: singleExecution(runs, successors),
+    R4: noOrphans(input.sandboxes, input.leases, runs),
+    R5: nothingHeld(input.leases, runs),
+    R6: ownershipSafety(input.decoys),
+  };
+  return {
+    id: input.key,
+    taskId: input.taskId,
+    passed: Object.values(checks).every((c) => c.ok),
+    restartCrossing,
+    runs: runs.map(({ id, status, failureCode, previousRunId, restarts, createdAt, startedAt, finishedAt }) => ({
+      id,
+      status,
+      failureCode,
+      previousRunId,
+      restarts,
+      createdAt,
+      startedAt,
+      finishedAt,
+    })),
+    failureCodes: [...new Set(runs.flatMap((r) => r.codesSeen))].sort(),
+    retriesNeeded: runs.filter((r) => r.previousRunId).length,
+    checks,
+  };
+}
+
+function settled(final: CollectedRun | undefined, runs: CollectedRun[]): CheckResult {
+  if (!final) return { ok: false, detail: "the task has no run" };
+  const stuck = runs.filter((r) => LIVE.has(r.status)).map((r) => `${r.id} (${r.status})`);
+  if (stuck.length) return { ok: false, detail: `still active: ${stuck.join(", ")}`, finalRun: final.id };
+  if (final.status === "succeeded") return { ok: true, detail: "succeeded", finalRun: final.id };
+  const withRetry = final.status === "failed" && final.outcome === "terminal_failure" && final.canRetry && !!final.nextAction;
+  return {
+    ok: withRetry,
+    detail: withRetry ? `ended ${final.failureCode} with Retry and a next action` : `ended ${final.status} ${final.failureCode ?? ""} without Retry or a next action`.trim(),
+    finalRun: final.id,
+    failureCode: final.failureCode,
+    nextAction: final.nextAction,
+  };
+}
+
+function selfHealed(runs: CollectedRun[], proofs: CollectedProof[], successors: Map<string, number>): CheckResult {
+  const crossing = runs.filter((r) => r.restarts > 0);
+  if (crossing.length === 0) return { ok: true, detail: "did not cross a restart" };
+  const problems: string[] = [];
+  const judged = crossing.map((run) => {
+    const recoveries = proofs
+      .filter((p) => p.runId === run.id && RECOVERY_KINDS.has(p.kind))
+      .map((p) => {
+        const reference = safeDecide(p.evidence);
+        const expected = reference.ok ? reference.verdict.verdict : `invalid evidence: ${reference.error.message}`;
+        if (expected !== p.verdict) problems.push(`${run.id}: ${p.kind} recorded ${p.verdict}, the rules give ${expected}`);
+        return { kind: p.kind, recorded: p.verdict, rules: expected };
+      });
+    const allowed = recoveries.every((r) => r.rules === "admitted" || r.rules === "restart_bootstrap");
+    if (allowed && run.status === "failed" && run.failureCode && RECOVERY_CODES.has(run.failureCode)) {
+      problems.push(`${run.id}: the rules let it continue, yet it ended ${run.failureCode}`);
+    }
+    return { runId: run.id, restarts: run.restarts, recoveries, neededRetry: successors.has(run.id) };
+  });
+  return { ok: problems.length === 0, detail: problems.length ? problems.join("; ") : "every restart was handled as the rules say", runs: judged };
+}
+
+function singleExecution(runs: CollectedRun[], successors: Map<string, number>): CheckResult {
+  const overlaps: string[] = [];
+  for (let i = 0; i < runs.length; i++) {
+    for (let j = i + 1; j < runs.length; j++) {
+      const a = runs[i]!;
+      const b = runs[j]!;
+      const aEnd = a.finishedAt ?? "9999";
+      if (b.createdAt < aEnd) overlaps.push(`${a.id} and ${b.id}`);
+    }
+  }
+  const doubled = [...successors].filter(([, n]) => n > 1).map(([id, n]) => `${id} has ${n} successors`);
+  const ok = overlaps.length === 0 && doubled.length === 0;
+  return { ok, detail: ok ? `${runs.length} run(s), never two active, each Retry one successor` : [...overlaps.map((o) => `overlap: ${o}`), ...doubled].join("; "), runs: runs.length };
+}
+
+function noOrphans(sandboxes: CollectedSandbox[], leases: CollectedLease[], runs: CollectedRun[]): CheckResult {
+  const live = new Set(runs.filter((r) => LIVE.has(r.status)).map((r) => r.id));
+  const held = new Set(leases.filter((l) => l.status === "active" && l.runId && live.has(l.runId)).map((l) => l.providerLeaseId));
+  const orphans = sandboxes.filter((s) => s.state !== "destroyed" && s.state !== "destroying" && !held.has(s.id));
+  return {
+    ok: orphans.length === 0,
+    detail: orphans.length ? `${orphans.length} sandbox(es) left without a live run's lease` : `${sandboxes.length} sandbox(es) used, none left behind`,
+    orphanSandboxes: orphans.map((s) => ({ id: s.id, name: s.name, state: s.state })),
+  };
+}
+
+function nothingHeld(leases: CollectedLease[], runs: CollectedRun[]): CheckResult {
+  const finished = new Set(runs.filter((r) => !LIVE.has(r.status)).map((r) => r.id));
+  const held = leases.filter((l) => l.runId && finished.has(l.runId) && (l.status === "active" || l.status === "pending_cleanup" || l.fencedUntil));
+  return {
+    ok: held.length === 0,
+    detail: held.length ? `${held.length} lease(s) still held by finished runs` : `${leases.length} lease(s), all released`,
+    held: held.map((l) => ({ id: l.id, status: l.status, fencedUntil: l.fencedUntil })),
+  };
+}
+
+function ownershipSafety(decoys: TaskInput["decoys"]): CheckResult {
+  const touched = decoys.filter((d) => !d.intact);
+  return {
+    ok: touched.length === 0,
+    detail: touched.length ? `decoy(s) touched: ${touched.map((d) => d.kind).join(", ")}` : `${decoys.length} decoy(s) of another instance, company and host untouched`,
+    decoys,
+  };
+}

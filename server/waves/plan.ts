@@ -1,0 +1,98 @@
+/**
+ * A restart-chaos wave's plan (DOMAIN.md §5), derived from its seed alone: the same seed
+ * and options give the same tasks, faults and kill schedule.
+ */
+
+export const KILL_KINDS = ["K1", "K2", "K4", "K15"] as const;
+export type KillKind = (typeof KILL_KINDS)[number];
+export const FAULT_NAMES = ["bind", "reject", "late", "unconnected"] as const;
+export type FaultName = (typeof FAULT_NAMES)[number];
+
+export interface WaveOptions {
+  seed: number;
+  tasks: number;
+  kills: KillKind[];
+  faults: FaultName[];
+  concurrency: number;
+}
+
+export interface PlannedTask {
+  key: string;
+  agent: string;
+  provider: "codex" | "claude";
+  target: "remote" | "local";
+  sandboxMode: "per_turn" | "warm";
+  turns: number;
+  /** Faults injected into this task's first run. */
+  faults: FaultName[];
+}
+
+export interface PlannedKill {
+  kind: KillKind;
+  /** Milliseconds after the first controller is ready. */
+  atMs: number;
+  /** K4's crash point: between an intent's commit and its lease's, or in a teardown claim. */
+  crashAt?: "after_create" | "during_teardown_claim";
+}
+
+export interface WavePlan {
+  seed: number;
+  tasks: PlannedTask[];
+  kills: PlannedKill[];
+  concurrency: number;
+}
+
+/** mulberry32: small, fast, and the same on every machine. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function planWave(options: WaveOptions): WavePlan {
+  const random = prng(options.seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+  const tasks: PlannedTask[] = Array.from({ length: options.tasks }, (_, i) => {
+    const provider = pick(["codex", "claude"] as const);
+    return {
+      key: `t${String(i + 1).padStart(2, "0")}`,
+      agent: provider === "codex" ? pick(["codex-c1", "codex-planner"]) : pick(["claude-acpx", "claude-main"]),
+      provider,
+      target: random() < 0.85 ? "remote" : "local",
+      sandboxMode: random() < 0.5 ? "per_turn" : "warm",
+      turns: 2 + Math.floor(random() * 3),
+      faults: [],
+    };
+  });
+  // Each fault lands on one task, spread so that no task carries two while others carry none.
+  const order = shuffle(tasks.map((_, i) => i), random);
+  options.faults.forEach((fault, i) => {
+    const task = tasks[order[i % Math.max(1, order.length)]!];
+    if (task && !task.faults.includes(fault)) task.faults.push(fault);
+  });
+  // Kills in seeded order, spaced so that each restart has something in flight to interrupt.
+  const kills: PlannedKill[] = shuffle([...options.kills], random).map((kind, i) => ({
+    kind,
+    atMs: Math.round(1200 + i * 2600 + random() * 900),
+    ...(kind === "K4" ? { crashAt: random() < 0.5 ? ("after_create" as const) : ("during_teardown_claim" as const) } : {}),
+  }));
+  return { seed: options.seed, tasks, kills, concurrency: options.concurrency };
+}
+
+function shuffle<T>(xs: T[], random: () => number): T[] {
+  for (let i = xs.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [xs[i], xs[j]] = [xs[j]!, xs[i]!];
+  }
+  return xs;
+}
+
+export function waveId(startedAt: Date, seed: number): string {
+  const stamp = startedAt.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "");
+  return `w-${stamp}-s${seed}`;
+}

@@ -1,0 +1,111 @@
+import { z } from "zod";
+import { FAULT_NAMES, KILL_KINDS } from "./plan";
+
+/** The wave report: what `--json` writes, `import` reads, and the dashboard shows. */
+
+export const CHECK_IDS = ["R1", "R2", "R3", "R4", "R5", "R6"] as const;
+export type CheckId = (typeof CHECK_IDS)[number];
+
+export const CHECK_TITLES: Record<CheckId, string> = {
+  R1: "settled",
+  R2: "self-healed",
+  R3: "single execution",
+  R4: "no orphans",
+  R5: "nothing held",
+  R6: "ownership safety",
+};
+
+const checkResult = z.looseObject({ ok: z.boolean(), detail: z.string().optional() });
+export type CheckResult = z.infer<typeof checkResult>;
+
+const plannedTask = z.object({
+  key: z.string(),
+  agent: z.string(),
+  provider: z.enum(["codex", "claude"]),
+  target: z.enum(["remote", "local"]),
+  sandboxMode: z.enum(["per_turn", "warm"]),
+  turns: z.number().int(),
+  faults: z.array(z.enum(FAULT_NAMES)),
+});
+
+export const planSchema = z.object({
+  seed: z.number().int(),
+  tasks: z.array(plannedTask),
+  kills: z.array(z.object({ kind: z.enum(KILL_KINDS), atMs: z.number(), crashAt: z.enum(["after_create", "during_teardown_claim"]).optional() })),
+  concurrency: z.number().int(),
+});
+
+export const runRecordSchema = z.object({
+  id: z.string(),
+  status: z.string(),
+  failureCode: z.string().nullable(),
+  previousRunId: z.string().nullable(),
+  restarts: z.number().int(),
+  createdAt: z.string(),
+  startedAt: z.string().nullable(),
+  finishedAt: z.string().nullable(),
+});
+export type RunRecord = z.infer<typeof runRecordSchema>;
+
+export const taskReportSchema = z.object({
+  id: z.string(),
+  taskId: z.string(),
+  passed: z.boolean(),
+  restartCrossing: z.boolean(),
+  runs: z.array(runRecordSchema),
+  failureCodes: z.array(z.string()),
+  retriesNeeded: z.number().int().min(0),
+  checks: z.object({ R1: checkResult, R2: checkResult, R3: checkResult, R4: checkResult, R5: checkResult, R6: checkResult }),
+});
+export type TaskReport = z.infer<typeof taskReportSchema>;
+
+export const eventSchema = z.object({
+  atMs: z.number(),
+  kind: z.string(),
+  detail: z.string(),
+});
+export type WaveEvent = z.infer<typeof eventSchema>;
+
+export const waveReportSchema = z.object({
+  id: z.string().regex(/^w-\d{8}T\d{6}-s\d+$/, "expected a wave id like w-20261112T010800-s6402"),
+  seed: z.number().int(),
+  instanceId: z.string(),
+  startedAt: z.iso.datetime(),
+  finishedAt: z.iso.datetime(),
+  plan: planSchema,
+  passed: z.boolean(),
+  orphanSandboxes: z.array(z.looseObject({ id: z.string(), name: z.string() })),
+  reclaims: z.array(z.object({ intentId: z.string(), sandboxId: z.string().nullable(), seconds: z.number() })),
+  decoys: z.array(z.looseObject({ id: z.string(), kind: z.string(), intact: z.boolean() })),
+  events: z.array(eventSchema),
+  tasks: z.array(taskReportSchema).min(1),
+});
+export type WaveReport = z.infer<typeof waveReportSchema>;
+
+export interface WaveSummary {
+  tasks: number;
+  tasksPassed: number;
+  checks: Record<CheckId, { pass: number; fail: number }>;
+  failureCodes: Record<string, number>;
+  retries: number;
+  orphans: number;
+}
+
+export function summarise(report: Pick<WaveReport, "tasks" | "orphanSandboxes">): WaveSummary {
+  const checks = Object.fromEntries(CHECK_IDS.map((c) => [c, { pass: 0, fail: 0 }])) as WaveSummary["checks"];
+  const failureCodes: Record<string, number> = {};
+  let retries = 0;
+  for (const task of report.tasks) {
+    for (const c of CHECK_IDS) checks[c][task.checks[c].ok ? "pass" : "fail"] += 1;
+    for (const code of task.failureCodes) failureCodes[code] = (failureCodes[code] ?? 0) + 1;
+    retries += task.retriesNeeded;
+  }
+  return {
+    tasks: report.tasks.length,
+    tasksPassed: report.tasks.filter((t) => t.passed).length,
+    checks,
+    failureCodes,
+    retries,
+    orphans: report.orphanSandboxes.length,
+  };
+}

@@ -1,0 +1,432 @@
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { createDb, type Db } from "../db/client";
+import { openDatabase } from "../db/embedded";
+import { migrate } from "../db/migrate";
+import { databaseOf, withDatabase } from "../db/url";
+import { emulatorApiKeys, emulatorUrl as configuredEmulatorUrl } from "../emulator/config";
+import { EmulatorAdminClient } from "../emulator/admin-client";
+import { startEmulator, type EmulatorHandle } from "../emulator/server";
+import type { Env } from "../env";
+import { evidenceIdentity } from "../controller/context";
+import { FAST_CONTROLLER_ENV, spawnController, type ControllerProcessHandle } from "../controller/process-harness";
+import { json } from "../controller/records";
+import { exitedProcessIdentity } from "../process/test-support";
+import { DaytonaProvider } from "../providers/daytona";
+import { buildLabels, creationName, LABEL_KEYS } from "../providers/labels";
+import { retryRun } from "../runs/retry";
+import { submitRun } from "../runs/submit";
+import { evaluateTask, type CollectedRun } from "./checks";
+import { planWave, waveId, type FaultName, type PlannedKill, type WaveOptions, type WavePlan } from "./plan";
+import { type WaveEvent, type WaveReport } from "./report";
+import { recordWaveStart, storeWaveReport } from "./store";
+
+/**
+ * Runs one restart-chaos wave (DOMAIN.md §5) against the emulator with real controller
+ * processes: plants decoys, submits the tasks with their faults, kills and restarts
+ * controllers as the seeded plan says, clicks Retry (twice, like an impatient board user)
+ * where the catalogue offers it, waits for everything to settle, then judges R1–R6 per
+ * task and stores the report.
+ */
+
+export interface WaveRunOptions extends WaveOptions {
+  env: Env;
+  /** Give up waiting for the tasks to settle after this long. */
+  timeoutMs: number;
+  /** Retries the wave makes per task, like a board user. */
+  retries: number;
+  /** Test-only: a deliberately broken rule for the controllers (RUNWARDEN_TEST_BREAK_RULE). */
+  breakRule?: Env["RUNWARDEN_TEST_BREAK_RULE"];
+  /** An emulator to use; otherwise the configured one if it answers, else one in-process. */
+  emulatorUrl?: string;
+  onEvent?: (event: WaveEvent) => void;
+  onProgress?: (progress: WaveProgress) => void;
+}
+
+export interface WaveProgress {
+  id: string;
+  elapsedMs: number;
+  tasks: Array<{ key: string; status: string; turns: string; code: string | null }>;
+  controller: number;
+  killsDone: number;
+  killsPlanned: number;
+}
+
+const COMPANY = "co-wave";
+const WAVE_TIMINGS: Record<string, string> = {
+  ...FAST_CONTROLLER_ENV,
+  RUNWARDEN_TURN_MS: "400",
+  RUNWARDEN_RETRY_DELAY_MS: "1000",
+  RUNWARDEN_SWEEP_INTERVAL_MS: "1000",
+  RUNWARDEN_SETTLE_MS: "5000",
+  RUNWARDEN_CREATE_TIMEOUT_MS: "1500",
+  RUNWARDEN_SESSION_OPEN_TIMEOUT_MS: "1500",
+  LOG_LEVEL: "warn",
+};
+
+export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
+  const startedAt = new Date();
+  const id = waveId(startedAt, options.seed);
+  const plan = planWave(options);
+  const instanceId = `wave-${id}`;
+  const events: WaveEvent[] = [];
+  const t0 = Date.now();
+  const note = (kind: string, detail: string) => {
+    const event = { atMs: Date.now() - t0, kind, detail };
+    events.push(event);
+    options.onEvent?.(event);
+  };
+
+  const database = await openDatabase({ env: options.env });
+  await migrate(database.url);
+  const db = createDb(database.url, { max: 6 });
+  let emulator: EmulatorHandle | null = null;
+  let controller: ControllerProcessHandle | null = null;
+  const home = path.resolve(options.env.RUNWARDEN_DATA_DIR, "waves", id);
+  try {
+    let emuUrl = options.emulatorUrl ?? configuredEmulatorUrl(options.env);
+    if (!(await healthy(emuUrl))) {
+      emulator = await startEmulator({ port: 0, databaseUrl: await emulatorDatabase(database.url, options.env) });
+      emuUrl = emulator.url;
+    }
+    const emulatorKey = emulatorApiKeys(options.env)[0] ?? "emulator-key";
+    const admin = new EmulatorAdminClient(emuUrl, emulatorKey);
+    await recordWaveStart(db, { id, seed: options.seed, instanceId, plan, config: { ...options, env: undefined, onEvent: undefined, onProgress: undefined }, startedAt });
+    note("wave", `started ${id}: ${plan.tasks.length} tasks, kills ${plan.kills.map((k) => k.kind).join(",") || "none"}, faults ${options.faults.join(",") || "none"}`);
+
+    const decoys = await plantDecoys(db, admin, instanceId);
+    note("decoys", `planted ${decoys.map((d) => d.kind).join(", ")}`);
+
+    const runsByTask = new Map<string, string>();
+    for (const task of plan.tasks) {
+      const run = await submitRun(
+        db,
+        instanceId,
+        { companyId: COMPANY, taskId: `${id}-${task.key}`, agent: task.agent, provider: task.provider, target: task.target, sandboxMode: task.sandboxMode, turns: task.turns },
+        { id: `wave:${id}`, role: "operator" },
+        { waveId: id },
+      );
+      runsByTask.set(task.key, run.id);
+      for (const fault of task.faults) await admin.setFault(faultRule(fault, run.id));
+    }
+
+    // ── controllers, kills and retries ──
+    let generation = 0;
+    const deaths = new Map<number, number>(); // pid → when it died (ms since t0)
+    const start = async (why: string, extra: Record<string, string> = {}, freshHome = false) => {
+      generation += 1;
+      const dir = path.join(home, freshHome ? `home-${generation}` : "home");
+      fs.mkdirSync(dir, { recursive: true });
+      const p = spawnController({
+        ...WAVE_TIMINGS,
+        DATABASE_URL: database.url,
+        EMULATOR_URL: emuUrl,
+        EMULATOR_API_KEY: options.env.EMULATOR_API_KEY,
+        RUNWARDEN_INSTANCE_ID: instanceId,
+        RUNWARDEN_CONTROLLER_HOME: dir,
+        RUNWARDEN_CONCURRENCY: String(plan.concurrency),
+        RUNWARDEN_TEST_BREAK_RULE: options.breakRule,
+        ...extra,
+      });
+      controller = p;
+      void p.exited.then(() => deaths.set(p.pid, Date.now() - t0));
+      await p.ready;
+      note("controller", `#${generation} up (pid ${p.pid}, ${why}${extra.RUNWARDEN_CRASH_AT ? `, crashes at ${extra.RUNWARDEN_CRASH_AT}` : ""})`);
+      return p;
+    };
+    const stop = async (p: ControllerProcessHandle, signal: NodeJS.Signals) => {
+      p.kill(signal);
+      await p.exited;
+    };
+
+    await start("first");
+    const pending: PlannedKill[] = [...plan.kills];
+    let killsDone = 0;
+    const retried = new Map<string, number>();
+    const deadline = Date.now() + options.timeoutMs;
+    let settledSince: number | null = null;
+
+    for (;;) {
+      const elapsed = Date.now() - t0;
+      const current = controller as ControllerProcessHandle | null;
+      // An armed K4 controller crashes on its own; any unexpected exit is restarted too.
+      if (current && (current.child.exitCode !== null || current.child.signalCode !== null)) {
+        note("restart", `controller pid ${current.pid} exited (${current.child.signalCode ?? current.child.exitCode}); starting another`);
+        await start("after an exit");
+      }
+      const kill = pending[0];
+      if (kill && elapsed >= kill.atMs && controller) {
+        pending.shift();
+        killsDone += 1;
+        await performKill(kill, controller, stop, start, note);
+      }
+      await retryWhereOffered(db, plan, runsByTask, retried, options.retries, id, note);
+
+      const states = await taskStates(db, id);
+      options.onProgress?.({
+        id,
+        elapsedMs: elapsed,
+        tasks: states.map((s) => ({ key: s.key, status: s.status, turns: s.turns, code: s.code })),
+        controller: generation,
+        killsDone,
+        killsPlanned: plan.kills.length,
+      });
+      const allSettled = states.length === plan.tasks.length && states.every((s) => s.settled && (s.status === "succeeded" || (retried.get(s.key) ?? 0) >= options.retries || !s.canRetry));
+      if (allSettled) {
+        settledSince ??= Date.now();
+        // Let the sweeps finish the cleanup before judging (bounded).
+        if ((await cleanupDone(db, instanceId, decoys)) || Date.now() - settledSince > 30_000) break;
+      } else {
+        settledSince = null;
+      }
+      if (Date.now() > deadline) {
+        note("timeout", `tasks did not settle within ${Math.round(options.timeoutMs / 1000)} s`);
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    for (const k of pending) note("kill", `${k.kind} skipped: every task had settled`);
+    if (controller) await stop(controller, "SIGTERM");
+
+    // ── judge ──
+    const sandboxes = (await admin.sandboxes({ includeDestroyed: true })).filter((s) => s.labels[LABEL_KEYS.instance] === instanceId);
+    const decoyState = new Map((await admin.sandboxes({ includeDestroyed: true })).map((s) => [s.id, s.state]));
+    const decoyResults = decoys.map((d) => ({ id: d.id, kind: d.kind, intact: decoyState.get(d.id) !== undefined && decoyState.get(d.id) !== "destroyed" }));
+    const decoyIds = new Set(decoys.map((d) => d.id));
+    const tasks = [];
+    for (const task of plan.tasks) {
+      const runs = await collectRuns(db, `${id}-${task.key}`);
+      const runIds = runs.map((r) => r.id);
+      const proofs = await db.proof.findMany({ where: { runId: { in: runIds } }, select: { runId: true, kind: true, verdict: true, evidence: true } });
+      const leases = await db.environmentLease.findMany({ where: { runId: { in: runIds } } });
+      tasks.push(
+        evaluateTask({
+          key: task.key,
+          taskId: `${id}-${task.key}`,
+          runs,
+          proofs: proofs.map((p) => ({ runId: p.runId!, kind: p.kind, verdict: p.verdict, evidence: p.evidence })),
+          leases: leases.map((l) => ({ id: l.id, runId: l.runId, status: l.status, fencedUntil: l.fencedUntil?.toISOString() ?? null, providerLeaseId: l.providerLeaseId })),
+          sandboxes: sandboxes.filter((s) => !decoyIds.has(s.id) && runIds.includes(s.labels[LABEL_KEYS.run] ?? "")),
+          decoys: decoyResults,
+        }),
+      );
+    }
+    const orphanSandboxes = sandboxes
+      .filter((s) => !decoyIds.has(s.id) && s.state !== "destroyed" && s.state !== "destroying")
+      .map((s) => ({ id: s.id, name: s.name, state: s.state, run: s.labels[LABEL_KEYS.run] ?? null }));
+    const reclaims = await reclaimTimes(db, instanceId, deaths, t0);
+    const report: WaveReport = {
+      id,
+      seed: options.seed,
+      instanceId,
+      startedAt: startedAt.toISOString(),
+      finishedAt: new Date().toISOString(),
+      plan,
+      passed: tasks.every((t) => t.passed) && orphanSandboxes.length === 0,
+      orphanSandboxes,
+      reclaims,
+      decoys: decoyResults,
+      events,
+      tasks,
+    };
+    await storeWaveReport(db, report, { config: { tasks: options.tasks, kills: options.kills, faults: options.faults, concurrency: options.concurrency, retries: options.retries, breakRule: options.breakRule ?? null } });
+    // The decoys were the wave's own; it takes them away again, by id.
+    const cleaner = new DaytonaProvider({ apiUrl: emuUrl, apiKey: emulatorKey });
+    for (const d of decoys) await cleaner.destroy(d.id).catch(() => {});
+    return report;
+  } catch (err) {
+    await db.chaosWave.updateMany({ where: { id, status: "running" }, data: { status: "aborted", finishedAt: new Date(), summary: json({ error: err instanceof Error ? err.message : String(err) }) } }).catch(() => {});
+    throw err;
+  } finally {
+    const c = controller as ControllerProcessHandle | null;
+    if (c && c.child.exitCode === null && c.child.signalCode === null) {
+      c.kill("SIGKILL");
+      await c.exited;
+    }
+    await emulator?.close();
+    await db.$disconnect();
+    await database.stop();
+  }
+}
+
+async function performKill(
+  kill: PlannedKill,
+  current: ControllerProcessHandle,
+  stop: (p: ControllerProcessHandle, s: NodeJS.Signals) => Promise<void>,
+  start: (why: string, extra?: Record<string, string>, freshHome?: boolean) => Promise<ControllerProcessHandle>,
+  note: (kind: string, detail: string) => void,
+) {
+  switch (kill.kind) {
+    case "K1":
+      await stop(current, "SIGKILL");
+      note("kill", `K1: SIGKILL pid ${current.pid}`);
+      await start("after K1");
+      return;
+    case "K2":
+      await stop(current, "SIGTERM");
+      note("kill", `K2: SIGTERM pid ${current.pid}, drained`);
+      await start("after K2");
+      return;
+    case "K4":
+      await stop(current, "SIGKILL");
+      note("kill", `K4: SIGKILL pid ${current.pid}; the next controller dies at ${kill.crashAt}`);
+      await start("K4 armed", { RUNWARDEN_CRASH_AT: kill.crashAt ?? "after_create" });
+      return;
+    case "K15":
+      await stop(current, "SIGKILL");
+      note("kill", `K15: SIGKILL pid ${current.pid}; restart with a fresh home`);
+      await start("after K15, fresh home", {}, true);
+      return;
+    default: {
+      const never: never = kill.kind;
+      throw new Error(`unknown kill ${String(never)}`);
+    }
+  }
+}
+
+function faultRule(fault: FaultName, runId: string) {
+  switch (fault) {
+    case "bind":
+      return { match: { runId }, fault: { kind: "bind_conflict" as const }, times: 1 };
+    case "reject":
+      return { match: { runId }, fault: { kind: "reject" as const }, times: null };
+    case "late":
+      return { match: { runId }, fault: { kind: "late" as const, delayMs: 2500 }, times: 1 };
+    case "unconnected":
+      return { match: { runId }, fault: { kind: "never_connect" as const }, times: null };
+    default: {
+      const never: never = fault;
+      throw new Error(`unknown fault ${String(never)}`);
+    }
+  }
+}
+
+interface Decoy {
+  id: string;
+  kind: "another_instance" | "another_company" | "another_host";
+}
+
+/** R6's subjects: sandboxes that are not provably this instance's to destroy. */
+async function plantDecoys(db: Db, admin: EmulatorAdminClient, instanceId: string): Promise<Decoy[]> {
+  const dead = evidenceIdentity(await exitedProcessIdentity());
+  const intent = async (creator: object, labels: { instance: string; company: string }): Promise<string> => {
+    const op = crypto.randomUUID();
+    const name = creationName("rw", op);
+    const planted = await admin.plant({ name, labels: buildLabels({ instanceId: labels.instance, companyId: labels.company, operationId: op }) });
+    await db.sandboxCreationIntent.create({
+      data: {
+        id: op,
+        instanceId,
+        companyId: COMPANY,
+        runId: `decoy-${op}`,
+        creationName: name,
+        labels: json({ instance: instanceId, company: COMPANY, operation: op }),
+        creator: json(creator),
+        settleDeadline: new Date(Date.now() + 60_000),
+        nextAttemptAt: new Date(Date.now() + 30 * 60_000),
+      },
+    });
+    return planted.id;
+  };
+  const otherInstance = await admin.plant({ name: `rw-create-decoy-${crypto.randomUUID()}`, labels: buildLabels({ instanceId: `${instanceId}-other`, companyId: COMPANY, operationId: "decoy" }) });
+  return [
+    { id: otherInstance.id, kind: "another_instance" },
+    // Our intent, but the sandbox under its name says another company: never destroyed.
+    { id: await intent(dead, { instance: instanceId, company: "co-decoy" }), kind: "another_company" },
+    // Our intent and labels, but its creator lives in another PID space: never judged exited.
+    { id: await intent({ ...dead, bootId: crypto.randomUUID(), pidSpace: "ps-decoy-host" }, { instance: instanceId, company: COMPANY }), kind: "another_host" },
+  ];
+}
+
+async function retryWhereOffered(
+  db: Db,
+  plan: WavePlan,
+  runsByTask: Map<string, string>,
+  retried: Map<string, number>,
+  limit: number,
+  id: string,
+  note: (kind: string, detail: string) => void,
+) {
+  for (const task of plan.tasks) {
+    if ((retried.get(task.key) ?? 0) >= limit || !runsByTask.has(task.key)) continue;
+    const latest = await db.run.findFirst({ where: { taskId: `${id}-${task.key}`, nextRun: null }, orderBy: { createdAt: "desc" } });
+    if (!latest || latest.status !== "failed" || latest.outcome !== "terminal_failure" || !latest.canRetry) continue;
+    // A double click: both must land on the same successor (R3).
+    const actor = { id: `wave:${id}`, role: "board" };
+    const [a, b] = await Promise.all([retryRun(db, latest.id, actor), retryRun(db, latest.id, actor)]);
+    retried.set(task.key, (retried.get(task.key) ?? 0) + 1);
+    note("retry", `${task.key}: Retry after ${latest.failureCode} → run ${a.run.id}${a.run.id === b.run.id ? "" : ` and ${b.run.id} (TWO successors)`}`);
+  }
+}
+
+async function taskStates(db: Db, id: string) {
+  const runs = await db.run.findMany({ where: { waveId: id }, orderBy: { createdAt: "asc" } });
+  const byTask = new Map<string, (typeof runs)[number]>();
+  for (const r of runs) byTask.set(r.taskId, r); // latest wins
+  return [...byTask.entries()].map(([taskId, r]) => ({
+    key: taskId.slice(id.length + 1),
+    status: r.status,
+    turns: `${r.turnsDone}/${r.turnsPlanned}`,
+    code: r.failureCode,
+    canRetry: r.canRetry,
+    settled: r.status === "succeeded" || (r.status === "failed" && r.outcome === "terminal_failure"),
+  }));
+}
+
+async function cleanupDone(db: Db, instanceId: string, decoys: Decoy[]): Promise<boolean> {
+  const held = await db.environmentLease.count({ where: { instanceId, status: { in: ["active", "pending_cleanup"] } } });
+  const due = await db.sandboxCreationIntent.count({ where: { instanceId, status: "pending", NOT: { runId: { startsWith: "decoy-" } } } });
+  void decoys;
+  return held === 0 && due === 0;
+}
+
+async function collectRuns(db: Db, taskId: string): Promise<CollectedRun[]> {
+  const runs = await db.run.findMany({ where: { taskId }, include: { events: { where: { type: { in: ["retry_scheduled", "run_failed", "startup_failed"] } } } } });
+  return runs.map((r) => ({
+    id: r.id,
+    status: r.status,
+    outcome: r.outcome,
+    failureCode: r.failureCode,
+    canRetry: r.canRetry,
+    nextAction: r.nextAction,
+    previousRunId: r.previousRunId,
+    restarts: r.restarts,
+    createdAt: r.createdAt.toISOString(),
+    startedAt: r.startedAt?.toISOString() ?? null,
+    finishedAt: r.finishedAt?.toISOString() ?? null,
+    codesSeen: [
+      ...new Set([
+        ...(r.failureCode ? [r.failureCode] : []),
+        ...r.events.map((e) => (e.data as { code?: string } | null)?.code).filter((c): c is string => typeof c === "string"),
+      ]),
+    ],
+  }));
+}
+
+/** Time from the death of an intent's creator (or its creation) to its sandbox's destruction. */
+async function reclaimTimes(db: Db, instanceId: string, deaths: Map<number, number>, t0: number) {
+  const intents = await db.sandboxCreationIntent.findMany({ where: { instanceId, status: "reclaimed" }, include: { lease: true } });
+  return intents.map((i) => {
+    const creatorPid = (i.creator as { pid?: number } | null)?.pid;
+    const diedAt = creatorPid !== undefined ? deaths.get(creatorPid) : undefined;
+    const from = diedAt !== undefined ? t0 + diedAt : i.createdAt.getTime();
+    const to = i.lease?.endedAt?.getTime() ?? i.resolvedAt?.getTime() ?? Date.now();
+    return { intentId: i.id, sandboxId: i.lease?.providerLeaseId ?? null, seconds: Math.max(0, (to - from) / 1000) };
+  });
+}
+
+async function healthy(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+/** The emulator's database on the application's server (as npm start names it). */
+async function emulatorDatabase(appUrl: string, env: Env): Promise<string> {
+  const name = env.EMULATOR_DATABASE !== "runwarden_emulator" ? env.EMULATOR_DATABASE : `${databaseOf(appUrl)}_emulator`;
+  return (await openDatabase({ env: { ...env, DATABASE_URL: withDatabase(appUrl, name) } })).url;
+}
