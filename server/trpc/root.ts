@@ -1,3 +1,5 @@
+import { intentsRouter } from "./routers/intents";
+import { orphansRouter } from "./routers/orphans";
 import { proofsRouter } from "./routers/proofs";
 import { runsRouter } from "./routers/runs";
 import { sweepsRouter } from "./routers/sweeps";
@@ -7,6 +9,8 @@ export const appRouter = createTRPCRouter({
   runs: runsRouter,
   sweeps: sweepsRouter,
   proofs: proofsRouter,
+  intents: intentsRouter,
+  orphans: orphansRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { RunStatus } from "../../db/client";
 import { teardownLease } from "../../controller/teardown";
+import { getRunDetail, runDetailOutput, runEvidence, runEvidenceOutput, runIdInput } from "../../runs/detail";
+import { failureGroups, failureGroupsOutput, listRuns, runFacets, runFacetsOutput, runFilterInput, runListInput, runListOutput } from "../../runs/queries";
 import { retryRun } from "../../runs/retry";
 import { submitRun, submitRunInput } from "../../runs/submit";
 import { createTRPCRouter, publicProcedure } from "../trpc";
@@ -40,6 +42,33 @@ export const runsRouter = createTRPCRouter({
     }
     return { total, byStatus };
   }),
+
+  /** Runs, newest first, filtered, one page at a time (keyset cursor over createdAt, id). */
+  list: publicProcedure
+    .input(runListInput)
+    .output(runListOutput)
+    .query(({ ctx, input }) => listRuns(ctx.db, input)),
+
+  /** Runs with a failure code, grouped by code with the catalogue's sentence. */
+  failureGroups: publicProcedure
+    .input(runFilterInput.optional())
+    .output(failureGroupsOutput)
+    .query(({ ctx, input }) => failureGroups(ctx.db, input ?? {})),
+
+  /** Values the list's filters can take. */
+  facets: publicProcedure.output(runFacetsOutput).query(({ ctx }) => runFacets(ctx.db)),
+
+  /** One run with everything behind its state: timeline, claims, proofs, leases, lineage. */
+  get: publicProcedure
+    .input(runIdInput)
+    .output(runDetailOutput)
+    .query(({ ctx, input }) => getRunDetail(ctx.db, input.id)),
+
+  /** The evidence bundles of the run's proofs, each accepted by `runwarden decide`. */
+  evidence: publicProcedure
+    .input(runIdInput)
+    .output(runEvidenceOutput)
+    .query(({ ctx, input }) => runEvidence(ctx.db, input.id)),
 
   /** Queues a run for a task; whichever controller claims it executes it. */
   create: publicProcedure

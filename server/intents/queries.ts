@@ -1,0 +1,165 @@
+import { z } from "zod";
+import { IntentStatus, Prisma, RunStatus, type Db, type SandboxCreationIntent } from "../db/client";
+import type { ControllerContext } from "../controller/context";
+import { evidenceIdentity } from "../controller/context";
+import { judgeExit, probeFor } from "../controller/observe";
+import { decideCreationIntent, PROCESS_EXIT_REASONS, PROCESS_EXIT_VERDICTS, type PartialIdentity } from "../engine";
+import { afterCursor, cursorInput, PAGE_ORDER, pageOf } from "../runs/cursor";
+
+/**
+ * Sandbox-creation intents of this instance for the dashboard, each with the engine's
+ * live verdict on its creator (computed now, in this process, from a probe of this host)
+ * and, while pending, what the sweep would do with it now before asking the provider.
+ */
+
+export const INTENT_STATUS_FILTERS = [...Object.values(IntentStatus), "all"] as const;
+
+const text = (max: number) => z.string().trim().min(1).max(max);
+
+export const intentListInput = z.object({
+  status: z.enum(INTENT_STATUS_FILTERS).default("pending"),
+  companyId: text(120).optional(),
+  /** Part of an operation id, a creation name or a run id. */
+  search: text(200).optional(),
+  cursor: cursorInput.optional(),
+  pageSize: z.number().int().min(5).max(200).default(50),
+});
+export type IntentListInput = z.input<typeof intentListInput>;
+
+const judgementSchema = z.object({ verdict: z.enum(PROCESS_EXIT_VERDICTS), reason: z.enum(PROCESS_EXIT_REASONS) });
+
+export const intentRow = z.object({
+  id: z.string(),
+  status: z.enum(IntentStatus),
+  companyId: z.string(),
+  creationName: z.string(),
+  runId: z.string(),
+  /** The run the intent names; null when that id names no run (probe and qualification acquires). */
+  run: z.object({ id: z.string(), status: z.enum(RunStatus) }).nullable(),
+  createdAt: z.date(),
+  ageSeconds: z.number().int(),
+  creator: z.object({ bootId: z.string().nullable(), pid: z.number().nullable(), startedAt: z.string().nullable(), pidSpace: z.string().nullable() }).nullable(),
+  /** process_exit on the recorded creator, judged now by this process. */
+  creatorVerdict: judgementSchema,
+  /** creation_intent without an inspection: `wait`, `inspect` or `commit`; null unless pending. */
+  sweepWould: z.object({ verdict: z.string(), reason: z.string() }).nullable(),
+  nextAttemptAt: z.date(),
+  settleDeadline: z.date(),
+  attempts: z.number().int(),
+  lastInspection: z.unknown(),
+  lastInspectedAt: z.date().nullable(),
+  resolvedAt: z.date().nullable(),
+  leaseId: z.string().nullable(),
+});
+export type IntentRow = z.infer<typeof intentRow>;
+
+export const intentListOutput = z.object({
+  instanceId: z.string(),
+  items: z.array(intentRow),
+  nextCursor: z.string().nullable(),
+  total: z.number().int(),
+  /** This instance's intents by status (all of them, whatever the filters). */
+  byStatus: z.record(z.enum(IntentStatus), z.number().int()),
+});
+export type IntentListOutput = z.infer<typeof intentListOutput>;
+
+export function asPartialIdentity(value: unknown): PartialIdentity | null {
+  if (!value || typeof value !== "object") return null;
+  const v = value as Record<string, unknown>;
+  return {
+    bootId: typeof v.bootId === "string" ? v.bootId : null,
+    pid: typeof v.pid === "number" ? v.pid : null,
+    startedAt: typeof v.startedAt === "string" ? v.startedAt : null,
+    pidSpace: typeof v.pidSpace === "string" ? v.pidSpace : null,
+  };
+}
+
+/** The engine's view of a pending intent before the provider is asked. */
+export function judgePendingIntent(observer: ControllerContext, intent: SandboxCreationIntent, committedLease: boolean, now: Date) {
+  const creator = asPartialIdentity(intent.creator);
+  return decideCreationIntent({
+    kind: "creation_intent",
+    now: now.toISOString(),
+    intent: {
+      id: intent.id,
+      instanceId: intent.instanceId,
+      companyId: intent.companyId,
+      status: "pending",
+      creationName: intent.creationName,
+      createdAt: intent.createdAt.toISOString(),
+      nextAttemptAt: intent.nextAttemptAt.toISOString(),
+      settleDeadline: intent.settleDeadline.toISOString(),
+      creator,
+    },
+    observer: evidenceIdentity(observer.identity),
+    creatorProbe: probeFor(observer, creator),
+    committedLease,
+    inspection: null,
+  });
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * `observer` is this process's controller context: creators are judged with its identity
+ * and a probe of its host, so a creator on another host is `unknown (foreign_pid_space)`.
+ */
+export async function listIntents(db: Db, observer: ControllerContext, instanceId: string, raw: IntentListInput, now = new Date()): Promise<IntentListOutput> {
+  const input = intentListInput.parse(raw);
+  const and: Prisma.SandboxCreationIntentWhereInput[] = [{ instanceId }];
+  if (input.status !== "all") and.push({ status: input.status });
+  if (input.companyId) and.push({ companyId: input.companyId });
+  if (input.search) {
+    const s = input.search;
+    and.push({ OR: [{ id: { contains: s, mode: "insensitive" } }, { creationName: { contains: s, mode: "insensitive" } }, { runId: { contains: s, mode: "insensitive" } }] });
+  }
+  const where: Prisma.SandboxCreationIntentWhereInput = { AND: and };
+  const [rows, total, grouped] = await Promise.all([
+    db.sandboxCreationIntent.findMany({ where: { AND: [where, afterCursor(input.cursor)] }, orderBy: PAGE_ORDER, take: input.pageSize + 1, include: { lease: { select: { id: true } } } }),
+    db.sandboxCreationIntent.count({ where }),
+    db.sandboxCreationIntent.groupBy({ by: ["status"], where: { instanceId }, _count: { _all: true } }),
+  ]);
+  const page = pageOf(rows, input.pageSize);
+  const runIds = [...new Set(page.items.map((i) => i.runId).filter((id) => UUID.test(id)))];
+  const runs = runIds.length ? await db.run.findMany({ where: { id: { in: runIds } }, select: { id: true, status: true } }) : [];
+  const runById = new Map(runs.map((r) => [r.id, r]));
+  const byStatus = Object.fromEntries(Object.values(IntentStatus).map((s) => [s, 0])) as Record<IntentStatus, number>;
+  for (const g of grouped) byStatus[g.status] = g._count._all;
+
+  return {
+    instanceId,
+    items: page.items.map((i) => {
+      const creator = asPartialIdentity(i.creator);
+      const pending = i.status === "pending" ? judgePendingIntent(observer, i, i.lease !== null, now) : null;
+      return {
+        id: i.id,
+        status: i.status,
+        companyId: i.companyId,
+        creationName: i.creationName,
+        runId: i.runId,
+        run: runById.get(i.runId) ?? null,
+        createdAt: i.createdAt,
+        ageSeconds: Math.max(0, Math.floor((now.getTime() - i.createdAt.getTime()) / 1000)),
+        creator: creator ? { bootId: creator.bootId ?? null, pid: creator.pid ?? null, startedAt: creator.startedAt ?? null, pidSpace: creator.pidSpace ?? null } : null,
+        creatorVerdict: creatorVerdict(observer, creator),
+        sweepWould: pending ? { verdict: pending.verdict, reason: pending.reason } : null,
+        nextAttemptAt: i.nextAttemptAt,
+        settleDeadline: i.settleDeadline,
+        attempts: i.attempts,
+        lastInspection: i.lastInspection,
+        lastInspectedAt: i.lastInspectedAt,
+        resolvedAt: i.resolvedAt,
+        leaseId: i.lease?.id ?? null,
+      };
+    }),
+    nextCursor: page.nextCursor,
+    total,
+    byStatus,
+  };
+}
+
+function creatorVerdict(observer: ControllerContext, creator: PartialIdentity | null): z.infer<typeof judgementSchema> {
+  const { verdict } = judgeExit(observer, creator);
+  if (verdict.kind !== "process_exit") throw new Error(`judgeExit answered ${verdict.kind}`);
+  return { verdict: verdict.verdict, reason: verdict.reason };
+}

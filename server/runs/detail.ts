@@ -1,0 +1,289 @@
+import { z } from "zod";
+import { ExecutionTarget, OutcomeClass, RunStatus, type Db, type Proof } from "../db/client";
+import { describeFailure, OUTCOME_CLASSES, OWNERS } from "../engine";
+import { AppError } from "../errors";
+import { retryBlocker } from "./retry";
+
+/**
+ * Everything the run page shows, read in one place. Proofs and their checks are returned
+ * exactly as the engine recorded them: nothing here re-evaluates a decision.
+ */
+
+export const runIdInput = z.object({ id: z.uuid() });
+
+/** A check as stored: `expected` and `actual` stay whatever the engine wrote (or absent). */
+export const recordedCheck = z.looseObject({ name: z.string(), ok: z.boolean(), expected: z.unknown().optional(), actual: z.unknown().optional() });
+export type RecordedCheck = z.infer<typeof recordedCheck>;
+
+const catalogueEntry = z.object({
+  code: z.string(),
+  known: z.boolean(),
+  outcome: z.enum(OUTCOME_CLASSES),
+  owner: z.enum(OWNERS),
+  canRetry: z.boolean(),
+  message: z.string(),
+  nextAction: z.string(),
+});
+
+const runLink = z.object({ id: z.string(), status: z.enum(RunStatus), failureCode: z.string().nullable(), createdAt: z.date() });
+
+export const proofView = z.object({
+  id: z.string(),
+  kind: z.string(),
+  verdict: z.string(),
+  code: z.string().nullable(),
+  reason: z.string().nullable(),
+  /** Null when the stored checks are not a list of checks; `checksRaw` then has them verbatim. */
+  checks: z.array(recordedCheck).nullable(),
+  checksRaw: z.unknown(),
+  failure: catalogueEntry.nullable(),
+  evaluatedBy: z.string(),
+  evaluatedAt: z.date(),
+  claimId: z.string().nullable(),
+  leaseId: z.string().nullable(),
+  intentId: z.string().nullable(),
+  sandboxId: z.string().nullable(),
+});
+export type ProofView = z.infer<typeof proofView>;
+
+export const runDetailOutput = z.object({
+  run: z.object({
+    id: z.string(),
+    instanceId: z.string(),
+    companyId: z.string(),
+    taskId: z.string(),
+    agent: z.string(),
+    provider: z.string(),
+    target: z.enum(ExecutionTarget),
+    sandboxMode: z.string(),
+    status: z.enum(RunStatus),
+    outcome: z.enum(OutcomeClass).nullable(),
+    failureCode: z.string().nullable(),
+    failureDetail: z.string().nullable(),
+    owner: z.string(),
+    providerAttempts: z.number().int(),
+    maxProviderAttempts: z.number().int(),
+    recoveryMode: z.string().nullable(),
+    recoveryState: z.string().nullable(),
+    retryAt: z.date().nullable(),
+    phase: z.string().nullable(),
+    restarts: z.number().int(),
+    turnsPlanned: z.number().int(),
+    turnsDone: z.number().int(),
+    runnerInstanceId: z.string().nullable(),
+    sessionId: z.string().nullable(),
+    executorBootId: z.string().nullable(),
+    heartbeatAt: z.date().nullable(),
+    waveId: z.string().nullable(),
+    createdAt: z.date(),
+    startedAt: z.date().nullable(),
+    finishedAt: z.date().nullable(),
+  }),
+  /** The catalogue's entry for the run's code (null without a code). */
+  failure: catalogueEntry.nullable(),
+  retry: z.object({
+    /** Null when Retry is offered; otherwise why not, in plain words. */
+    blocker: z.string().nullable(),
+    /** The one run a Retry made, if any. */
+    successorId: z.string().nullable(),
+  }),
+  events: z.array(z.object({ id: z.string(), type: z.string(), at: z.date(), bootId: z.string().nullable(), data: z.unknown() })),
+  /** True when the timeline has more events than shown (the newest are kept). */
+  eventsTruncated: z.boolean(),
+  claims: z.array(
+    z.object({
+      id: z.string(),
+      kind: z.string(),
+      providerLeaseId: z.string().nullable(),
+      remoteCwd: z.string().nullable(),
+      runnerInstanceId: z.string().nullable(),
+      sessionId: z.string().nullable(),
+      controllerBootId: z.string(),
+      restartKind: z.string(),
+      disposition: z.string().nullable(),
+      createdAt: z.date(),
+      decidedAt: z.date().nullable(),
+      proofIds: z.array(z.string()),
+    }),
+  ),
+  proofs: z.array(proofView),
+  leases: z.array(
+    z.object({
+      id: z.string(),
+      provider: z.string(),
+      providerLeaseId: z.string().nullable(),
+      sandboxName: z.string().nullable(),
+      remoteCwd: z.string().nullable(),
+      turn: z.number().int().nullable(),
+      acquisitionOutcome: z.string(),
+      status: z.string(),
+      cleanupStatus: z.string().nullable(),
+      cleanupAttempts: z.number().int(),
+      nextCleanupAt: z.date().nullable(),
+      lastCleanupError: z.string().nullable(),
+      intentId: z.string().nullable(),
+      /** The current (or last) teardown claim: attempt, claimer as recorded, fence. */
+      teardownClaim: z.object({ attemptId: z.string(), record: z.unknown(), fencedUntil: z.date().nullable() }).nullable(),
+      terminationReceipt: z.unknown(),
+      createdAt: z.date(),
+      endedAt: z.date().nullable(),
+    }),
+  ),
+  intents: z.array(z.object({ id: z.string(), status: z.string(), creationName: z.string(), attempts: z.number().int(), createdAt: z.date(), resolvedAt: z.date().nullable() })),
+  runnerState: z.object({ state: z.unknown(), at: z.date().nullable() }),
+  /** Oldest first: the runs this one retries, and the runs that retried it. */
+  lineage: z.object({ previous: z.array(runLink), next: z.array(runLink) }),
+});
+export type RunDetail = z.infer<typeof runDetailOutput>;
+
+/** Timeline rows returned at most; a run that loops shows its newest. */
+const EVENT_LIMIT = 500;
+/** Lineage is followed this far each way. */
+const LINEAGE_LIMIT = 25;
+
+export function proofToView(p: Proof): ProofView {
+  const parsed = z.array(recordedCheck).safeParse(p.checks);
+  return {
+    id: p.id,
+    kind: p.kind,
+    verdict: p.verdict,
+    code: p.code,
+    reason: p.reason,
+    checks: parsed.success ? parsed.data : null,
+    checksRaw: parsed.success ? null : p.checks,
+    failure: describeFailure(p.code),
+    evaluatedBy: p.evaluatedBy,
+    evaluatedAt: p.evaluatedAt,
+    claimId: p.claimId,
+    leaseId: p.leaseId,
+    intentId: p.intentId,
+    sandboxId: p.sandboxId,
+  };
+}
+
+export async function getRunDetail(db: Db, id: string): Promise<RunDetail> {
+  const run = await db.run.findUnique({ where: { id }, include: { nextRun: { select: { id: true } } } });
+  if (!run) throw new AppError("NOT_FOUND", `run ${id} does not exist`);
+  const [events, eventCount, claims, proofs, leases, intents, lineage] = await Promise.all([
+    db.runEvent.findMany({ where: { runId: id }, orderBy: { id: "desc" }, take: EVENT_LIMIT }),
+    db.runEvent.count({ where: { runId: id } }),
+    db.recoveryClaim.findMany({ where: { runId: id }, orderBy: { createdAt: "asc" }, include: { proofs: { select: { id: true } } } }),
+    db.proof.findMany({ where: { runId: id }, orderBy: [{ evaluatedAt: "asc" }, { id: "asc" }] }),
+    db.environmentLease.findMany({ where: { runId: id }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] }),
+    db.sandboxCreationIntent.findMany({ where: { runId: id }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] }),
+    readLineage(db, run.previousRunId, run.nextRun?.id ?? null),
+  ]);
+  return {
+    run: {
+      id: run.id,
+      instanceId: run.instanceId,
+      companyId: run.companyId,
+      taskId: run.taskId,
+      agent: run.agent,
+      provider: run.provider,
+      target: run.target,
+      sandboxMode: run.sandboxMode,
+      status: run.status,
+      outcome: run.outcome,
+      failureCode: run.failureCode,
+      failureDetail: run.failureDetail,
+      owner: run.owner,
+      providerAttempts: run.providerAttempts,
+      maxProviderAttempts: run.maxProviderAttempts,
+      recoveryMode: run.recoveryMode,
+      recoveryState: run.recoveryState,
+      retryAt: run.retryAt,
+      phase: run.phase,
+      restarts: run.restarts,
+      turnsPlanned: run.turnsPlanned,
+      turnsDone: run.turnsDone,
+      runnerInstanceId: run.runnerInstanceId,
+      sessionId: run.sessionId,
+      executorBootId: run.executorBootId,
+      heartbeatAt: run.heartbeatAt,
+      waveId: run.waveId,
+      createdAt: run.createdAt,
+      startedAt: run.startedAt,
+      finishedAt: run.finishedAt,
+    },
+    failure: describeFailure(run.failureCode),
+    retry: { blocker: run.nextRun ? null : retryBlocker(run), successorId: run.nextRun?.id ?? null },
+    events: events.reverse().map((e) => ({ id: e.id.toString(), type: e.type, at: e.at, bootId: e.bootId, data: e.data })),
+    eventsTruncated: eventCount > events.length,
+    claims: claims.map((c) => ({
+      id: c.id,
+      kind: c.kind,
+      providerLeaseId: c.providerLeaseId,
+      remoteCwd: c.remoteCwd,
+      runnerInstanceId: c.runnerInstanceId,
+      sessionId: c.sessionId,
+      controllerBootId: c.controllerBootId,
+      restartKind: c.restartKind,
+      disposition: c.disposition,
+      createdAt: c.createdAt,
+      decidedAt: c.decidedAt,
+      proofIds: c.proofs.map((p) => p.id),
+    })),
+    proofs: proofs.map(proofToView),
+    leases: leases.map((l) => ({
+      id: l.id,
+      provider: l.provider,
+      providerLeaseId: l.providerLeaseId,
+      sandboxName: l.sandboxName,
+      remoteCwd: l.remoteCwd,
+      turn: l.turn,
+      acquisitionOutcome: l.acquisitionOutcome,
+      status: l.status,
+      cleanupStatus: l.cleanupStatus,
+      cleanupAttempts: l.cleanupAttempts,
+      nextCleanupAt: l.nextCleanupAt,
+      lastCleanupError: l.lastCleanupError,
+      intentId: l.intentId,
+      teardownClaim: l.claimAttemptId ? { attemptId: l.claimAttemptId, record: l.claimRecord, fencedUntil: l.fencedUntil } : null,
+      terminationReceipt: l.terminationReceipt,
+      createdAt: l.createdAt,
+      endedAt: l.endedAt,
+    })),
+    intents: intents.map((i) => ({ id: i.id, status: i.status, creationName: i.creationName, attempts: i.attempts, createdAt: i.createdAt, resolvedAt: i.resolvedAt })),
+    runnerState: { state: run.lastRunnerState, at: run.lastRunnerStateAt },
+    lineage,
+  };
+}
+
+async function readLineage(db: Db, previousId: string | null, nextId: string | null) {
+  const select = { id: true, status: true, failureCode: true, createdAt: true, previousRunId: true } as const;
+  const previous: Array<z.infer<typeof runLink>> = [];
+  for (let id = previousId; id && previous.length < LINEAGE_LIMIT; ) {
+    const r = await db.run.findUnique({ where: { id }, select });
+    if (!r) break;
+    previous.unshift({ id: r.id, status: r.status, failureCode: r.failureCode, createdAt: r.createdAt });
+    id = r.previousRunId;
+  }
+  const next: Array<z.infer<typeof runLink>> = [];
+  for (let id = nextId; id && next.length < LINEAGE_LIMIT; ) {
+    const r = await db.run.findUnique({ where: { id }, select: { ...select, nextRun: { select: { id: true } } } });
+    if (!r) break;
+    next.push({ id: r.id, status: r.status, failureCode: r.failureCode, createdAt: r.createdAt });
+    id = r.nextRun?.id ?? null;
+  }
+  return { previous, next };
+}
+
+export const runEvidenceOutput = z.array(
+  z.object({ proofId: z.string(), kind: z.string(), verdict: z.string(), evaluatedAt: z.date(), evidence: z.unknown() }),
+);
+
+/**
+ * The evidence bundles behind the run's proofs, oldest first, exactly as stored: each one
+ * is what the engine was given, so `runwarden decide` accepts it and gives the same verdict.
+ */
+export async function runEvidence(db: Db, id: string): Promise<z.infer<typeof runEvidenceOutput>> {
+  const run = await db.run.findUnique({ where: { id }, select: { id: true } });
+  if (!run) throw new AppError("NOT_FOUND", `run ${id} does not exist`);
+  const proofs = await db.proof.findMany({
+    where: { runId: id },
+    orderBy: [{ evaluatedAt: "asc" }, { id: "asc" }],
+    select: { id: true, kind: true, verdict: true, evaluatedAt: true, evidence: true },
+  });
+  return proofs.map((p) => ({ proofId: p.id, kind: p.kind, verdict: p.verdict, evaluatedAt: p.evaluatedAt, evidence: p.evidence }));
+}

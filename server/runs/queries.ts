@@ -1,0 +1,193 @@
+import { z } from "zod";
+import { ExecutionTarget, OutcomeClass, Prisma, RunStatus, type Db } from "../db/client";
+import { describeFailure } from "../engine";
+import { afterCursor, cursorInput, PAGE_ORDER, pageOf } from "./cursor";
+
+/**
+ * Read models of runs for the dashboard: the filtered, keyset-paged list, failures grouped
+ * by code, and the filter facets. Failure wording always comes from the catalogue.
+ */
+
+export const TIME_RANGES = ["1h", "24h", "7d", "30d"] as const;
+export type TimeRange = (typeof TIME_RANGES)[number];
+const RANGE_MS: Record<TimeRange, number> = { "1h": 3600_000, "24h": 86_400_000, "7d": 7 * 86_400_000, "30d": 30 * 86_400_000 };
+
+const text = (max: number) => z.string().trim().min(1).max(max);
+
+/** Filters shared by the list and the failure groups. */
+export const runFilterShape = {
+  status: z.enum(RunStatus).optional(),
+  outcome: z.enum(OutcomeClass).optional(),
+  failureCode: text(200).optional(),
+  companyId: text(120).optional(),
+  provider: text(40).optional(),
+  target: z.enum(ExecutionTarget).optional(),
+  /** Created within the last hour / day / week / month, measured when the query runs. */
+  range: z.enum(TIME_RANGES).optional(),
+  createdFrom: z.date().optional(),
+  createdTo: z.date().optional(),
+  /** A whole run id, or part of a task id. */
+  search: text(200).optional(),
+};
+
+const fromBeforeTo = (v: { createdFrom?: Date | undefined; createdTo?: Date | undefined }) => !v.createdFrom || !v.createdTo || v.createdFrom <= v.createdTo;
+
+export const runFilterInput = z.object(runFilterShape).refine(fromBeforeTo, { path: ["createdTo"], message: "must not be before createdFrom" });
+export type RunFilter = z.infer<typeof runFilterInput>;
+
+export const runListInput = z
+  .object({ ...runFilterShape, cursor: cursorInput.optional(), pageSize: z.number().int().min(5).max(100).default(25) })
+  .refine(fromBeforeTo, { path: ["createdTo"], message: "must not be before createdFrom" });
+export type RunListInput = z.input<typeof runListInput>;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function runWhere(f: RunFilter, now: Date): Prisma.RunWhereInput {
+  const and: Prisma.RunWhereInput[] = [];
+  if (f.status) and.push({ status: f.status });
+  if (f.outcome) and.push({ outcome: f.outcome });
+  if (f.failureCode) and.push({ failureCode: f.failureCode });
+  if (f.companyId) and.push({ companyId: f.companyId });
+  if (f.provider) and.push({ provider: f.provider });
+  if (f.target) and.push({ target: f.target });
+  if (f.range) and.push({ createdAt: { gte: new Date(now.getTime() - RANGE_MS[f.range]) } });
+  if (f.createdFrom) and.push({ createdAt: { gte: f.createdFrom } });
+  if (f.createdTo) and.push({ createdAt: { lte: f.createdTo } });
+  if (f.search) {
+    const byTask: Prisma.RunWhereInput = { taskId: { contains: f.search, mode: "insensitive" } };
+    and.push(UUID.test(f.search) ? { OR: [{ id: f.search.toLowerCase() }, byTask] } : byTask);
+  }
+  return and.length ? { AND: and } : {};
+}
+
+export const runRow = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  taskId: z.string(),
+  agent: z.string(),
+  provider: z.string(),
+  target: z.enum(ExecutionTarget),
+  sandboxMode: z.string(),
+  status: z.enum(RunStatus),
+  outcome: z.enum(OutcomeClass).nullable(),
+  failureCode: z.string().nullable(),
+  /** The catalogue's plain sentence for the code; null without a code. */
+  failureMessage: z.string().nullable(),
+  owner: z.string(),
+  canRetry: z.boolean(),
+  providerAttempts: z.number().int(),
+  maxProviderAttempts: z.number().int(),
+  restarts: z.number().int(),
+  previousRunId: z.string().nullable(),
+  createdAt: z.date(),
+  finishedAt: z.date().nullable(),
+});
+export type RunRow = z.infer<typeof runRow>;
+
+export const runListOutput = z.object({
+  items: z.array(runRow),
+  nextCursor: z.string().nullable(),
+  /** Runs matching the filters, over all pages. */
+  total: z.number().int(),
+});
+export type RunListOutput = z.infer<typeof runListOutput>;
+
+const rowSelect = {
+  id: true,
+  companyId: true,
+  taskId: true,
+  agent: true,
+  provider: true,
+  target: true,
+  sandboxMode: true,
+  status: true,
+  outcome: true,
+  failureCode: true,
+  owner: true,
+  canRetry: true,
+  providerAttempts: true,
+  maxProviderAttempts: true,
+  restarts: true,
+  previousRunId: true,
+  createdAt: true,
+  finishedAt: true,
+} satisfies Prisma.RunSelect;
+
+export async function listRuns(db: Db, raw: RunListInput, now = new Date()): Promise<RunListOutput> {
+  const input = runListInput.parse(raw);
+  const where = runWhere(input, now);
+  const [rows, total] = await Promise.all([
+    db.run.findMany({ where: { AND: [where, afterCursor(input.cursor)] }, orderBy: PAGE_ORDER, take: input.pageSize + 1, select: rowSelect }),
+    db.run.count({ where }),
+  ]);
+  const page = pageOf(rows, input.pageSize);
+  return {
+    items: page.items.map((r) => ({ ...r, failureMessage: describeFailure(r.failureCode)?.message ?? null })),
+    nextCursor: page.nextCursor,
+    total,
+  };
+}
+
+export const failureGroupsOutput = z.array(
+  z.object({
+    code: z.string(),
+    count: z.number().int(),
+    /** How many of them still wait for someone (terminal failures without a successor). */
+    open: z.number().int(),
+    lastAt: z.date(),
+    known: z.boolean(),
+    outcome: z.enum(OutcomeClass),
+    owner: z.string(),
+    canRetry: z.boolean(),
+    message: z.string(),
+    nextAction: z.string(),
+  }),
+);
+export type FailureGroups = z.infer<typeof failureGroupsOutput>;
+
+/** Runs with a failure code, grouped by it (most frequent first), under the same filters. */
+export async function failureGroups(db: Db, raw: z.input<typeof runFilterInput>, now = new Date()): Promise<FailureGroups> {
+  const input = runFilterInput.parse(raw);
+  const where: Prisma.RunWhereInput = { AND: [runWhere({ ...input, failureCode: undefined }, now), { failureCode: { not: null } }] };
+  const [groups, open] = await Promise.all([
+    db.run.groupBy({ by: ["failureCode"], where, _count: { _all: true }, _max: { createdAt: true } }),
+    db.run.groupBy({ by: ["failureCode"], where: { AND: [where, { status: "failed", nextRun: null }] }, _count: { _all: true } }),
+  ]);
+  const openBy = new Map(open.map((g) => [g.failureCode, g._count._all]));
+  return groups
+    .flatMap((g) => {
+      const entry = describeFailure(g.failureCode);
+      if (!entry || !g._max.createdAt) return [];
+      return [
+        {
+          code: entry.code,
+          count: g._count._all,
+          open: openBy.get(g.failureCode) ?? 0,
+          lastAt: g._max.createdAt,
+          known: entry.known,
+          outcome: entry.outcome,
+          owner: entry.owner,
+          canRetry: entry.canRetry,
+          message: entry.message,
+          nextAction: entry.nextAction,
+        },
+      ];
+    })
+    .sort((a, b) => b.count - a.count || a.code.localeCompare(b.code));
+}
+
+export const runFacetsOutput = z.object({ companies: z.array(z.string()), providers: z.array(z.string()), failureCodes: z.array(z.string()) });
+
+/** The values the filters can take, for the dropdowns (bounded: this is a hint, not a list). */
+export async function runFacets(db: Db): Promise<z.infer<typeof runFacetsOutput>> {
+  const [companies, providers, codes] = await Promise.all([
+    db.run.groupBy({ by: ["companyId"], orderBy: { companyId: "asc" }, take: 200 }),
+    db.run.groupBy({ by: ["provider"], orderBy: { provider: "asc" }, take: 50 }),
+    db.run.groupBy({ by: ["failureCode"], where: { failureCode: { not: null } }, orderBy: { failureCode: "asc" }, take: 100 }),
+  ]);
+  return {
+    companies: companies.map((c) => c.companyId),
+    providers: providers.map((p) => p.provider),
+    failureCodes: codes.flatMap((c) => (c.failureCode ? [c.failureCode] : [])),
+  };
+}
