@@ -40,6 +40,10 @@ export interface WaveRunOptions extends WaveOptions {
   breakRule?: Env["RUNWARDEN_TEST_BREAK_RULE"];
   /** An emulator to use; otherwise the configured one if it answers, else one in-process. */
   emulatorUrl?: string;
+  /** After the tasks settle, how long the sweeps get to finish the cleanup (default 20 s). */
+  quiesceMs?: number;
+  /** Tests: a hand-written plan instead of the seeded one. */
+  plan?: WavePlan;
   onEvent?: (event: WaveEvent) => void;
   onProgress?: (progress: WaveProgress) => void;
 }
@@ -68,7 +72,7 @@ const WAVE_TIMINGS: Record<string, string> = {
 export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
   const startedAt = new Date();
   const id = waveId(startedAt, options.seed);
-  const plan = planWave(options);
+  const plan = options.plan ?? planWave(options);
   const instanceId = `wave-${id}`;
   const events: WaveEvent[] = [];
   const t0 = Date.now();
@@ -156,7 +160,10 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
         await start("after an exit");
       }
       const kill = pending[0];
-      if (kill && elapsed >= kill.atMs && controller) {
+      // A kill lands during a run: at its moment, once some run has its session open
+      // (or 5 s later whatever the runs are doing).
+      const inFlight = kill && elapsed >= kill.atMs ? (await db.run.count({ where: { waveId: id, phase: "session_open", status: "running" } })) > 0 : false;
+      if (kill && controller && elapsed >= kill.atMs && (inFlight || elapsed >= kill.atMs + 5000)) {
         pending.shift();
         killsDone += 1;
         await performKill(kill, controller, stop, start, note);
@@ -176,7 +183,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       if (allSettled) {
         settledSince ??= Date.now();
         // Let the sweeps finish the cleanup before judging (bounded).
-        if ((await cleanupDone(db, instanceId, decoys)) || Date.now() - settledSince > 30_000) break;
+        if ((await cleanupDone(db, instanceId)) || Date.now() - settledSince > (options.quiesceMs ?? 20_000)) break;
       } else {
         settledSince = null;
       }
@@ -374,10 +381,9 @@ async function taskStates(db: Db, id: string) {
   }));
 }
 
-async function cleanupDone(db: Db, instanceId: string, decoys: Decoy[]): Promise<boolean> {
+async function cleanupDone(db: Db, instanceId: string): Promise<boolean> {
   const held = await db.environmentLease.count({ where: { instanceId, status: { in: ["active", "pending_cleanup"] } } });
   const due = await db.sandboxCreationIntent.count({ where: { instanceId, status: "pending", NOT: { runId: { startsWith: "decoy-" } } } });
-  void decoys;
   return held === 0 && due === 0;
 }
 
@@ -404,15 +410,23 @@ async function collectRuns(db: Db, taskId: string): Promise<CollectedRun[]> {
   }));
 }
 
-/** Time from the death of an intent's creator (or its creation) to its sandbox's destruction. */
+/**
+ * Time from the moment an intent's sandbox became an orphan — its creator died or gave
+ * up waiting for the provider, whichever came first — to the sandbox's destruction.
+ */
 async function reclaimTimes(db: Db, instanceId: string, deaths: Map<number, number>, t0: number) {
   const intents = await db.sandboxCreationIntent.findMany({ where: { instanceId, status: "reclaimed" }, include: { lease: true } });
+  const gaveUp = await db.runEvent.findMany({ where: { type: "create_failed", runId: { in: intents.map((i) => i.runId).filter((r) => /^[0-9a-f-]{36}$/.test(r)) } } });
   return intents.map((i) => {
+    const destroyedAt = i.lease?.endedAt?.getTime() ?? i.resolvedAt?.getTime() ?? Date.now();
     const creatorPid = (i.creator as { pid?: number } | null)?.pid;
-    const diedAt = creatorPid !== undefined ? deaths.get(creatorPid) : undefined;
-    const from = diedAt !== undefined ? t0 + diedAt : i.createdAt.getTime();
-    const to = i.lease?.endedAt?.getTime() ?? i.resolvedAt?.getTime() ?? Date.now();
-    return { intentId: i.id, sandboxId: i.lease?.providerLeaseId ?? null, seconds: Math.max(0, (to - from) / 1000) };
+    const died = creatorPid !== undefined ? deaths.get(creatorPid) : undefined;
+    const candidates = [
+      died !== undefined ? t0 + died : Infinity,
+      ...gaveUp.filter((e) => (e.data as { operationId?: string } | null)?.operationId === i.id).map((e) => e.at.getTime()),
+    ].filter((t) => t <= destroyedAt);
+    const orphanedAt = candidates.length ? Math.min(...candidates) : i.createdAt.getTime();
+    return { intentId: i.id, sandboxId: i.lease?.providerLeaseId ?? null, seconds: Math.max(0, (destroyedAt - orphanedAt) / 1000) };
   });
 }
 
