@@ -40,6 +40,8 @@ export default defineConfig({
       RUNWARDEN_SWEEP_INTERVAL_MS: "1000",
       RUNWARDEN_SESSION_OPEN_TIMEOUT_MS: "2000",
       LOG_LEVEL: "warn",
+      // The browser tests make their own data; a background wave would race their counts.
+      RUNWARDEN_FIRST_BOOT_WAVE: "off",
     },
     reuseExistingServer: false,
     timeout: 180_000,

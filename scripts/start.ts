@@ -6,6 +6,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { openDatabase, type DatabaseHandle } from "../server/db/embedded";
+import { createDb } from "../server/db/client";
 import { migrate } from "../server/db/migrate";
 import { acquireFileLock } from "../server/lib/file-lock";
 import { databaseOf, describeUrl } from "../server/db/url";
@@ -89,12 +90,38 @@ async function main() {
   let webDead = false;
   void web.exited.then(() => (webDead = true));
 
+  await firstBootWave(db.url, childVars);
+
   const url = `http://localhost:${port}`;
   if (await waitForHttp(`http://127.0.0.1:${port}/api/trpc/runs.countByStatus`, 60_000, () => webDead)) {
     say(`Runwarden is running at ${url}  (Ctrl-C stops it)`);
   } else if (!stopping) {
     await shutdown(1, "the dashboard did not answer within 60 s");
   }
+}
+
+/**
+ * On an empty database, a small seeded restart-chaos wave runs in the background, so a
+ * new user sees real runs, proofs and a wave on every page within a minute.
+ */
+async function firstBootWave(url: string, vars: Record<string, string>) {
+  if (env.RUNWARDEN_FIRST_BOOT_WAVE === "off") return;
+  const client = createDb(url, { max: 1 });
+  try {
+    const [runs, waves] = await Promise.all([client.run.count(), client.chaosWave.count()]);
+    if (runs > 0 || waves > 0) return;
+  } finally {
+    await client.$disconnect();
+  }
+  say("empty database: running a small restart-chaos wave in the background (see /waves)");
+  const wave = startService(
+    "wave",
+    process.execPath,
+    tsxArgs("scripts/wave.ts").concat(["--seed", "1", "--tasks", "4", "--kills", "K1,K2", "--faults", "reject,bind", "--concurrency", "2"]),
+    { env: childEnv({ ...vars, EMULATOR_URL: emulatorUrl(env) }) },
+  );
+  // Not watched: the product keeps running whatever the wave's outcome; stopped with it.
+  services.push(wave);
 }
 
 /** Any service that dies takes the whole product down with it, loudly. */

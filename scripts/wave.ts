@@ -90,6 +90,8 @@ const program = new Command("wave")
   .option("--break-rule <rule>", "test only: run the controllers with a deliberately broken rule")
   .action(async (opts: { seed: number; tasks: number; kills: KillKind[]; faults: FaultName[]; concurrency: number; retries: number; timeout: number; json?: string; breakRule?: string }) => {
     const tty = process.stdout.isTTY;
+    const stop = new AbortController();
+    for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => stop.abort());
     let lastPrinted = 0;
     const report = await runWave({
       env,
@@ -101,6 +103,7 @@ const program = new Command("wave")
       retries: opts.retries,
       timeoutMs: opts.timeout * 1000,
       breakRule: opts.breakRule as never,
+      signal: stop.signal,
       onEvent: (e) => {
         if (tty) process.stdout.write("\r\x1b[K");
         out(`[${(e.atMs / 1000).toFixed(1).padStart(5)} s] ${e.kind}: ${e.detail}`);

@@ -50,6 +50,8 @@ const schema = z.object({
   RUNWARDEN_TEST_BREAK_RULE: z.enum(["staged_requires_resumed", "skip_creator_exit", "keep_lost_fences"]).optional(),
   /** Chaos and tests only: SIGKILL this controller at the named point (e.g. after_intent_commit). */
   RUNWARDEN_CRASH_AT: z.string().optional(),
+  /** `off` skips the small chaos wave npm start runs on an empty database. */
+  RUNWARDEN_FIRST_BOOT_WAVE: z.enum(["on", "off"]).default("on"),
   /** The database the browser tests' server uses (set by playwright.config.ts). */
   E2E_DATABASE_URL: z.string().optional(),
   /** Path to a chromium binary for Playwright; found automatically when unset. */

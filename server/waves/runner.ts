@@ -42,6 +42,8 @@ export interface WaveRunOptions extends WaveOptions {
   emulatorUrl?: string;
   /** After the tasks settle, how long the sweeps get to finish the cleanup (default 20 s). */
   quiesceMs?: number;
+  /** Aborting it stops the wave: controllers are killed and the wave is marked aborted. */
+  signal?: AbortSignal;
   /** Tests: a hand-written plan instead of the seeded one. */
   plan?: WavePlan;
   onEvent?: (event: WaveEvent) => void;
@@ -96,7 +98,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
     }
     const emulatorKey = emulatorApiKeys(options.env)[0] ?? "emulator-key";
     const admin = new EmulatorAdminClient(emuUrl, emulatorKey);
-    await recordWaveStart(db, { id, seed: options.seed, instanceId, plan, config: { ...options, env: undefined, onEvent: undefined, onProgress: undefined }, startedAt });
+    await recordWaveStart(db, { id, seed: options.seed, instanceId, plan, config: waveConfig(options), startedAt });
     note("wave", `started ${id}: ${plan.tasks.length} tasks, kills ${plan.kills.map((k) => k.kind).join(",") || "none"}, faults ${options.faults.join(",") || "none"}`);
 
     const decoys = await plantDecoys(db, admin, instanceId);
@@ -152,6 +154,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
     let settledSince: number | null = null;
 
     for (;;) {
+      if (options.signal?.aborted) throw new Error("the wave was stopped before it finished");
       const elapsed = Date.now() - t0;
       const current = controller as ControllerProcessHandle | null;
       // An armed K4 controller crashes on its own; any unexpected exit is restarted too.
@@ -237,7 +240,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       events,
       tasks,
     };
-    await storeWaveReport(db, report, { config: { tasks: options.tasks, kills: options.kills, faults: options.faults, concurrency: options.concurrency, retries: options.retries, breakRule: options.breakRule ?? null } });
+    await storeWaveReport(db, report, { config: waveConfig(options) });
     // The decoys were the wave's own; it takes them away again, by id.
     const cleaner = new DaytonaProvider({ apiUrl: emuUrl, apiKey: emulatorKey });
     for (const d of decoys) await cleaner.destroy(d.id).catch(() => {});
@@ -255,6 +258,11 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
     await db.$disconnect();
     await database.stop();
   }
+}
+
+/** What the wave was asked to do, as stored beside its plan. */
+function waveConfig(o: WaveRunOptions) {
+  return { tasks: o.tasks, kills: o.kills, faults: o.faults, concurrency: o.concurrency, retries: o.retries, timeoutMs: o.timeoutMs, breakRule: o.breakRule ?? null };
 }
 
 async function performKill(
