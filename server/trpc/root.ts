@@ -3,11 +3,13 @@ import { orphansRouter } from "./routers/orphans";
 import { proofsRouter } from "./routers/proofs";
 import { runsRouter } from "./routers/runs";
 import { sweepsRouter } from "./routers/sweeps";
+import { wavesRouter } from "./routers/waves";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 export const appRouter = createTRPCRouter({
   runs: runsRouter,
   sweeps: sweepsRouter,
+  waves: wavesRouter,
   proofs: proofsRouter,
   intents: intentsRouter,
   orphans: orphansRouter,

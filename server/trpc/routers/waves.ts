@@ -1,0 +1,25 @@
+import { z } from "zod";
+import { writeAudit } from "../../audit";
+import { compareWaves, getWave, listWaves, waveCompareInput, waveCompareOutput, waveDetailOutput, waveIdInput, waveListOutput } from "../../waves/queries";
+import { importWaveReport } from "../../waves/store";
+import { createTRPCRouter, publicProcedure } from "../trpc";
+
+export const wavesRouter = createTRPCRouter({
+  list: publicProcedure.output(waveListOutput).query(({ ctx }) => listWaves(ctx.db)),
+  get: publicProcedure.input(waveIdInput).output(waveDetailOutput).query(({ ctx, input }) => getWave(ctx.db, input.id)),
+  compare: publicProcedure.input(waveCompareInput).output(waveCompareOutput).query(({ ctx, input }) => compareWaves(ctx.db, input.a, input.b)),
+  /** Stores a report made elsewhere; a malformed or duplicate one is refused whole. */
+  import: publicProcedure
+    .input(z.object({ report: z.unknown() }))
+    .output(z.object({ id: z.string(), tasks: z.number().int(), passed: z.boolean() }))
+    .mutation(async ({ ctx, input }) => {
+      try {
+        const report = await importWaveReport(ctx.db, input.report);
+        await writeAudit(ctx.db, ctx.actor, { action: "wave.import", targetType: "wave", targetId: report.id, outcome: "ok" });
+        return { id: report.id, tasks: report.tasks.length, passed: report.passed };
+      } catch (err) {
+        await writeAudit(ctx.db, ctx.actor, { action: "wave.import", targetType: "wave", outcome: "refused", detail: { reason: err instanceof Error ? err.message : String(err) } });
+        throw err;
+      }
+    }),
+});

@@ -1,0 +1,178 @@
+import { z } from "zod";
+import type { Db } from "../db/client";
+import { AppError } from "../errors";
+import { CHECK_IDS, type CheckId, type WaveReport, type WaveSummary, waveReportSchema } from "./report";
+
+/** The dashboard's read model of chaos waves: list, one wave, and two side by side. */
+
+export const waveListOutput = z.array(
+  z.object({
+    id: z.string(),
+    seed: z.number().int(),
+    status: z.string(),
+    passed: z.boolean().nullable(),
+    imported: z.boolean(),
+    startedAt: z.date(),
+    finishedAt: z.date().nullable(),
+    tasks: z.number().int(),
+    tasksPassed: z.number().int(),
+    kills: z.array(z.string()),
+    faults: z.array(z.string()),
+    orphans: z.number().int(),
+  }),
+);
+
+interface StoredConfig {
+  kills?: string[];
+  faults?: string[];
+  tasks?: number;
+}
+
+export async function listWaves(db: Db): Promise<z.infer<typeof waveListOutput>> {
+  const waves = await db.chaosWave.findMany({ orderBy: [{ startedAt: "desc" }, { id: "desc" }], take: 200 });
+  return waves.map((w) => {
+    const summary = w.summary as Partial<WaveSummary> | null;
+    const config = (w.config ?? {}) as StoredConfig;
+    const plan = w.plan as { tasks?: unknown[]; kills?: Array<{ kind: string }>; faults?: string[] } | null;
+    return {
+      id: w.id,
+      seed: w.seed,
+      status: w.status,
+      passed: w.passed,
+      imported: w.imported,
+      startedAt: w.startedAt,
+      finishedAt: w.finishedAt,
+      tasks: summary?.tasks ?? plan?.tasks?.length ?? config.tasks ?? 0,
+      tasksPassed: summary?.tasksPassed ?? 0,
+      kills: config.kills ?? plan?.kills?.map((k) => k.kind) ?? [],
+      faults: config.faults ?? [],
+      orphans: Array.isArray(w.orphanSandboxes) ? w.orphanSandboxes.length : 0,
+    };
+  });
+}
+
+export const waveIdInput = z.object({ id: z.string().trim().min(1).max(80) });
+
+const liveTask = z.object({ key: z.string(), runId: z.string(), status: z.string(), turns: z.string(), failureCode: z.string().nullable(), restarts: z.number().int() });
+
+export const waveDetailOutput = z.object({
+  id: z.string(),
+  status: z.string(),
+  passed: z.boolean().nullable(),
+  imported: z.boolean(),
+  startedAt: z.date(),
+  finishedAt: z.date().nullable(),
+  /** The full report once the wave has finished (null while it runs). */
+  report: waveReportSchema.nullable(),
+  summary: z.unknown().nullable(),
+  plan: z.unknown(),
+  /** While it runs: where each task's latest run stands. */
+  live: z.array(liveTask),
+});
+
+export async function getWave(db: Db, id: string): Promise<z.infer<typeof waveDetailOutput>> {
+  const w = await db.chaosWave.findUnique({ where: { id } });
+  if (!w) throw new AppError("NOT_FOUND", `wave ${id} does not exist`);
+  let live: z.infer<typeof liveTask>[] = [];
+  if (w.status === "running") {
+    const runs = await db.run.findMany({ where: { waveId: id }, orderBy: { createdAt: "asc" } });
+    const latest = new Map<string, (typeof runs)[number]>();
+    for (const r of runs) latest.set(r.taskId, r);
+    live = [...latest.entries()].map(([taskId, r]) => ({
+      key: taskId.slice(id.length + 1) || taskId,
+      runId: r.id,
+      status: r.status,
+      turns: `${r.turnsDone}/${r.turnsPlanned}`,
+      failureCode: r.failureCode,
+      restarts: r.restarts,
+    }));
+  }
+  const parsed = w.report ? waveReportSchema.safeParse(w.report) : null;
+  return {
+    id: w.id,
+    status: w.status,
+    passed: w.passed,
+    imported: w.imported,
+    startedAt: w.startedAt,
+    finishedAt: w.finishedAt,
+    report: parsed?.success ? parsed.data : null,
+    summary: w.summary ?? null,
+    plan: w.plan,
+    live,
+  };
+}
+
+export const waveCompareInput = z.object({ a: z.string().trim().min(1), b: z.string().trim().min(1) });
+
+const side = z.object({
+  id: z.string(),
+  seed: z.number().int(),
+  startedAt: z.string(),
+  tasks: z.number().int(),
+  tasksPassed: z.number().int(),
+  passed: z.boolean(),
+  checks: z.record(z.string(), z.object({ pass: z.number().int(), fail: z.number().int() })),
+  orphans: z.number().int(),
+  retries: z.number().int(),
+});
+
+export const waveCompareOutput = z.object({
+  a: side,
+  b: side,
+  /** Task × check cells whose result differs (tasks matched by key: t01, t02, …). */
+  changed: z.array(z.object({ task: z.string(), check: z.enum(CHECK_IDS), a: z.boolean().nullable(), b: z.boolean().nullable() })),
+  codes: z.array(z.object({ code: z.string(), a: z.number().int(), b: z.number().int(), change: z.enum(["appeared", "vanished", "more", "fewer", "same"]) })),
+});
+
+function sideOf(r: WaveReport): z.infer<typeof side> {
+  const checks = Object.fromEntries(CHECK_IDS.map((c) => [c, { pass: 0, fail: 0 }]));
+  for (const t of r.tasks) for (const c of CHECK_IDS) checks[c]![t.checks[c].ok ? "pass" : "fail"] += 1;
+  return {
+    id: r.id,
+    seed: r.seed,
+    startedAt: r.startedAt,
+    tasks: r.tasks.length,
+    tasksPassed: r.tasks.filter((t) => t.passed).length,
+    passed: r.passed,
+    checks,
+    orphans: r.orphanSandboxes.length,
+    retries: r.tasks.reduce((n, t) => n + t.retriesNeeded, 0),
+  };
+}
+
+function codeCounts(r: WaveReport): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const t of r.tasks) for (const c of t.failureCodes) m.set(c, (m.get(c) ?? 0) + 1);
+  return m;
+}
+
+/** How a fix is judged: "1 of 6 before, 3 of 6 after", and what changed where. */
+export async function compareWaves(db: Db, aId: string, bId: string): Promise<z.infer<typeof waveCompareOutput>> {
+  const load = async (id: string) => {
+    const w = await db.chaosWave.findUnique({ where: { id }, select: { report: true, status: true } });
+    if (!w) throw new AppError("NOT_FOUND", `wave ${id} does not exist`);
+    if (!w.report) throw new AppError("PRECONDITION_FAILED", `wave ${id} has not finished (${w.status})`);
+    return waveReportSchema.parse(w.report);
+  };
+  const [a, b] = await Promise.all([load(aId), load(bId)]);
+  const keys = [...new Set([...a.tasks, ...b.tasks].map((t) => t.id))].sort();
+  const changed: z.infer<typeof waveCompareOutput>["changed"] = [];
+  for (const key of keys) {
+    const ta = a.tasks.find((t) => t.id === key);
+    const tb = b.tasks.find((t) => t.id === key);
+    for (const check of CHECK_IDS) {
+      const va = ta ? ta.checks[check as CheckId].ok : null;
+      const vb = tb ? tb.checks[check as CheckId].ok : null;
+      if (va !== vb) changed.push({ task: key, check, a: va, b: vb });
+    }
+  }
+  const ca = codeCounts(a);
+  const cb = codeCounts(b);
+  const codes = [...new Set([...ca.keys(), ...cb.keys()])].sort().map((code) => {
+    const x = ca.get(code) ?? 0;
+    const y = cb.get(code) ?? 0;
+    const change = x === 0 ? "appeared" : y === 0 ? "vanished" : y > x ? "more" : y < x ? "fewer" : "same";
+    return { code, a: x, b: y, change: change as "appeared" | "vanished" | "more" | "fewer" | "same" };
+  });
+  return { a: sideOf(a), b: sideOf(b), changed, codes };
+}
