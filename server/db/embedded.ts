@@ -156,7 +156,16 @@ async function startEmbedded({ env, log }: { env: Env; log: Log }) {
         const pid = readPostmasterPid(dataDir);
         // A Ctrl-C in a terminal reaches postgres too; stop() then waits for an exit
         // that already happened, so it also ends when the postmaster is gone.
-        const stop = () => Promise.race([server.stop(), pid ? waitForExit(pid, 20_000) : Promise.resolve()]);
+        const stop = async () => {
+          // Another process that reused this server (npm start, a wave, a second CLI) may
+          // still be working on it: then it is left running for them.
+          const others = await otherClients(adminUrl);
+          if (others > 0) {
+            log(`embedded PostgreSQL left running: ${others} other connection(s) still use it`);
+            return;
+          }
+          await Promise.race([server.stop(), pid ? waitForExit(pid, 20_000) : Promise.resolve()]);
+        };
         return { adminUrl, startedHere: true, stop };
       } catch {
         // start() rejects with undefined: the log lines are the only explanation.
@@ -207,6 +216,22 @@ function hint(lines: string[]): string {
     ? " (the data directory and each of its parents must be readable by the 'postgres' user)"
     : "";
   return (chosen || "no output from postgres") + perm;
+}
+
+async function otherClients(adminUrl: string): Promise<number> {
+  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2000 });
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ n: string }>(
+      "SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+    );
+    return Number(rows[0]?.n ?? 0);
+  } catch {
+    return 0; // unreachable: nothing to protect, and stop() copes with a server already gone
+  } finally {
+    await client.end().catch(() => {});
+  }
 }
 
 async function reachable(url: string): Promise<boolean> {
