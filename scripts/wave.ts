@@ -11,7 +11,7 @@ import { migrate } from "../server/db/migrate";
 import { env } from "../server/env";
 import { AppError } from "../server/errors";
 import { FAULT_NAMES, KILL_KINDS, type FaultName, type KillKind } from "../server/waves/plan";
-import { CHECK_IDS, summarise, type WaveReport } from "../server/waves/report";
+import { CHECK_IDS, CHECK_TITLES, summarise, waveReportSchema, type WaveReport } from "../server/waves/report";
 import { runWave, type WaveProgress } from "../server/waves/runner";
 import { importWaveReport, loadWaveReport } from "../server/waves/store";
 
@@ -150,6 +150,28 @@ program
     const text = `${JSON.stringify(report, null, 2)}\n`;
     if (file === "-") process.stdout.write(text);
     else fs.writeFileSync(file, text);
+  });
+
+program
+  .command("stats")
+  .description("pass counts per check, orphans and reclaim times over several wave reports")
+  .argument("<files...>", "wave reports (JSON)")
+  .action((files: string[]) => {
+    const reports = files.map((f) => waveReportSchema.parse(JSON.parse(fs.readFileSync(f, "utf8"))));
+    const tasks = reports.flatMap((r) => r.tasks);
+    out(`${reports.length} waves, ${tasks.length} tasks, ${reports.filter((r) => r.passed).length} waves passed, ${tasks.filter((t) => t.passed).length} tasks passed`);
+    for (const c of CHECK_IDS) out(`  ${c} ${CHECK_TITLES[c].padEnd(17)} ${tasks.filter((t) => t.checks[c].ok).length}/${tasks.length}`);
+    out(`  restart-crossing tasks ${tasks.filter((t) => t.restartCrossing).length}, Retries needed ${tasks.reduce((n, t) => n + t.retriesNeeded, 0)}`);
+    out(`  orphan sandboxes left at the end: ${reports.reduce((n, r) => n + r.orphanSandboxes.length, 0)}`);
+    const secs = reports.flatMap((r) => r.reclaims.map((x) => x.seconds)).sort((a, b) => a - b);
+    out(
+      secs.length
+        ? `  orphans found and reclaimed during the waves: ${secs.length}; time to reclaim median ${secs[Math.floor(secs.length / 2)]!.toFixed(1)} s, worst ${secs.at(-1)!.toFixed(1)} s`
+        : "  no orphan had to be reclaimed",
+    );
+    const codes = new Map<string, number>();
+    for (const t of tasks) for (const code of t.failureCodes) codes.set(code, (codes.get(code) ?? 0) + 1);
+    out(`  failure codes (tasks): ${[...codes].sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c} ${n}`).join(", ") || "none"}`);
   });
 
 program

@@ -52,6 +52,8 @@ const schema = z.object({
   RUNWARDEN_CRASH_AT: z.string().optional(),
   /** `off` skips the small chaos wave npm start runs on an empty database. */
   RUNWARDEN_FIRST_BOOT_WAVE: z.enum(["on", "off"]).default("on"),
+  /** The browser tests' dashboard port; their emulator listens on this + 700. */
+  E2E_PORT: z.coerce.number().int().min(1).max(64000).default(3199),
   /** The database the browser tests' server uses (set by playwright.config.ts). */
   E2E_DATABASE_URL: z.string().optional(),
   /** Path to a chromium binary for Playwright; found automatically when unset. */
