@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
-import Link from "next/link";
-import { TRPCReactProvider } from "@/trpc/react";
+import { Nav } from "@/components/nav";
+import { Providers } from "@/components/providers";
 import "./globals.css";
 
 export const metadata: Metadata = {
@@ -12,16 +12,17 @@ export default function RootLayout({ children }: { children: React.ReactNode }) 
   return (
     <html lang="en">
       <body className="min-h-screen">
-        <TRPCReactProvider>
+        <Providers>
+          <a href="#main" className="sr-only focus:not-sr-only focus:absolute focus:top-2 focus:left-2 focus:rounded focus:bg-white focus:px-3 focus:py-2 dark:focus:bg-zinc-900">
+            Skip to content
+          </a>
           <header className="border-b border-zinc-200 dark:border-zinc-800">
-            <nav aria-label="Main" className="mx-auto flex max-w-7xl items-center gap-6 px-4 py-3 text-sm">
-              <Link href="/" className="font-semibold tracking-tight">
-                Runwarden
-              </Link>
-            </nav>
+            <Nav />
           </header>
-          <main className="mx-auto max-w-7xl px-4 py-6">{children}</main>
-        </TRPCReactProvider>
+          <main id="main" className="mx-auto max-w-7xl px-4 py-6">
+            {children}
+          </main>
+        </Providers>
       </body>
     </html>
   );

@@ -10,7 +10,7 @@ export function RunStatusCounts() {
   const counts = useQuery({ ...trpc.runs.countByStatus.queryOptions(), refetchInterval: 5_000 });
 
   if (counts.isPending) {
-    return <p className="mt-6 text-sm text-zinc-500" role="status">Loading run counts…</p>;
+    return <p className="mt-6 text-sm text-zinc-600 dark:text-zinc-400" role="status">Loading run counts…</p>;
   }
   if (counts.isError) {
     return (
@@ -28,7 +28,7 @@ export function RunStatusCounts() {
       <dl className="mt-3 grid grid-cols-2 gap-3 sm:grid-cols-4 lg:grid-cols-7">
         {ORDER.map((status) => (
           <div key={status} className="rounded border border-zinc-200 p-3 dark:border-zinc-800" data-testid={`count-${status}`}>
-            <dt className="text-xs uppercase tracking-wide text-zinc-500">{status}</dt>
+            <dt className="text-xs uppercase tracking-wide text-zinc-600 dark:text-zinc-400">{status}</dt>
             <dd className="mt-1 text-2xl font-semibold tabular-nums">{byStatus[status]}</dd>
           </div>
         ))}

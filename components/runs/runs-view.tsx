@@ -1,0 +1,127 @@
+"use client";
+
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useQueryStates } from "nuqs";
+import { FAILURE_CODES } from "@/server/engine/catalogue";
+import { LIVE } from "@/trpc/live";
+import { useTRPC } from "@/trpc/react";
+import { SelectFilter, TextFilter } from "../text-filter";
+import { buttonClass, ErrorNotice, inputClass, Loading, Section } from "../ui";
+import { FailureGroups } from "./failure-groups";
+import { RunsTable } from "./runs-table";
+import { OUTCOMES, PAGE_SIZES, RUN_STATUSES, runsSearchParams, TARGETS, TIME_RANGES, toRunFilter, toRunListInput } from "./search-params";
+
+const RANGE_LABELS: Record<(typeof TIME_RANGES)[number], string> = { "1h": "Last hour", "24h": "Last 24 hours", "7d": "Last 7 days", "30d": "Last 30 days" };
+
+/** `YYYY-MM-DDTHH:mm` in local time, as a datetime-local input wants it. */
+function toLocalInput(d: Date | null): string {
+  if (!d) return "";
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+function fromLocalInput(v: string): Date | null {
+  if (!v) return null;
+  const d = new Date(v);
+  return Number.isNaN(d.getTime()) ? null : d;
+}
+
+export function RunsView() {
+  const trpc = useTRPC();
+  // Every filter change starts again at the first page (the cursor belongs to one filter set).
+  const [values, setValues] = useQueryStates(runsSearchParams, { history: "push" });
+  const setFilter = (patch: Partial<Omit<typeof values, "cursor">>) => void setValues({ ...patch, cursor: null });
+
+  const list = useQuery({ ...trpc.runs.list.queryOptions(toRunListInput(values)), ...LIVE, placeholderData: keepPreviousData });
+  const groups = useQuery({ ...trpc.runs.failureGroups.queryOptions(toRunFilter(values)), ...LIVE });
+  const facets = useQuery(trpc.runs.facets.queryOptions());
+
+  const codes = [...new Set([...FAILURE_CODES, ...(facets.data?.failureCodes ?? []), ...(values.code ? [values.code] : [])])];
+  const filtered = Object.entries(values).some(([k, v]) => k !== "size" && k !== "cursor" && v !== null);
+
+  return (
+    <>
+      <form aria-label="Filters" className="flex flex-wrap items-end gap-3" onSubmit={(e) => e.preventDefault()}>
+        <SelectFilter id="f-status" label="Status" value={values.status} options={RUN_STATUSES.map((s) => ({ value: s, label: s }))} onChange={(status) => setFilter({ status })} />
+        <SelectFilter id="f-outcome" label="Outcome" value={values.outcome} options={OUTCOMES.map((o) => ({ value: o, label: o.replace("_", " ") }))} onChange={(outcome) => setFilter({ outcome })} />
+        <SelectFilter id="f-code" label="Failure code" value={values.code} options={codes.map((c) => ({ value: c, label: c }))} onChange={(code) => setFilter({ code })} />
+        <TextFilter id="f-company" label="Company" value={values.company} onApply={(company) => setFilter({ company })} list="companies" options={facets.data?.companies} />
+        <TextFilter id="f-provider" label="Provider" value={values.provider} onApply={(provider) => setFilter({ provider })} list="providers" options={facets.data?.providers} />
+        <SelectFilter id="f-target" label="Target" value={values.target} options={TARGETS.map((t) => ({ value: t, label: t }))} onChange={(target) => setFilter({ target })} />
+        <SelectFilter id="f-range" label="Created" value={values.range} allLabel="Any time" options={TIME_RANGES.map((r) => ({ value: r, label: RANGE_LABELS[r] }))} onChange={(range) => setFilter({ range })} />
+        <div className="flex flex-col gap-1">
+          <label htmlFor="f-from" className="text-xs font-medium text-zinc-700 dark:text-zinc-300">
+            From
+          </label>
+          <input id="f-from" type="datetime-local" className={inputClass} value={toLocalInput(values.from)} onChange={(e) => setFilter({ from: fromLocalInput(e.target.value) })} />
+        </div>
+        <div className="flex flex-col gap-1">
+          <label htmlFor="f-to" className="text-xs font-medium text-zinc-700 dark:text-zinc-300">
+            To
+          </label>
+          <input id="f-to" type="datetime-local" className={inputClass} value={toLocalInput(values.to)} onChange={(e) => setFilter({ to: fromLocalInput(e.target.value) })} />
+        </div>
+        <TextFilter id="f-search" label="Run or task id" value={values.q} onApply={(q) => setFilter({ q })} placeholder="run id or part of a task id" />
+        <button
+          type="button"
+          className={buttonClass.secondary}
+          disabled={!filtered}
+          onClick={() => void setValues({ status: null, outcome: null, code: null, company: null, provider: null, target: null, range: null, from: null, to: null, q: null, cursor: null })}
+        >
+          Clear filters
+        </button>
+      </form>
+
+      <Section
+        title="Runs"
+        id="runs-list"
+        actions={
+          list.data ? (
+            <p className="text-sm text-zinc-700 dark:text-zinc-300" data-testid="runs-count" aria-live="polite">
+              {list.data.total} run{list.data.total === 1 ? "" : "s"} match{list.data.total === 1 ? "es" : ""}
+              {values.cursor ? " (a later page)" : ""}
+            </p>
+          ) : null
+        }
+      >
+        {list.isPending ? (
+          <Loading label="Loading runs…" />
+        ) : list.isError ? (
+          <ErrorNotice title="Could not load the runs." error={list.error} />
+        ) : (
+          <>
+            <RunsTable rows={list.data.items} values={values} filtered={filtered} />
+            <nav aria-label="Pages" className="mt-3 flex flex-wrap items-center gap-3">
+              <button type="button" className={buttonClass.secondary} disabled={!values.cursor} onClick={() => void setValues({ cursor: null })}>
+                First page
+              </button>
+              <button type="button" className={buttonClass.secondary} disabled={!list.data.nextCursor} onClick={() => void setValues({ cursor: list.data.nextCursor })}>
+                Next page
+              </button>
+              <label htmlFor="f-size" className="ml-auto text-sm text-zinc-700 dark:text-zinc-300">
+                Per page
+              </label>
+              <select id="f-size" className={inputClass} value={values.size} onChange={(e) => void setValues({ size: Number(e.target.value), cursor: null })}>
+                {PAGE_SIZES.map((n) => (
+                  <option key={n} value={n}>
+                    {n}
+                  </option>
+                ))}
+              </select>
+            </nav>
+          </>
+        )}
+      </Section>
+
+      <Section title="Failures by code" id="failure-groups">
+        {groups.isPending ? (
+          <Loading label="Loading failure groups…" />
+        ) : groups.isError ? (
+          <ErrorNotice title="Could not load the failure groups." error={groups.error} />
+        ) : (
+          <FailureGroups groups={groups.data} values={values} />
+        )}
+      </Section>
+    </>
+  );
+}
