@@ -173,6 +173,7 @@ export async function getRunDetail(db: Db, id: string): Promise<RunDetail> {
     db.sandboxCreationIntent.findMany({ where: { runId: id }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] }),
     readLineage(db, run.previousRunId, run.nextRun?.id ?? null),
   ]);
+  const blocker = run.nextRun ? null : (retryBlocker(run) ?? (await otherActiveRun(db, run)));
   return {
     run: {
       id: run.id,
@@ -207,7 +208,7 @@ export async function getRunDetail(db: Db, id: string): Promise<RunDetail> {
       finishedAt: run.finishedAt,
     },
     failure: describeFailure(run.failureCode),
-    retry: { blocker: run.nextRun ? null : retryBlocker(run), successorId: run.nextRun?.id ?? null },
+    retry: { blocker, successorId: run.nextRun?.id ?? null },
     events: events.reverse().map((e) => ({ id: e.id.toString(), type: e.type, at: e.at, bootId: e.bootId, data: e.data })),
     eventsTruncated: eventCount > events.length,
     claims: claims.map((c) => ({
@@ -248,6 +249,15 @@ export async function getRunDetail(db: Db, id: string): Promise<RunDetail> {
     runnerState: { state: run.lastRunnerState, at: run.lastRunnerStateAt },
     lineage,
   };
+}
+
+/** Retry's other admission rule (DOMAIN.md §2.7), worded as Retry itself refuses. */
+async function otherActiveRun(db: Db, run: { id: string; companyId: string; taskId: string }): Promise<string | null> {
+  const other = await db.run.findFirst({
+    where: { companyId: run.companyId, taskId: run.taskId, id: { not: run.id }, status: { in: ["queued", "starting", "running", "suspended"] } },
+    select: { id: true, status: true },
+  });
+  return other ? `Task ${run.taskId} already has a run that is ${other.status} (${other.id}).` : null;
 }
 
 async function readLineage(db: Db, previousId: string | null, nextId: string | null) {

@@ -246,6 +246,13 @@ describe("runs.retry through the router", () => {
     const d = await caller().runs.get({ id: run.id });
     expect(d.retry.successorId).toBe(results[0]!.run.id);
 
+    // Retry is not offered while the task has another active run, and says so.
+    const busy = await db.run.create({ data: { ...base, companyId: "co-r", taskId: "busy", status: "failed", outcome: "terminal_failure", failureCode: REJECTED, canRetry: true } });
+    const active = await db.run.create({ data: { ...base, companyId: "co-r", taskId: "busy", status: "running" } });
+    expect((await caller().runs.get({ id: busy.id })).retry.blocker).toBe(`Task busy already has a run that is running (${active.id}).`);
+    const refused = await trpcError(caller().runs.retry({ runId: busy.id }));
+    expect(refused.message).toBe(`Task busy already has a run that is running (${active.id}).`);
+
     const held = await db.run.create({ data: { ...base, companyId: "co-r", taskId: "held", status: "failed", outcome: "terminal_failure", failureCode: "ambiguous_remote_recovery_evidence", canRetry: false } });
     const blocked = await caller().runs.get({ id: held.id });
     expect(blocked.retry.blocker).toBe(describeFailure("ambiguous_remote_recovery_evidence")!.nextAction);
