@@ -1,0 +1,66 @@
+import { expect, test } from "@playwright/test";
+import { e2eDb } from "./db";
+import { emulatorSandboxes, expectAccessible, plant, screenshot, tag, trpcQuery } from "./support";
+
+test("reclaiming orphans shows the dry run before anything is destroyed, then destroys only what was confirmed", async ({ page, baseURL }) => {
+  const db = e2eDb();
+  try {
+    const t = tag();
+    const { instanceId } = await trpcQuery<{ instanceId: string }>(baseURL, "intents.list", {});
+    const companyId = `co-e2e-orphans-${t}`;
+    // The company is this instance's own: it has a finished run.
+    await db.instance.upsert({ where: { id: instanceId }, create: { id: instanceId, name: instanceId }, update: {} });
+    const run = await db.run.create({
+      data: { instanceId, companyId, taskId: `orphan-task-${t}`, agent: "planner", provider: "codex", target: "remote", sandboxMode: "warm", status: "succeeded", finishedAt: new Date(Date.now() - 3 * 3600_000) },
+    });
+    const labels = { "runwarden.instance": instanceId, "runwarden.company": companyId };
+    const left = await plant(baseURL, { name: `e2e-left-${t}`, labels: { ...labels, "runwarden.run": run.id }, cpu: 2, memory: 4, disk: 10, createdAt: new Date(Date.now() - 4 * 3600_000).toISOString() });
+    const bare = await plant(baseURL, { name: `e2e-bare-${t}`, labels, createdAt: new Date(Date.now() - 1800_000).toISOString() });
+    // A decoy naming a company this instance has never seen: foreign, never destroyed.
+    const decoy = await plant(baseURL, { name: `e2e-decoy-${t}`, labels: { "runwarden.instance": instanceId, "runwarden.company": `co-nobody-${t}` }, cpu: 4 });
+
+    await page.goto("/orphans");
+    const table = page.getByTestId("orphans-table");
+    await expect(table.locator(`tr[data-sandbox-id="${left.id}"]`)).toContainText("reclaimable");
+    await expect(table.locator(`tr[data-sandbox-id="${decoy.id}"]`)).toContainText("foreign");
+    await expect(table.locator(`tr[data-sandbox-id="${left.id}"]`)).toContainText("since its run finished");
+
+    // Selection belongs to the filters: changing one clears it.
+    await page.getByLabel(`Select ${bare.name}`).check();
+    await expect(page.getByRole("button", { name: "Dry run (1 selected)" })).toBeEnabled();
+    await page.getByLabel("Ownership").selectOption("reclaimable");
+    await expect(page).toHaveURL(/verdict=reclaimable/);
+    await expect(page.getByRole("button", { name: "Dry run (0 selected)" })).toBeDisabled();
+    await page.getByLabel("Ownership").selectOption("");
+
+    // Dry run over the two of ours and the decoy.
+    for (const s of [left, bare, decoy]) await page.getByLabel(`Select ${s.name}`).check();
+    await page.getByRole("button", { name: "Dry run (3 selected)" }).click();
+    const plan = page.getByTestId("dry-run");
+    await expect(plan).toContainText("nothing has been destroyed");
+    await expect(plan.locator(`tr[data-result-for="${left.id}"]`)).toHaveAttribute("data-outcome", "would_destroy");
+    await expect(plan.locator(`tr[data-result-for="${bare.id}"]`)).toHaveAttribute("data-outcome", "would_destroy");
+    await expect(plan.locator(`tr[data-result-for="${decoy.id}"]`)).toHaveAttribute("data-outcome", "refused");
+    const alive = async () => new Set((await emulatorSandboxes(baseURL)).filter((s) => s.state !== "destroyed").map((s) => s.id));
+    for (const s of [left, bare, decoy]) expect((await alive()).has(s.id)).toBe(true);
+    await expectAccessible(page);
+    await screenshot(page, "orphans");
+
+    // The typed confirmation names the count.
+    const destroy = page.getByRole("button", { name: "Destroy 2 sandboxes" });
+    await expect(destroy).toBeDisabled();
+    await page.getByLabel(/Type destroy 2 to destroy 2 sandboxes/).fill("destroy 2");
+    await destroy.click();
+    const result = page.getByTestId("reclaim-result");
+    await expect(result.locator(`tr[data-result-for="${left.id}"]`)).toHaveAttribute("data-outcome", "destroyed");
+    await expect(result.locator(`tr[data-result-for="${bare.id}"]`)).toHaveAttribute("data-outcome", "destroyed");
+    const after = await alive();
+    expect(after.has(left.id)).toBe(false);
+    expect(after.has(bare.id)).toBe(false);
+    expect(after.has(decoy.id)).toBe(true);
+    expect(await db.auditEntry.count({ where: { action: "orphans.reclaim", outcome: "ok" } })).toBeGreaterThan(0);
+    await expect(page.getByTestId("orphans-table").locator(`tr[data-sandbox-id="${left.id}"]`)).toHaveCount(0);
+  } finally {
+    await db.$disconnect();
+  }
+});

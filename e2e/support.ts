@@ -1,0 +1,103 @@
+import AxeBuilder from "@axe-core/playwright";
+import { expect, type Page } from "@playwright/test";
+import type { Db } from "../server/db/client";
+
+/**
+ * Helpers for the browser tests: the product's tRPC API and the emulator's admin API over
+ * HTTP (exactly as an operator's tools would reach them), accessibility checks, screenshots.
+ */
+
+/** The emulator runs on the dashboard's port + 700 (playwright.config.ts). */
+export function emulatorUrl(baseURL: string | undefined): string {
+  const url = new URL(baseURL ?? "http://127.0.0.1:3199");
+  return `http://127.0.0.1:${Number(url.port) + 700}`;
+}
+
+async function admin(baseURL: string | undefined, path: string, body: unknown): Promise<unknown> {
+  const res = await fetch(`${emulatorUrl(baseURL)}${path}`, {
+    method: "POST",
+    headers: { Authorization: "Bearer emulator-key", "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`emulator ${path}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+export function setFault(baseURL: string | undefined, rule: { match: Record<string, unknown>; fault: Record<string, unknown> }) {
+  return admin(baseURL, "/admin/faults", rule);
+}
+
+export async function plant(baseURL: string | undefined, input: { name: string; labels: Record<string, string>; cpu?: number; memory?: number; disk?: number; createdAt?: string }) {
+  return (await admin(baseURL, "/admin/sandboxes", input)) as { id: string; name: string };
+}
+
+/** Every sandbox the emulator has (admin view, not scoped), destroyed ones included. */
+export async function emulatorSandboxes(baseURL: string | undefined): Promise<Array<{ id: string; name: string; state: string }>> {
+  const res = await fetch(`${emulatorUrl(baseURL)}/admin/sandboxes?includeDestroyed=true`, { headers: { Authorization: "Bearer emulator-key" } });
+  return ((await res.json()) as { items: Array<{ id: string; name: string; state: string }> }).items;
+}
+
+/** A tRPC mutation over HTTP (superjson's wire shape). */
+export async function trpcMutation<T>(baseURL: string | undefined, path: string, input: unknown): Promise<T> {
+  const res = await fetch(`${baseURL}/api/trpc/${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ json: input }) });
+  const body = (await res.json()) as { result?: { data: { json: T } }; error?: { json: { message: string } } };
+  if (!body.result) throw new Error(`${path}: ${body.error?.json.message ?? res.status}`);
+  return body.result.data.json;
+}
+
+export async function trpcQuery<T>(baseURL: string | undefined, path: string, input: unknown): Promise<T> {
+  const res = await fetch(`${baseURL}/api/trpc/${path}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`);
+  const body = (await res.json()) as { result?: { data: { json: T } }; error?: { json: { message: string } } };
+  if (!body.result) throw new Error(`${path}: ${body.error?.json.message ?? res.status}`);
+  return body.result.data.json;
+}
+
+export function tag(): string {
+  return `${Date.now().toString(36)}${Math.floor(Math.random() * 1e4).toString(36)}`;
+}
+
+/** Polls until `check` gives a value. */
+export async function eventually<T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/**
+ * A remote run whose session.open the provider rejects (DOMAIN.md §2.3): the controller
+ * ends it with native_provider_startup_rejected and Retry. The fault matches the company
+ * label, so it is in place before the controller's first poll.
+ */
+export async function rejectedRun(db: Db, baseURL: string | undefined): Promise<{ id: string; companyId: string; taskId: string }> {
+  const t = tag();
+  const companyId = `co-e2e-reject-${t}`;
+  await setFault(baseURL, { match: { labels: { "runwarden.company": companyId } }, fault: { kind: "reject" } });
+  const run = await trpcMutation<{ id: string }>(baseURL, "runs.create", { companyId, taskId: `task-reject-${t}`, agent: "planner", provider: "codex", target: "remote", sandboxMode: "warm", turns: 1 });
+  await eventually("the startup rejection", async () => (await db.run.findUniqueOrThrow({ where: { id: run.id } })).status === "failed");
+  return { id: run.id, companyId, taskId: `task-reject-${t}` };
+}
+
+/** No serious or critical accessibility violation (axe), in light and in dark mode. */
+export async function expectAccessible(page: Page) {
+  for (const colorScheme of ["light", "dark"] as const) {
+    await page.emulateMedia({ colorScheme });
+    // A toast still fading in is judged by its half-transparent colours: wait until it is shown.
+    await page.waitForFunction(() => [...document.querySelectorAll("[data-sonner-toast]")].every((t) => getComputedStyle(t).opacity === "1"));
+    const results = await new AxeBuilder({ page }).analyze();
+    const serious = results.violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${colorScheme}: ${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => `${n.target.join(" ")}: ${n.failureSummary ?? ""}`).slice(0, 5).join("; ")}`);
+    expect(serious, serious.join("\n")).toEqual([]);
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+}
+
+export async function screenshot(page: Page, name: string) {
+  // Toasts leave after a few seconds; the picture is of the page, not of them.
+  await expect(page.locator("[data-sonner-toast]")).toHaveCount(0, { timeout: 10_000 });
+  await page.screenshot({ path: `e2e/screenshots/${name}.png`, fullPage: true });
+}
