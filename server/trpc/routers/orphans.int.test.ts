@@ -224,28 +224,34 @@ describe("orphans.reclaim", () => {
 
   it("destroys only what is still reclaimable, reports already-gone and refusals honestly, never touches foreign or other-instance sandboxes", async () => {
     const c = caller();
-    const plan = await c.orphans.reclaim({ dryRun: true, sandboxIds: [ids.finished!, ids.bare!, ids.exitedCreator!, ids.foreignCompany!] });
-    expect(plan.counts.would_destroy).toBe(3);
+    const temp = await h.db.db.run.create({ data: { instanceId: "inst-a", companyId: "co-temp", taskId: "temp", agent: "a", provider: "codex", target: "remote", sandboxMode: "warm", status: "succeeded", finishedAt: new Date() } });
+    await plant("temp", buildLabels({ instanceId: "inst-a", companyId: "co-temp", runId: temp.id }));
+    const plan = await c.orphans.reclaim({ dryRun: true, sandboxIds: [ids.finished!, ids.bare!, ids.exitedCreator!, ids.foreignCompany!, ids.temp!] });
+    expect(plan.counts.would_destroy).toBe(4);
 
-    // Between the dry run and the real one: one goes away, and a live run takes another.
+    // Between the dry run and the real one: one goes away, a live run takes another, and a
+    // third loses the records that made its company this instance's own (foreign now).
+    await h.db.db.run.deleteMany({ where: { companyId: "co-temp" } });
     await h.emu.provider().destroy(ids.bare!);
     const finished = (await h.emu.admin.sandboxes()).find((s) => s.id === ids.finished)!;
     await h.db.db.environmentLease.create({ data: { runId: liveRunId, instanceId: "inst-a", companyId: "co-1", provider: "emulator", providerLeaseId: finished.id, sandboxName: finished.name, acquisitionOutcome: "resumed", status: "active" } });
 
     // The foreign and other-instance sandboxes are asked for too: the plan did not list them.
-    const sandboxIds = [ids.finished!, ids.bare!, ids.exitedCreator!, ids.foreignCompany!, ids.otherInstance!];
+    const sandboxIds = [ids.finished!, ids.bare!, ids.exitedCreator!, ids.temp!, ids.foreignCompany!, ids.otherInstance!];
     const done = await c.orphans.reclaim({ dryRun: false, planId: plan.planId, sandboxIds, confirm: confirmWord(sandboxIds.length) });
     const byId = Object.fromEntries(done.results.map((r) => [r.sandboxId, r]));
     expect(byId[ids.exitedCreator!]).toMatchObject({ outcome: "destroyed" });
     expect(byId[ids.bare!]).toMatchObject({ outcome: "already_gone" });
     expect(byId[ids.finished!]).toMatchObject({ outcome: "refused" });
     expect(byId[ids.finished!]!.reason).toMatch(/no longer an orphan/);
+    expect(byId[ids.temp!]).toMatchObject({ outcome: "refused", verdict: "foreign" });
+    expect(byId[ids.temp!]!.reason).toMatch(/co-temp has no runs, intents or leases/);
     expect(byId[ids.foreignCompany!]).toMatchObject({ outcome: "refused", reason: "the dry run did not list it for destruction" });
     expect(byId[ids.otherInstance!]).toMatchObject({ outcome: "refused" });
 
     const left = await existing();
     expect(left).not.toContain(ids.exitedCreator);
-    for (const key of ["finished", "foreignCompany", "otherInstance", "liveCreator", "held", "noCompany", "intentMismatch"]) expect(left).toContain(ids[key]);
+    for (const key of ["finished", "temp", "foreignCompany", "otherInstance", "liveCreator", "held", "noCompany", "intentMismatch"]) expect(left).toContain(ids[key]);
 
     // Destruction went through a fenced, receipted lease; the intent is settled.
     const lease = await h.db.db.environmentLease.findUniqueOrThrow({ where: { id: byId[ids.exitedCreator!]!.leaseId! } });
