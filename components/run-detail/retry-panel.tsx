@@ -27,7 +27,10 @@ export function RetryPanel({ detail }: { detail: Detail }) {
         toast.success(result.created ? `Retry started run ${result.run.id.slice(0, 8)}.` : `Already retried: run ${result.run.id.slice(0, 8)}.`);
         setOpen(false);
       },
-      onError: (err) => toast.error(`Retry failed: ${err.message}`),
+      onError: (err) => {
+        toast.error(`Retry failed: ${err.message}`);
+        setOpen(false);
+      },
       onSettled: () => queryClient.invalidateQueries(trpc.runs.pathFilter()),
     }),
   );
