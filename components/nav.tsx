@@ -16,6 +16,7 @@ export const NAV_ITEMS: NavItem[] = [
   { href: "/intents", label: "Intents" },
   { href: "/orphans", label: "Orphans" },
   { href: "/evidence", label: "Evidence" },
+  { href: "/waves", label: "Waves" },
 ];
 
 function isCurrent(pathname: string, href: string): boolean {
