@@ -24,7 +24,13 @@ const resultsDir = path.resolve(".data/test-results");
 fs.mkdirSync(resultsDir, { recursive: true });
 const say = (line: string) => process.stdout.write(`\n▶ ${line}\n`);
 
+// `npm test -- --only vitest,e2e` runs some steps (a developer's shortcut; CI runs all).
+const onlyArg = process.argv.indexOf("--only");
+const only = onlyArg >= 0 ? new Set((process.argv[onlyArg + 1] ?? "").split(",")) : null;
+const STEP_KEYS: Record<string, string> = { typecheck: "typecheck", lint: "lint", "vitest (unit + integration)": "vitest", "next build": "build", "playwright (e2e in Chromium)": "e2e" };
+
 async function step(name: string, fn: () => Promise<{ ok: boolean; detail: string }>): Promise<boolean> {
+  if (only && !only.has(STEP_KEYS[name] ?? name)) return true;
   say(name);
   const started = Date.now();
   let outcome: { ok: boolean; detail: string };
