@@ -52,6 +52,13 @@ const schema = z.object({
   RUNWARDEN_CRASH_AT: z.string().optional(),
   /** `off` skips the small chaos wave npm start runs on an empty database. */
   RUNWARDEN_FIRST_BOOT_WAVE: z.enum(["on", "off"]).default("on"),
+  /**
+   * Signs sessions. Unset, one is generated once and kept in the data dir; set it (the same
+   * on every dashboard) when several machines serve one database.
+   */
+  BETTER_AUTH_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  /** The address people reach the dashboard at (cookies and origin checks); default http://localhost:PORT. */
+  RUNWARDEN_PUBLIC_URL: z.url().optional(),
   /** The browser tests' dashboard port; their emulator listens on this + 700. */
   E2E_PORT: z.coerce.number().int().min(1).max(64000).default(3199),
   /** The database the browser tests' server uses (set by playwright.config.ts). */

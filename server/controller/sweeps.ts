@@ -51,7 +51,8 @@ async function closePass(ctx: ControllerContext, s: SweepSummary, error: string 
 
 // ───────────────────────── creation intents (§2.5) ─────────────────────────
 
-export async function sweepCreationIntents(ctx: ControllerContext, trigger = "interval"): Promise<SweepSummary> {
+/** `companies` limits a sweep to those companies' rows (a person's "sweep now"); unset, all. */
+export async function sweepCreationIntents(ctx: ControllerContext, trigger = "interval", companies?: string[]): Promise<SweepSummary> {
   const pass = await openPass(ctx, "creation_intents", trigger);
   const s = summary("creation_intents", pass.id);
   const toTearDown: string[] = [];
@@ -60,7 +61,7 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
     let cursor: string | null = null;
     for (;;) {
       const page: SandboxCreationIntent[] = await ctx.db.sandboxCreationIntent.findMany({
-        where: { instanceId: ctx.config.instanceId, status: "pending", ...(cursor ? { id: { gt: cursor } } : {}) },
+        where: { instanceId: ctx.config.instanceId, status: "pending", ...(companies ? { companyId: { in: companies } } : {}), ...(cursor ? { id: { gt: cursor } } : {}) },
         orderBy: { id: "asc" },
         take: ctx.config.pageSize,
       });
@@ -240,14 +241,14 @@ async function existingRunId(tx: Prisma.TransactionClient, intent: SandboxCreati
 
 // ───────────────────────── teardown: fences and pending cleanup (§2.6) ─────────────────────────
 
-export async function sweepTeardown(ctx: ControllerContext, trigger = "interval"): Promise<SweepSummary> {
+export async function sweepTeardown(ctx: ControllerContext, trigger = "interval", companies?: string[]): Promise<SweepSummary> {
   const pass = await openPass(ctx, "teardown", trigger);
   const s = summary("teardown", pass.id);
   let error: string | null = null;
   try {
-    await releaseLostFences(ctx, s);
-    await queueLeasesOfFinishedRuns(ctx);
-    await tearDownDue(ctx, s);
+    await releaseLostFences(ctx, s, companies);
+    await queueLeasesOfFinishedRuns(ctx, companies);
+    await tearDownDue(ctx, s, companies);
   } catch (err) {
     error = err instanceof Error ? err.message : String(err);
     ctx.log.error({ err: error }, "teardown sweep failed");
@@ -257,11 +258,11 @@ export async function sweepTeardown(ctx: ControllerContext, trigger = "interval"
 }
 
 /** Ends the fence of a claim whose claimer exited, unless a newer claim superseded it. */
-async function releaseLostFences(ctx: ControllerContext, s: SweepSummary) {
+async function releaseLostFences(ctx: ControllerContext, s: SweepSummary, companies?: string[]) {
   let cursor: string | null = null;
   for (;;) {
     const page: Array<{ id: string }> = await ctx.db.environmentLease.findMany({
-      where: { instanceId: ctx.config.instanceId, status: "pending_cleanup", fencedUntil: { not: null }, ...(cursor ? { id: { gt: cursor } } : {}) },
+      where: { instanceId: ctx.config.instanceId, status: "pending_cleanup", fencedUntil: { not: null }, ...(companies ? { companyId: { in: companies } } : {}), ...(cursor ? { id: { gt: cursor } } : {}) },
       orderBy: { id: "asc" },
       take: ctx.config.pageSize,
       select: { id: true },
@@ -296,14 +297,14 @@ async function releaseLostFences(ctx: ControllerContext, s: SweepSummary) {
 }
 
 /** A finished run holds nothing (chaos check R5): its active leases go to cleanup. */
-async function queueLeasesOfFinishedRuns(ctx: ControllerContext) {
+async function queueLeasesOfFinishedRuns(ctx: ControllerContext, companies?: string[]) {
   await ctx.db.environmentLease.updateMany({
-    where: { instanceId: ctx.config.instanceId, status: "active", run: { status: { in: ["succeeded", "failed", "cancelled"] } } },
+    where: { instanceId: ctx.config.instanceId, status: "active", ...(companies ? { companyId: { in: companies } } : {}), run: { status: { in: ["succeeded", "failed", "cancelled"] } } },
     data: { status: "pending_cleanup", cleanupStatus: "run_finished" },
   });
 }
 
-async function tearDownDue(ctx: ControllerContext, s: SweepSummary) {
+async function tearDownDue(ctx: ControllerContext, s: SweepSummary, companies?: string[]) {
   let cursor: string | null = null;
   const now = new Date();
   for (;;) {
@@ -311,6 +312,7 @@ async function tearDownDue(ctx: ControllerContext, s: SweepSummary) {
       where: {
         instanceId: ctx.config.instanceId,
         status: "pending_cleanup",
+        ...(companies ? { companyId: { in: companies } } : {}),
         OR: [{ fencedUntil: null }, { fencedUntil: { lte: now } }],
         AND: [{ OR: [{ nextCleanupAt: null }, { nextCleanupAt: { lte: now } }] }],
         ...(cursor ? { id: { gt: cursor } } : {}),

@@ -5,6 +5,7 @@ import { evidenceIdentity } from "../controller/context";
 import { judgeExit, probeFor } from "../controller/observe";
 import { decideCreationIntent, PROCESS_EXIT_REASONS, PROCESS_EXIT_VERDICTS, type PartialIdentity } from "../engine";
 import { afterCursor, cursorInput, PAGE_ORDER, pageOf } from "../runs/cursor";
+import { companyWhere, type CompanyScope } from "../auth/roles";
 
 /**
  * Sandbox-creation intents of this instance for the dashboard, each with the engine's
@@ -104,9 +105,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * `observer` is this process's controller context: creators are judged with its identity
  * and a probe of its host, so a creator on another host is `unknown (foreign_pid_space)`.
  */
-export async function listIntents(db: Db, observer: ControllerContext, instanceId: string, raw: IntentListInput, now = new Date()): Promise<IntentListOutput> {
+export async function listIntents(db: Db, observer: ControllerContext, scope: CompanyScope, instanceId: string, raw: IntentListInput, now = new Date()): Promise<IntentListOutput> {
   const input = intentListInput.parse(raw);
-  const and: Prisma.SandboxCreationIntentWhereInput[] = [{ instanceId }];
+  const and: Prisma.SandboxCreationIntentWhereInput[] = [{ instanceId }, companyWhere(scope)];
   if (input.status !== "all") and.push({ status: input.status });
   if (input.companyId) and.push({ companyId: input.companyId });
   if (input.search) {
@@ -117,7 +118,7 @@ export async function listIntents(db: Db, observer: ControllerContext, instanceI
   const [rows, total, grouped] = await Promise.all([
     db.sandboxCreationIntent.findMany({ where: { AND: [where, afterCursor(input.cursor)] }, orderBy: PAGE_ORDER, take: input.pageSize + 1, include: { lease: { select: { id: true } } } }),
     db.sandboxCreationIntent.count({ where }),
-    db.sandboxCreationIntent.groupBy({ by: ["status"], where: { instanceId }, _count: { _all: true } }),
+    db.sandboxCreationIntent.groupBy({ by: ["status"], where: { instanceId, ...companyWhere(scope) }, _count: { _all: true } }),
   ]);
   const page = pageOf(rows, input.pageSize);
   const runIds = [...new Set(page.items.map((i) => i.runId).filter((id) => UUID.test(id)))];

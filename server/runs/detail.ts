@@ -3,6 +3,7 @@ import { ExecutionTarget, OutcomeClass, RunStatus, type Db, type Proof } from ".
 import { describeFailure, OUTCOME_CLASSES, OWNERS } from "../engine";
 import { AppError } from "../errors";
 import { retryBlocker } from "./retry";
+import { inScope, type CompanyScope } from "../auth/roles";
 
 /**
  * Everything the run page shows, read in one place. Proofs and their checks are returned
@@ -161,8 +162,10 @@ export function proofToView(p: Proof): ProofView {
   };
 }
 
-export async function getRunDetail(db: Db, id: string): Promise<RunDetail> {
-  const run = await db.run.findUnique({ where: { id }, include: { nextRun: { select: { id: true } } } });
+export async function getRunDetail(db: Db, scope: CompanyScope, id: string): Promise<RunDetail> {
+  const found = await db.run.findUnique({ where: { id }, include: { nextRun: { select: { id: true } } } });
+  // Another company's run reads exactly like one that does not exist (no id guessing).
+  const run = found && inScope(scope, found.companyId) ? found : null;
   if (!run) throw new AppError("NOT_FOUND", `run ${id} does not exist`);
   const [events, eventCount, claims, proofs, leases, intents, lineage] = await Promise.all([
     db.runEvent.findMany({ where: { runId: id }, orderBy: { id: "desc" }, take: EVENT_LIMIT }),
@@ -287,9 +290,9 @@ export const runEvidenceOutput = z.array(
  * The evidence bundles behind the run's proofs, oldest first, exactly as stored: each one
  * is what the engine was given, so `runwarden decide` accepts it and gives the same verdict.
  */
-export async function runEvidence(db: Db, id: string): Promise<z.infer<typeof runEvidenceOutput>> {
-  const run = await db.run.findUnique({ where: { id }, select: { id: true } });
-  if (!run) throw new AppError("NOT_FOUND", `run ${id} does not exist`);
+export async function runEvidence(db: Db, scope: CompanyScope, id: string): Promise<z.infer<typeof runEvidenceOutput>> {
+  const run = await db.run.findUnique({ where: { id }, select: { id: true, companyId: true } });
+  if (!run || !inScope(scope, run.companyId)) throw new AppError("NOT_FOUND", `run ${id} does not exist`);
   const proofs = await db.proof.findMany({
     where: { runId: id },
     orderBy: [{ evaluatedAt: "asc" }, { id: "asc" }],

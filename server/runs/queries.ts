@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ExecutionTarget, OutcomeClass, Prisma, RunStatus, type Db } from "../db/client";
 import { describeFailure } from "../engine";
 import { afterCursor, cursorInput, PAGE_ORDER, pageOf } from "./cursor";
+import { companyWhere, type CompanyScope } from "../auth/roles";
 
 /**
  * Read models of runs for the dashboard: the filtered, keyset-paged list, failures grouped
@@ -113,9 +114,9 @@ const rowSelect = {
   finishedAt: true,
 } satisfies Prisma.RunSelect;
 
-export async function listRuns(db: Db, raw: RunListInput, now = new Date()): Promise<RunListOutput> {
+export async function listRuns(db: Db, scope: CompanyScope, raw: RunListInput, now = new Date()): Promise<RunListOutput> {
   const input = runListInput.parse(raw);
-  const where = runWhere(input, now);
+  const where: Prisma.RunWhereInput = { AND: [runWhere(input, now), companyWhere(scope)] };
   const [rows, total] = await Promise.all([
     db.run.findMany({ where: { AND: [where, afterCursor(input.cursor)] }, orderBy: PAGE_ORDER, take: input.pageSize + 1, select: rowSelect }),
     db.run.count({ where }),
@@ -146,9 +147,9 @@ export const failureGroupsOutput = z.array(
 export type FailureGroups = z.infer<typeof failureGroupsOutput>;
 
 /** Runs with a failure code, grouped by it (most frequent first), under the same filters. */
-export async function failureGroups(db: Db, raw: z.input<typeof runFilterInput>, now = new Date()): Promise<FailureGroups> {
+export async function failureGroups(db: Db, scope: CompanyScope, raw: z.input<typeof runFilterInput>, now = new Date()): Promise<FailureGroups> {
   const input = runFilterInput.parse(raw);
-  const where: Prisma.RunWhereInput = { AND: [runWhere({ ...input, failureCode: undefined }, now), { failureCode: { not: null } }] };
+  const where: Prisma.RunWhereInput = { AND: [runWhere({ ...input, failureCode: undefined }, now), { failureCode: { not: null } }, companyWhere(scope)] };
   const [groups, open] = await Promise.all([
     db.run.groupBy({ by: ["failureCode"], where, _count: { _all: true }, _max: { createdAt: true } }),
     db.run.groupBy({ by: ["failureCode"], where: { AND: [where, { status: "failed", nextRun: null }] }, _count: { _all: true } }),
@@ -179,11 +180,12 @@ export async function failureGroups(db: Db, raw: z.input<typeof runFilterInput>,
 export const runFacetsOutput = z.object({ companies: z.array(z.string()), providers: z.array(z.string()), failureCodes: z.array(z.string()) });
 
 /** The values the filters can take, for the dropdowns (bounded: this is a hint, not a list). */
-export async function runFacets(db: Db): Promise<z.infer<typeof runFacetsOutput>> {
+export async function runFacets(db: Db, scope: CompanyScope): Promise<z.infer<typeof runFacetsOutput>> {
+  const mine = companyWhere(scope);
   const [companies, providers, codes] = await Promise.all([
-    db.run.groupBy({ by: ["companyId"], orderBy: { companyId: "asc" }, take: 200 }),
-    db.run.groupBy({ by: ["provider"], orderBy: { provider: "asc" }, take: 50 }),
-    db.run.groupBy({ by: ["failureCode"], where: { failureCode: { not: null } }, orderBy: { failureCode: "asc" }, take: 100 }),
+    db.run.groupBy({ by: ["companyId"], where: mine, orderBy: { companyId: "asc" }, take: 200 }),
+    db.run.groupBy({ by: ["provider"], where: mine, orderBy: { provider: "asc" }, take: 50 }),
+    db.run.groupBy({ by: ["failureCode"], where: { ...mine, failureCode: { not: null } }, orderBy: { failureCode: "asc" }, take: 100 }),
   ]);
   return {
     companies: companies.map((c) => c.companyId),

@@ -2,6 +2,7 @@ import { writeAudit, type Actor } from "../audit";
 import { Prisma, type Db, type Run } from "../db/client";
 import { describeFailure } from "../engine";
 import { AppError } from "../errors";
+import { inScope, type CompanyScope } from "../auth/roles";
 
 export interface RetryResult {
   run: Run;
@@ -33,12 +34,13 @@ export function retryBlocker(run: Pick<Run, "status" | "outcome" | "canRetry" | 
  * one transaction under the old run's row lock, so a double click, two tabs or two
  * servers all get the same successor. The old run's leases are handed to cleanup.
  */
-export async function retryRun(db: Db, runId: string, actor: Actor): Promise<RetryResult> {
+export async function retryRun(db: Db, runId: string, actor: Actor, scope: CompanyScope = { all: true }): Promise<RetryResult> {
   let outcome: RetryResult | { refused: string; companyId: string };
   try {
     outcome = await db.$transaction(async (tx): Promise<RetryResult | { refused: string; companyId: string }> => {
-      const locked = await tx.$queryRaw<Array<{ id: string }>>`SELECT id FROM runs WHERE id = ${runId}::uuid FOR UPDATE`;
-      if (locked.length === 0) throw new AppError("NOT_FOUND", `run ${runId} does not exist`);
+      const locked = await tx.$queryRaw<Array<{ id: string; company_id: string }>>`SELECT id, company_id FROM runs WHERE id = ${runId}::uuid FOR UPDATE`;
+      // Another company's run reads exactly like one that does not exist (no id guessing).
+      if (locked.length === 0 || !inScope(scope, locked[0]!.company_id)) throw new AppError("NOT_FOUND", `run ${runId} does not exist`);
       const run = await tx.run.findUniqueOrThrow({ where: { id: runId }, include: { nextRun: true } });
       if (run.nextRun) {
         await writeAudit(tx, actor, { action: "run.retry", targetType: "run", targetId: runId, companyId: run.companyId, outcome: "ok", detail: { successor: run.nextRun.id, created: false } });

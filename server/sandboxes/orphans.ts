@@ -11,6 +11,7 @@ import { ProviderError } from "../providers/errors";
 import { instanceScope, LABEL_KEYS, normaliseLabels } from "../providers/labels";
 import type { SandboxView } from "../providers/types";
 import { confirmWord, OWNERSHIP_VERDICTS, type OwnershipVerdict } from "./confirm";
+import { inScope, type CompanyScope } from "../auth/roles";
 
 /**
  * Orphaned sandboxes (DOMAIN.md §5 R4): this instance's sandboxes — listed by its instance
@@ -167,10 +168,16 @@ async function loadRecords(db: Db, instanceId: string, sandboxes: SandboxView[])
   return out;
 }
 
-/** This instance's sandboxes, as the provider lists them by the instance label. */
-async function listOwnSandboxes(service: ControllerContext, instanceId: string, now: Date): Promise<SandboxView[]> {
+/**
+ * This instance's sandboxes, as the provider lists them by the instance label — and, for a
+ * person who sees only some companies, by each of their company labels: nothing else is
+ * even fetched.
+ */
+async function listOwnSandboxes(service: ControllerContext, scope: CompanyScope, instanceId: string, now: Date): Promise<SandboxView[]> {
   try {
-    const all = await service.provider.listByLabels(instanceScope(instanceId), { now });
+    const all = scope.all
+      ? await service.provider.listByLabels(instanceScope(instanceId), { now })
+      : (await Promise.all(scope.companies.map((c) => service.provider.listByLabels(instanceScope(instanceId, c), { now })))).flat();
     return all.filter((s) => s.state !== "destroyed" && s.state !== "destroying");
   } catch (err) {
     if (ProviderError.is(err)) throw new AppError("PROVIDER_ERROR", `the provider could not list this instance's sandboxes: ${err.message}`);
@@ -249,8 +256,8 @@ function toRow(s: SandboxView, r: SandboxRecords, j: Extract<Judgement, { held: 
 }
 
 /** Every orphan of this instance with its verdict, the costliest first. */
-async function judgeAll(db: Db, service: ControllerContext, instanceId: string, now: Date) {
-  const sandboxes = await listOwnSandboxes(service, instanceId, now);
+async function judgeAll(db: Db, service: ControllerContext, scope: CompanyScope, instanceId: string, now: Date) {
+  const sandboxes = await listOwnSandboxes(service, scope, instanceId, now);
   const records = await loadRecords(db, instanceId, sandboxes);
   let held = 0;
   const rows: OrphanRow[] = [];
@@ -264,9 +271,9 @@ async function judgeAll(db: Db, service: ControllerContext, instanceId: string, 
   return { rows, held };
 }
 
-export async function listOrphans(db: Db, service: ControllerContext, instanceId: string, raw: OrphanListInput, now = new Date()): Promise<OrphanListOutput> {
+export async function listOrphans(db: Db, service: ControllerContext, scope: CompanyScope, instanceId: string, raw: OrphanListInput, now = new Date()): Promise<OrphanListOutput> {
   const input = orphanListInput.parse(raw);
-  const { rows, held } = await judgeAll(db, service, instanceId, now);
+  const { rows, held } = await judgeAll(db, service, scope, instanceId, now);
   const byVerdict = Object.fromEntries(OWNERSHIP_VERDICTS.map((v) => [v, 0])) as Record<OwnershipVerdict, number>;
   for (const r of rows) byVerdict[r.verdict] += 1;
   const search = input.search?.toLowerCase();
@@ -367,8 +374,8 @@ const NOT_LISTED = "not among this instance's sandboxes: it is gone, or it belon
  * refuses and why. Touches nothing but the audit log, where the plan is kept (as the dry
  * run's audit entry) for the real reclaim to carry out.
  */
-export async function previewReclaim(db: Db, service: ControllerContext, instanceId: string, actor: Actor, input: z.infer<typeof reclaimInput>, now = new Date()): Promise<ReclaimOutput> {
-  const { rows, held } = await judgeAllWithHeld(db, service, instanceId, now);
+export async function previewReclaim(db: Db, service: ControllerContext, scope: CompanyScope, instanceId: string, actor: Actor, input: z.infer<typeof reclaimInput>, now = new Date()): Promise<ReclaimOutput> {
+  const { rows, held } = await judgeAllWithHeld(db, service, scope, instanceId, now);
   const results: ReclaimResult[] = input.sandboxIds.map((id) => {
     const row = rows.get(id);
     if (!row) return { sandboxId: id, name: null, companyId: null, verdict: null, outcome: "refused", reason: held.get(id) ?? NOT_LISTED, hourlyCost: null, accruedCost: null, leaseId: null };
@@ -399,8 +406,8 @@ export async function previewReclaim(db: Db, service: ControllerContext, instanc
   return { dryRun: true, planId, instanceId, at: now, results, confirmWord: destroy.length ? confirmWord(destroy.length) : null, counts: counts(results) };
 }
 
-async function judgeAllWithHeld(db: Db, service: ControllerContext, instanceId: string, now: Date) {
-  const sandboxes = await listOwnSandboxes(service, instanceId, now);
+async function judgeAllWithHeld(db: Db, service: ControllerContext, scope: CompanyScope, instanceId: string, now: Date) {
+  const sandboxes = await listOwnSandboxes(service, scope, instanceId, now);
   const records = await loadRecords(db, instanceId, sandboxes);
   const rows = new Map<string, OrphanRow>();
   const held = new Map<string, string>();
@@ -419,7 +426,7 @@ async function judgeAllWithHeld(db: Db, service: ControllerContext, instanceId: 
  * sandbox still `reclaimable` is destroyed, through a pending-cleanup lease and
  * `teardownLease` (claimed with a fence, labels checked once more, receipt recorded).
  */
-export async function executeReclaim(db: Db, service: ControllerContext, instanceId: string, actor: Actor, input: z.infer<typeof reclaimInput>): Promise<ReclaimOutput> {
+export async function executeReclaim(db: Db, service: ControllerContext, scope: CompanyScope, instanceId: string, actor: Actor, input: z.infer<typeof reclaimInput>): Promise<ReclaimOutput> {
   const planId = input.planId!;
   const entry = await db.auditEntry.findFirst({ where: { action: PLAN_ACTION, targetType: "reclaim_plan", targetId: planId }, orderBy: { id: "desc" } });
   const parsed = planSchema.safeParse((entry?.detail as { plan?: unknown } | null)?.plan);
@@ -439,8 +446,9 @@ export async function executeReclaim(db: Db, service: ControllerContext, instanc
 
   const results: ReclaimResult[] = [];
   for (const id of input.sandboxIds) {
+    // A plan made by someone who sees more companies is carried out only within this scope.
     const p = planned.get(id);
-    if (!p) {
+    if (!p || !inScope(scope, p.companyId)) {
       results.push({ sandboxId: id, name: null, companyId: null, verdict: null, outcome: "refused", reason: "the dry run did not list it for destruction", hourlyCost: null, accruedCost: null, leaseId: null });
       continue;
     }

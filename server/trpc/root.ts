@@ -4,6 +4,8 @@ import { proofsRouter } from "./routers/proofs";
 import { runsRouter } from "./routers/runs";
 import { sweepsRouter } from "./routers/sweeps";
 import { wavesRouter } from "./routers/waves";
+import { auditRouter } from "./routers/audit";
+import { usersRouter } from "./routers/users";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 export const appRouter = createTRPCRouter({
@@ -13,6 +15,8 @@ export const appRouter = createTRPCRouter({
   proofs: proofsRouter,
   intents: intentsRouter,
   orphans: orphansRouter,
+  users: usersRouter,
+  audit: auditRouter,
 });
 
 export type AppRouter = typeof appRouter;

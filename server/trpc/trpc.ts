@@ -1,7 +1,9 @@
 import { initTRPC, TRPCError } from "@trpc/server";
 import superjson from "superjson";
 import { ZodError } from "zod";
-import type { Actor } from "../audit";
+import { writeAudit, type Actor } from "../audit";
+import { roleAllows, type CompanyScope, type Role, type SessionUser } from "../auth/roles";
+import { sessionUser } from "../auth/users";
 import type { ControllerContext } from "../controller/context";
 import { serviceContext } from "../controller/service";
 import type { Db } from "../db/client";
@@ -13,21 +15,24 @@ import { APP_ERROR_TABLE, AppError } from "../errors";
 export interface Context {
   db: Db;
   headers: Headers;
-  actor: Actor;
+  /** The signed-in person, or null. */
+  user: SessionUser | null;
   instanceId: string;
   /** How this process reaches the provider for sweeps and cleanups it runs itself. */
   service: () => ControllerContext;
 }
 
-// Until sign-in exists (issue 8) every caller acts as one local operator.
-const LOCAL_OPERATOR: Actor = { id: "local-operator", role: "operator" };
+/** Every procedure declares the role it needs (see server/auth/roles.ts). */
+export interface Meta {
+  role: Role;
+}
 
-export function createTRPCContext(opts: { headers: Headers; db?: Db; actor?: Actor; service?: ControllerContext }): Context {
+export async function createTRPCContext(opts: { headers: Headers; db?: Db; user?: SessionUser | null; service?: ControllerContext }): Promise<Context> {
   const database = opts.db ?? db();
   return {
     db: database,
     headers: opts.headers,
-    actor: opts.actor ?? LOCAL_OPERATOR,
+    user: opts.user !== undefined ? opts.user : await sessionUser(database, opts.headers),
     instanceId: opts.service?.config.instanceId ?? env.RUNWARDEN_INSTANCE_ID,
     service: () => opts.service ?? serviceContext(database),
   };
@@ -41,7 +46,7 @@ export function describeZodError(err: ZodError): string {
   return `${where}: ${issue.message}`;
 }
 
-const t = initTRPC.context<Context>().create({
+const t = initTRPC.context<Context>().meta<Meta>().create({
   transformer: superjson,
   errorFormatter({ shape, error }) {
     const cause = error.cause;
@@ -70,6 +75,38 @@ const mapAppErrors = t.middleware(async ({ next }) => {
   return result;
 });
 
+/** Input as audited: anything that looks like a secret is left out. */
+function redact(input: unknown): unknown {
+  if (!input || typeof input !== "object") return input;
+  if (Array.isArray(input)) return input.map(redact);
+  return Object.fromEntries(Object.entries(input).map(([k, v]) => [k, /password|secret|token/i.test(k) ? "[redacted]" : redact(v)]));
+}
+
+/**
+ * Access is enforced here, on the server, for every procedure: signed in, and a role at
+ * least the one the procedure declares. A procedure that declares none is refused. A
+ * refused mutation is audited like any other.
+ */
+const authorize = t.middleware(async ({ ctx, meta, path, type, next, getRawInput }) => {
+  const needs = meta?.role;
+  if (!needs) throw new AppError("INTERNAL", `procedure ${path} declares no role`);
+  const user = ctx.user;
+  if (!user) throw new AppError("UNAUTHORIZED", "sign in to use Runwarden");
+  const actor: Actor = { id: user.email, role: user.role };
+  if (!roleAllows(user.role, needs)) {
+    if (type === "mutation") {
+      await writeAudit(ctx.db, actor, { action: path, targetType: "procedure", targetId: path, input: redact(await getRawInput().catch(() => null)), outcome: "refused", detail: { reason: `needs ${needs}` } });
+    }
+    throw new AppError("FORBIDDEN", `${path} needs the ${needs} role; you are signed in as ${user.role}`);
+  }
+  return next({ ctx: { ...ctx, user, actor, scope: user.scope as CompanyScope } });
+});
+
+const base = t.procedure.use(mapAppErrors).use(authorize);
+
 export const createCallerFactory = t.createCallerFactory;
 export const createTRPCRouter = t.router;
-export const publicProcedure = t.procedure.use(mapAppErrors);
+export const viewerProcedure = base.meta({ role: "viewer" });
+export const boardProcedure = base.meta({ role: "board" });
+export const operatorProcedure = base.meta({ role: "operator" });
+export const adminProcedure = base.meta({ role: "admin" });

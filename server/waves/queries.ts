@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { Db } from "../db/client";
 import { AppError } from "../errors";
 import { CHECK_IDS, type CheckId, type WaveReport, type WaveSummary, waveReportSchema } from "./report";
+import { companyWhere, inScope, type CompanyScope } from "../auth/roles";
 
 /** The dashboard's read model of chaos waves: list, one wave, and two side by side. */
 
@@ -28,8 +29,8 @@ interface StoredConfig {
   tasks?: number;
 }
 
-export async function listWaves(db: Db): Promise<z.infer<typeof waveListOutput>> {
-  const waves = await db.chaosWave.findMany({ orderBy: [{ startedAt: "desc" }, { id: "desc" }], take: 200 });
+export async function listWaves(db: Db, scope: CompanyScope): Promise<z.infer<typeof waveListOutput>> {
+  const waves = await db.chaosWave.findMany({ where: companyWhere(scope), orderBy: [{ startedAt: "desc" }, { id: "desc" }], take: 200 });
   return waves.map((w) => {
     const summary = w.summary as Partial<WaveSummary> | null;
     const config = (w.config ?? {}) as StoredConfig;
@@ -70,9 +71,9 @@ export const waveDetailOutput = z.object({
   live: z.array(liveTask),
 });
 
-export async function getWave(db: Db, id: string): Promise<z.infer<typeof waveDetailOutput>> {
+export async function getWave(db: Db, scope: CompanyScope, id: string): Promise<z.infer<typeof waveDetailOutput>> {
   const w = await db.chaosWave.findUnique({ where: { id } });
-  if (!w) throw new AppError("NOT_FOUND", `wave ${id} does not exist`);
+  if (!w || !inScope(scope, w.companyId)) throw new AppError("NOT_FOUND", `wave ${id} does not exist`);
   let live: z.infer<typeof liveTask>[] = [];
   if (w.status === "running") {
     const runs = await db.run.findMany({ where: { waveId: id }, orderBy: { createdAt: "asc" } });
@@ -147,10 +148,10 @@ function codeCounts(r: WaveReport): Map<string, number> {
 }
 
 /** How a fix is judged: "1 of 6 before, 3 of 6 after", and what changed where. */
-export async function compareWaves(db: Db, aId: string, bId: string): Promise<z.infer<typeof waveCompareOutput>> {
+export async function compareWaves(db: Db, scope: CompanyScope, aId: string, bId: string): Promise<z.infer<typeof waveCompareOutput>> {
   const load = async (id: string) => {
-    const w = await db.chaosWave.findUnique({ where: { id }, select: { report: true, status: true } });
-    if (!w) throw new AppError("NOT_FOUND", `wave ${id} does not exist`);
+    const w = await db.chaosWave.findUnique({ where: { id }, select: { report: true, status: true, companyId: true } });
+    if (!w || !inScope(scope, w.companyId)) throw new AppError("NOT_FOUND", `wave ${id} does not exist`);
     if (!w.report) throw new AppError("PRECONDITION_FAILED", `wave ${id} has not finished (${w.status})`);
     return waveReportSchema.parse(w.report);
   };

@@ -70,6 +70,8 @@ export const waveReportSchema = z.object({
   id: z.string().regex(/^w-\d{8}T\d{6}-s\d+$/, "expected a wave id like w-20261112T010800-s6402"),
   seed: z.number().int(),
   instanceId: z.string(),
+  /** The company whose runs the wave made (the company that sees it). */
+  companyId: z.string().min(1).default("co-wave"),
   startedAt: z.iso.datetime(),
   finishedAt: z.iso.datetime(),
   plan: planSchema,

@@ -98,7 +98,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
     }
     const emulatorKey = emulatorApiKeys(options.env)[0] ?? "emulator-key";
     const admin = new EmulatorAdminClient(emuUrl, emulatorKey);
-    await recordWaveStart(db, { id, seed: options.seed, instanceId, plan, config: waveConfig(options), startedAt });
+    await recordWaveStart(db, { id, seed: options.seed, instanceId, companyId: COMPANY, plan, config: waveConfig(options), startedAt });
     note("wave", `started ${id}: ${plan.tasks.length} tasks, kills ${plan.kills.map((k) => k.kind).join(",") || "none"}, faults ${options.faults.join(",") || "none"}`);
 
     const decoys = await plantDecoys(db, admin, instanceId);
@@ -230,6 +230,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       id,
       seed: options.seed,
       instanceId,
+      companyId: COMPANY,
       startedAt: startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
       plan,

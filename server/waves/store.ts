@@ -2,13 +2,14 @@ import type { Db, Prisma } from "../db/client";
 import { AppError } from "../errors";
 import type { WavePlan } from "./plan";
 import { CHECK_IDS, summarise, waveReportSchema, type WaveReport } from "./report";
+import { inScope, type CompanyScope } from "../auth/roles";
 
 const asJson = (v: unknown) => v as Prisma.InputJsonValue;
 
 /** A wave is recorded as soon as it starts, so the dashboard can show it running. */
-export async function recordWaveStart(db: Db, wave: { id: string; seed: number; instanceId: string; plan: WavePlan; config: object; startedAt: Date }) {
+export async function recordWaveStart(db: Db, wave: { id: string; seed: number; instanceId: string; companyId: string; plan: WavePlan; config: object; startedAt: Date }) {
   await db.chaosWave.create({
-    data: { id: wave.id, seed: wave.seed, instanceId: wave.instanceId, plan: asJson(wave.plan), config: asJson(wave.config), startedAt: wave.startedAt, status: "running" },
+    data: { id: wave.id, seed: wave.seed, instanceId: wave.instanceId, companyId: wave.companyId, plan: asJson(wave.plan), config: asJson(wave.config), startedAt: wave.startedAt, status: "running" },
   });
 }
 
@@ -19,6 +20,7 @@ export async function storeWaveReport(db: Db, report: WaveReport, options: { imp
     const data = {
       seed: report.seed,
       instanceId: report.instanceId,
+      companyId: report.companyId,
       status: report.passed ? ("passed" as const) : ("failed" as const),
       passed: report.passed,
       plan: asJson(report.plan),
@@ -51,13 +53,14 @@ export async function storeWaveReport(db: Db, report: WaveReport, options: { imp
 }
 
 /** `npm run wave -- import FILE`: a report made elsewhere, validated; duplicates refused. */
-export async function importWaveReport(db: Db, raw: unknown): Promise<WaveReport> {
+export async function importWaveReport(db: Db, raw: unknown, scope: CompanyScope = { all: true }): Promise<WaveReport> {
   const parsed = waveReportSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new AppError("INVALID_INPUT", `report.${issue?.path.join(".") ?? ""}: ${issue?.message ?? "invalid"}`.replace("report.:", "report:"));
   }
   const report = parsed.data;
+  if (!inScope(scope, report.companyId)) throw new AppError("FORBIDDEN", `report.companyId: you cannot import waves of company ${report.companyId}`);
   const keys = report.tasks.map((t) => t.id);
   if (new Set(keys).size !== keys.length) throw new AppError("INVALID_INPUT", "report.tasks: task ids repeat");
   const passed = report.tasks.every((t) => t.passed) && report.orphanSandboxes.length === 0;
@@ -73,9 +76,9 @@ export async function importWaveReport(db: Db, raw: unknown): Promise<WaveReport
   return report;
 }
 
-export async function loadWaveReport(db: Db, id: string): Promise<WaveReport> {
+export async function loadWaveReport(db: Db, id: string, scope: CompanyScope = { all: true }): Promise<WaveReport> {
   const wave = await db.chaosWave.findUnique({ where: { id } });
-  if (!wave) throw new AppError("NOT_FOUND", `wave ${id} does not exist`);
+  if (!wave || !inScope(scope, wave.companyId)) throw new AppError("NOT_FOUND", `wave ${id} does not exist`);
   if (!wave.report) throw new AppError("PRECONDITION_FAILED", `wave ${id} has not finished`);
   return waveReportSchema.parse(wave.report);
 }

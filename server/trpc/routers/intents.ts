@@ -1,10 +1,10 @@
 import { intentListInput, intentListOutput, listIntents } from "../../intents/queries";
-import { createTRPCRouter, publicProcedure } from "../trpc";
+import { createTRPCRouter, viewerProcedure } from "../trpc";
 
 export const intentsRouter = createTRPCRouter({
   /** This instance's creation intents with the engine's live verdict on each creator. */
-  list: publicProcedure
+  list: viewerProcedure
     .input(intentListInput)
     .output(intentListOutput)
-    .query(({ ctx, input }) => listIntents(ctx.db, ctx.service(), ctx.instanceId, input)),
+    .query(({ ctx, input }) => listIntents(ctx.db, ctx.service(), ctx.scope, ctx.instanceId, input)),
 });

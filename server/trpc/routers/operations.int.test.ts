@@ -14,6 +14,7 @@ import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import type { ZodError } from "zod";
 import { appRouter, createCaller } from "../root";
 import { createTRPCContext } from "../trpc";
+import { TEST_ADMIN } from "../../test/users";
 
 let h: ControllerHarness;
 let service: ControllerContext;
@@ -34,7 +35,7 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-const caller = () => createCaller(createTRPCContext({ headers: new Headers(), db: h.db.db, service }));
+const caller = () => createCaller(() => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: h.db.db, service }));
 
 async function trpcError(p: Promise<unknown>): Promise<TRPCError> {
   const err = await p.then(() => null, (e: unknown) => e);
@@ -47,7 +48,7 @@ describe("runs.create", () => {
     const run = await caller().runs.create({ companyId: "co-1", taskId: "trpc-1", agent: "a", provider: "codex", target: "remote", sandboxMode: "warm", turns: 2 });
     expect(run).toMatchObject({ taskId: "trpc-1", status: "queued", previousRunId: null });
     const audit = await h.db.db.auditEntry.findFirstOrThrow({ where: { action: "run.submit", targetId: run.id } });
-    expect(audit).toMatchObject({ actor: "local-operator", outcome: "ok" });
+    expect(audit).toMatchObject({ actor: "admin@test.local", role: "admin", outcome: "ok" });
   });
 
   it("answers BAD_REQUEST naming the field", async () => {
@@ -64,7 +65,7 @@ describe("runs.create", () => {
         body: JSON.stringify({ json: { companyId: "co 1", taskId: "t", agent: "a", provider: "codex" } }),
       }),
       router: appRouter,
-      createContext: () => createTRPCContext({ headers: new Headers(), db: h.db.db, service }),
+      createContext: () => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: h.db.db, service }),
     });
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: { json: { message: string; data: { field: string; appCode: string } } } };

@@ -13,6 +13,7 @@ import { buildLabels, creationName } from "../../providers/labels";
 import { confirmWord } from "../../sandboxes/confirm";
 import { createCaller } from "../root";
 import { createTRPCContext } from "../trpc";
+import { TEST_ADMIN } from "../../test/users";
 
 /**
  * orphans.list / orphans.reclaim and intents.list against PostgreSQL and the in-process
@@ -21,7 +22,7 @@ import { createTRPCContext } from "../trpc";
 
 let h: ControllerHarness;
 let service: ControllerContext;
-const caller = () => createCaller(createTRPCContext({ headers: new Headers(), db: h.db.db, service }));
+const caller = () => createCaller(() => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: h.db.db, service }));
 
 async function trpcError(p: Promise<unknown>): Promise<TRPCError> {
   const err = await p.then(
@@ -259,6 +260,6 @@ describe("orphans.reclaim", () => {
     expect(lease.terminationReceipt).toMatchObject({ outcome: "destroyed", sandboxId: ids.exitedCreator });
     expect((await h.db.db.sandboxCreationIntent.findUniqueOrThrow({ where: { id: intents.exited! } })).status).toBe("reclaimed");
     const audit = await h.db.db.auditEntry.findFirstOrThrow({ where: { action: "orphans.reclaim", targetId: plan.planId } });
-    expect(audit).toMatchObject({ actor: "local-operator", outcome: "ok" });
+    expect(audit).toMatchObject({ actor: "admin@test.local", outcome: "ok" });
   });
 });

@@ -1,24 +1,24 @@
 import { executeReclaim, listOrphans, orphanListInput, orphanListOutput, previewReclaim, reclaimInput, reclaimOutput } from "../../sandboxes/orphans";
-import { createTRPCRouter, publicProcedure } from "../trpc";
+import { createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 
 export const orphansRouter = createTRPCRouter({
   /** This instance's sandboxes no live run holds, costliest first, with an ownership verdict. */
-  list: publicProcedure
+  list: viewerProcedure
     .input(orphanListInput)
     .output(orphanListOutput)
-    .query(({ ctx, input }) => listOrphans(ctx.db, ctx.service(), ctx.instanceId, input)),
+    .query(({ ctx, input }) => listOrphans(ctx.db, ctx.service(), ctx.scope, ctx.instanceId, input)),
 
   /**
    * Dry run (`dryRun: true`): what would be destroyed and what is refused, touching nothing.
    * Real (`dryRun: false`, the dry run's `planId`, and the typed `confirm`): destroys only
    * what is still reclaimable when looked at again, and reports each sandbox's outcome.
    */
-  reclaim: publicProcedure
+  reclaim: operatorProcedure
     .input(reclaimInput)
     .output(reclaimOutput)
     .mutation(({ ctx, input }) =>
       input.dryRun
-        ? previewReclaim(ctx.db, ctx.service(), ctx.instanceId, ctx.actor, input)
-        : executeReclaim(ctx.db, ctx.service(), ctx.instanceId, ctx.actor, input),
+        ? previewReclaim(ctx.db, ctx.service(), ctx.scope, ctx.instanceId, ctx.actor, input)
+        : executeReclaim(ctx.db, ctx.service(), ctx.scope, ctx.instanceId, ctx.actor, input),
     ),
 });

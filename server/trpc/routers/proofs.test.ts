@@ -4,9 +4,10 @@ import { describe, expect, test } from "vitest";
 import { leaseBinding, startupFailure } from "../../engine/test-support";
 import { appRouter, createCaller } from "../root";
 import { createTRPCContext } from "../trpc";
+import { TEST_ADMIN } from "../../test/users";
 
 // proofs.evaluate never touches the database.
-const caller = createCaller(createTRPCContext({ headers: new Headers(), db: {} as never }));
+const caller = createCaller(() => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: {} as never }));
 
 async function rejection(input: unknown): Promise<TRPCError> {
   try {
@@ -66,7 +67,7 @@ describe("proofs.evaluate over HTTP", () => {
       endpoint: "/api/trpc",
       req,
       router: appRouter,
-      createContext: () => createTRPCContext({ headers: req.headers, db: {} as never }),
+      createContext: () => createTRPCContext({ user: TEST_ADMIN, headers: req.headers, db: {} as never }),
     });
     return { status: res.status, body: await res.json() };
   }

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { safeDecide, verdictSchema, type EvidenceInput } from "../../engine";
 import { AppError } from "../../errors";
-import { createTRPCRouter, publicProcedure } from "../trpc";
+import { createTRPCRouter, viewerProcedure } from "../trpc";
 
 /**
  * The bundle is validated by the engine, not by tRPC's input parser, so the message names
@@ -12,7 +12,8 @@ const evidenceInput = z.custom<EvidenceInput>();
 
 export const proofsRouter = createTRPCRouter({
   /** Evaluate an evidence bundle (EVIDENCE.md) and return the verdict with every check. */
-  evaluate: publicProcedure
+  // Pure: it reads nothing stored, so any signed-in role may evaluate evidence.
+  evaluate: viewerProcedure
     .input(evidenceInput)
     .output(verdictSchema)
     .mutation(({ input }) => {

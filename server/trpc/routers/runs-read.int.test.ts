@@ -9,9 +9,10 @@ import { listRuns } from "../../runs/queries";
 import { withTestDatabase } from "../../test/context";
 import { createCaller } from "../root";
 import { createTRPCContext } from "../trpc";
+import { TEST_ADMIN } from "../../test/users";
 
 const t = withTestDatabase();
-const caller = () => createCaller(createTRPCContext({ headers: new Headers(), db: t.current.db }));
+const caller = () => createCaller(() => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: t.current.db }));
 
 async function trpcError(p: Promise<unknown>): Promise<TRPCError> {
   const err = await p.then(
@@ -104,7 +105,7 @@ describe("runs.list", () => {
     const window = await c.runs.list({ createdFrom: new Date(T0.getTime() + 25 * 60_000), createdTo: new Date(T0.getTime() + 27 * 60_000) });
     expect(window.items.map((r) => r.taskId)).toEqual(["task-27", "task-26", "task-25"]);
     // A preset range is measured from when the query runs.
-    const recent = await listRuns(t.current.db, { range: "1h", pageSize: 100 }, new Date(T0.getTime() + 85 * 60_000));
+    const recent = await listRuns(t.current.db, { all: true }, { range: "1h", pageSize: 100 }, new Date(T0.getTime() + 85 * 60_000));
     expect(recent.items.map((r) => r.taskId)).toEqual(["task-29", "task-28", "task-27", "task-26", "task-25"]);
   });
 

@@ -2,11 +2,12 @@ import { describe, expect, it } from "vitest";
 import { withTestDatabase } from "../../test/context";
 import { createCaller } from "../root";
 import { createTRPCContext } from "../trpc";
+import { TEST_ADMIN } from "../../test/users";
 
 const t = withTestDatabase();
 
 function caller() {
-  return createCaller(createTRPCContext({ headers: new Headers(), db: t.current.db }));
+  return createCaller(() => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: t.current.db }));
 }
 
 describe("runs.countByStatus", () => {

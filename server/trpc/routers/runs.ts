@@ -5,7 +5,10 @@ import { getRunDetail, runDetailOutput, runEvidence, runEvidenceOutput, runIdInp
 import { failureGroups, failureGroupsOutput, listRuns, runFacets, runFacetsOutput, runFilterInput, runListInput, runListOutput } from "../../runs/queries";
 import { retryRun } from "../../runs/retry";
 import { submitRun, submitRunInput } from "../../runs/submit";
-import { createTRPCRouter, publicProcedure } from "../trpc";
+import { boardProcedure, createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
+import { writeAudit } from "../../audit";
+import { companyWhere, inScope } from "../../auth/roles";
+import { AppError } from "../../errors";
 
 const statusCounts = z.object({
   total: z.number().int(),
@@ -32,8 +35,8 @@ const pick = (r: z.infer<typeof runSummary>) => ({
 
 export const runsRouter = createTRPCRouter({
   /** How many runs are in each status. */
-  countByStatus: publicProcedure.output(statusCounts).query(async ({ ctx }) => {
-    const rows = await ctx.db.run.groupBy({ by: ["status"], _count: { _all: true } });
+  countByStatus: viewerProcedure.output(statusCounts).query(async ({ ctx }) => {
+    const rows = await ctx.db.run.groupBy({ by: ["status"], where: companyWhere(ctx.scope), _count: { _all: true } });
     const byStatus = Object.fromEntries(Object.values(RunStatus).map((s) => [s, 0])) as Record<RunStatus, number>;
     let total = 0;
     for (const row of rows) {
@@ -44,47 +47,53 @@ export const runsRouter = createTRPCRouter({
   }),
 
   /** Runs, newest first, filtered, one page at a time (keyset cursor over createdAt, id). */
-  list: publicProcedure
+  list: viewerProcedure
     .input(runListInput)
     .output(runListOutput)
-    .query(({ ctx, input }) => listRuns(ctx.db, input)),
+    .query(({ ctx, input }) => listRuns(ctx.db, ctx.scope, input)),
 
   /** Runs with a failure code, grouped by code with the catalogue's sentence. */
-  failureGroups: publicProcedure
+  failureGroups: viewerProcedure
     .input(runFilterInput.optional())
     .output(failureGroupsOutput)
-    .query(({ ctx, input }) => failureGroups(ctx.db, input ?? {})),
+    .query(({ ctx, input }) => failureGroups(ctx.db, ctx.scope, input ?? {})),
 
   /** Values the list's filters can take. */
-  facets: publicProcedure.output(runFacetsOutput).query(({ ctx }) => runFacets(ctx.db)),
+  facets: viewerProcedure.output(runFacetsOutput).query(({ ctx }) => runFacets(ctx.db, ctx.scope)),
 
   /** One run with everything behind its state: timeline, claims, proofs, leases, lineage. */
-  get: publicProcedure
+  get: viewerProcedure
     .input(runIdInput)
     .output(runDetailOutput)
-    .query(({ ctx, input }) => getRunDetail(ctx.db, input.id)),
+    .query(({ ctx, input }) => getRunDetail(ctx.db, ctx.scope, input.id)),
 
   /** The evidence bundles of the run's proofs, each accepted by `runwarden decide`. */
-  evidence: publicProcedure
+  evidence: viewerProcedure
     .input(runIdInput)
     .output(runEvidenceOutput)
-    .query(({ ctx, input }) => runEvidence(ctx.db, input.id)),
+    .query(({ ctx, input }) => runEvidence(ctx.db, ctx.scope, input.id)),
 
   /** Queues a run for a task; whichever controller claims it executes it. */
-  create: publicProcedure
+  create: operatorProcedure
     .input(submitRunInput)
     .output(runSummary)
-    .mutation(async ({ ctx, input }) => pick(await submitRun(ctx.db, ctx.instanceId, input, ctx.actor))),
+    .mutation(async ({ ctx, input }) => {
+      if (!inScope(ctx.scope, input.companyId)) {
+        await writeAudit(ctx.db, ctx.actor, { action: "run.submit", targetType: "task", targetId: input.taskId, companyId: input.companyId, input, outcome: "refused", detail: { reason: "company not in scope" } });
+        throw new AppError("FORBIDDEN", `you cannot submit runs for company ${input.companyId}`);
+      }
+      return pick(await submitRun(ctx.db, ctx.instanceId, input, ctx.actor));
+    }),
 
   /**
    * Retry (DOMAIN.md §2.7): exactly one successor however often it is called, then one
    * scoped cleanup attempt for the old run's sandboxes (the sweep retries what fails).
    */
-  retry: publicProcedure
+  retry: boardProcedure
     .input(z.object({ runId: z.uuid() }))
     .output(z.object({ run: runSummary, created: z.boolean(), cleanup: z.array(z.object({ leaseId: z.string(), outcome: z.string() })) }))
     .mutation(async ({ ctx, input }) => {
-      const result = await retryRun(ctx.db, input.runId, ctx.actor);
+      const result = await retryRun(ctx.db, input.runId, ctx.actor, ctx.scope);
       const cleanup = [];
       for (const leaseId of result.leasesQueued) {
         const outcome = await teardownLease(ctx.service(), leaseId).catch((err: unknown) => ({ outcome: `error: ${String(err)}`, leaseId }));

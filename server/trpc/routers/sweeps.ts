@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { writeAudit } from "../../audit";
 import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "../../controller/sweeps";
-import { createTRPCRouter, publicProcedure } from "../trpc";
+import { createTRPCRouter, operatorProcedure } from "../trpc";
 
 const summarySchema = z.object({
   kind: z.enum(["creation_intents", "teardown"]),
@@ -16,14 +16,16 @@ const summarySchema = z.object({
 
 export const sweepsRouter = createTRPCRouter({
   /** Runs the sweeps now, in this process, and reports what they decided. */
-  run: publicProcedure
+  run: operatorProcedure
     .input(z.object({ kind: z.enum(["all", "creation_intents", "teardown"]).default("all") }).default({ kind: "all" }))
     .output(z.array(summarySchema))
     .mutation(async ({ ctx, input }) => {
       const service = ctx.service();
       const results: SweepSummary[] = [];
-      if (input.kind !== "teardown") results.push(await sweepCreationIntents(service, "manual"));
-      if (input.kind !== "creation_intents") results.push(await sweepTeardown(service, "manual"));
+      // Only the companies this person acts for are swept.
+      const companies = ctx.scope.all ? undefined : ctx.scope.companies;
+      if (input.kind !== "teardown") results.push(await sweepCreationIntents(service, "manual", companies));
+      if (input.kind !== "creation_intents") results.push(await sweepTeardown(service, "manual", companies));
       await writeAudit(ctx.db, ctx.actor, {
         action: "sweep.run",
         targetType: "sweep",

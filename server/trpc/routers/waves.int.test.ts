@@ -4,9 +4,10 @@ import { withTestDatabase } from "../../test/context";
 import type { WaveReport } from "../../waves/report";
 import { createCaller } from "../root";
 import { createTRPCContext } from "../trpc";
+import { TEST_ADMIN } from "../../test/users";
 
 const t = withTestDatabase();
-const caller = () => createCaller(createTRPCContext({ headers: new Headers(), db: t.current.db }));
+const caller = () => createCaller(() => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: t.current.db }));
 
 function check(ok: boolean) {
   return { ok, detail: ok ? "fine" : "broken" };
@@ -27,6 +28,7 @@ function report(id: string, r2: boolean[], codes: string[][]): WaveReport {
     id,
     seed: 6402,
     instanceId: `wave-${id}`,
+    companyId: "co-wave",
     startedAt: "2026-11-12T01:08:00.000Z",
     finishedAt: "2026-11-12T01:09:00.000Z",
     plan: { seed: 6402, tasks: [], kills: [], concurrency: 2 },

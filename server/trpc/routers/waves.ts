@@ -2,19 +2,19 @@ import { z } from "zod";
 import { writeAudit } from "../../audit";
 import { compareWaves, getWave, listWaves, waveCompareInput, waveCompareOutput, waveDetailOutput, waveIdInput, waveListOutput } from "../../waves/queries";
 import { importWaveReport } from "../../waves/store";
-import { createTRPCRouter, publicProcedure } from "../trpc";
+import { createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 
 export const wavesRouter = createTRPCRouter({
-  list: publicProcedure.output(waveListOutput).query(({ ctx }) => listWaves(ctx.db)),
-  get: publicProcedure.input(waveIdInput).output(waveDetailOutput).query(({ ctx, input }) => getWave(ctx.db, input.id)),
-  compare: publicProcedure.input(waveCompareInput).output(waveCompareOutput).query(({ ctx, input }) => compareWaves(ctx.db, input.a, input.b)),
+  list: viewerProcedure.output(waveListOutput).query(({ ctx }) => listWaves(ctx.db, ctx.scope)),
+  get: viewerProcedure.input(waveIdInput).output(waveDetailOutput).query(({ ctx, input }) => getWave(ctx.db, ctx.scope, input.id)),
+  compare: viewerProcedure.input(waveCompareInput).output(waveCompareOutput).query(({ ctx, input }) => compareWaves(ctx.db, ctx.scope, input.a, input.b)),
   /** Stores a report made elsewhere; a malformed or duplicate one is refused whole. */
-  import: publicProcedure
+  import: operatorProcedure
     .input(z.object({ report: z.unknown() }))
     .output(z.object({ id: z.string(), tasks: z.number().int(), passed: z.boolean() }))
     .mutation(async ({ ctx, input }) => {
       try {
-        const report = await importWaveReport(ctx.db, input.report);
+        const report = await importWaveReport(ctx.db, input.report, ctx.scope);
         await writeAudit(ctx.db, ctx.actor, { action: "wave.import", targetType: "wave", targetId: report.id, outcome: "ok" });
         return { id: report.id, tasks: report.tasks.length, passed: report.passed };
       } catch (err) {

@@ -1,0 +1,91 @@
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { betterAuth } from "better-auth";
+import { prismaAdapter } from "better-auth/adapters/prisma";
+import type { Db } from "../db/client";
+import { env } from "../env";
+
+/**
+ * Sign-in with better-auth: email and password, sessions in PostgreSQL (the `sessions`
+ * table), secure HTTP-only cookies, and sign-in rate limiting stored in the database so
+ * every dashboard process shares it. Nobody signs up: people are added by an admin or
+ * `runwarden user add`.
+ */
+
+export function publicUrl(): string {
+  return (env.RUNWARDEN_PUBLIC_URL ?? `http://localhost:${env.PORT}`).replace(/\/+$/, "");
+}
+
+/** The origins a browser may send mutations from (the dashboard itself). */
+export function trustedOrigins(): string[] {
+  const origins = new Set([new URL(publicUrl()).origin, `http://localhost:${env.PORT}`, `http://127.0.0.1:${env.PORT}`]);
+  return [...origins];
+}
+
+/** BETTER_AUTH_SECRET, or one generated once and kept (mode 600) in the data dir. */
+export function authSecret(): string {
+  if (env.BETTER_AUTH_SECRET) return env.BETTER_AUTH_SECRET;
+  const file = path.resolve(env.RUNWARDEN_DATA_DIR, "auth-secret");
+  try {
+    return fs.readFileSync(file, "utf8").trim();
+  } catch {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const secret = crypto.randomBytes(32).toString("base64url");
+    try {
+      fs.writeFileSync(file, secret, { mode: 0o600, flag: "wx" });
+      return secret;
+    } catch {
+      // Another process wrote it first.
+      return fs.readFileSync(file, "utf8").trim();
+    }
+  }
+}
+
+export const SIGN_IN_LIMIT = { window: 60, max: 5 };
+
+export function createAuth(db: Db) {
+  return betterAuth({
+    appName: "Runwarden",
+    database: prismaAdapter(db, { provider: "postgresql" }),
+    secret: authSecret(),
+    baseURL: publicUrl(),
+    basePath: "/api/auth",
+    trustedOrigins: trustedOrigins(),
+    emailAndPassword: { enabled: true, disableSignUp: true, minPasswordLength: 10, autoSignIn: false },
+    user: {
+      additionalFields: {
+        role: { type: "string", required: false, defaultValue: "viewer", input: false },
+        companies: { type: "string[]", required: false, defaultValue: [], input: false },
+      },
+    },
+    session: { expiresIn: 60 * 60 * 24 * 7, updateAge: 60 * 60 * 24 },
+    rateLimit: {
+      enabled: true,
+      storage: "database",
+      window: 60,
+      max: 300,
+      customRules: { "/sign-in/email": SIGN_IN_LIMIT },
+    },
+    advanced: {
+      cookiePrefix: "runwarden",
+      useSecureCookies: publicUrl().startsWith("https://"),
+      defaultCookieAttributes: { sameSite: "lax", httpOnly: true },
+    },
+    telemetry: { enabled: false },
+    // better-auth logs failed sign-ins by email only; no password or secret reaches a log.
+    logger: { level: "warn" },
+  });
+}
+
+export type Auth = ReturnType<typeof createAuth>;
+
+const cache = new WeakMap<Db, Auth>();
+export function authFor(db: Db): Auth {
+  let auth = cache.get(db);
+  if (!auth) {
+    auth = createAuth(db);
+    cache.set(db, auth);
+  }
+  return auth;
+}

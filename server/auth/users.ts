@@ -1,0 +1,60 @@
+import crypto from "node:crypto";
+import { z } from "zod";
+import { writeAudit, type Actor } from "../audit";
+import type { Db } from "../db/client";
+import { AppError } from "../errors";
+import { authFor } from "./auth";
+import { ALL_COMPANIES, isRole, ROLES, scopeOf, type Role, type SessionUser } from "./roles";
+
+export const addUserInput = z.object({
+  email: z.email().transform((e) => e.toLowerCase()),
+  name: z.string().trim().min(1).max(120).optional(),
+  role: z.enum(ROLES),
+  companies: z.array(z.string().trim().min(1).max(120)).min(1, "at least one company (or * for all)"),
+  password: z.string().min(10, "at least 10 characters").max(200).optional(),
+});
+export type AddUserInput = z.input<typeof addUserInput>;
+
+/** A password for someone who gets it once, on the screen that created their account. */
+export function generatePassword(): string {
+  return crypto.randomBytes(15).toString("base64url");
+}
+
+/**
+ * Adds a person who can sign in (there is no self sign-up). Returns the password when it
+ * was generated here, so the caller can show it exactly once.
+ */
+export async function addUser(db: Db, raw: AddUserInput, actor: Actor): Promise<{ id: string; email: string; role: Role; companies: string[]; generatedPassword: string | null }> {
+  const input = addUserInput.parse(raw);
+  if (await db.user.findUnique({ where: { email: input.email }, select: { id: true } })) {
+    throw new AppError("CONFLICT", `a user with email ${input.email} already exists`);
+  }
+  const password = input.password ?? generatePassword();
+  const ctx = await authFor(db).$context;
+  const user = await ctx.internalAdapter.createUser(
+    { email: input.email, name: input.name ?? input.email.split("@")[0]!, emailVerified: true, role: input.role, companies: input.companies },
+    { method: "admin" },
+  );
+  await ctx.internalAdapter.linkAccount({ userId: user.id, providerId: "credential", accountId: user.id, password: await ctx.password.hash(password) });
+  // The input is audited without the password.
+  await writeAudit(db, actor, { action: "user.add", targetType: "user", targetId: user.id, input: { email: input.email, role: input.role, companies: input.companies }, outcome: "ok" });
+  return { id: user.id, email: input.email, role: input.role, companies: input.companies, generatedPassword: input.password ? null : password };
+}
+
+/** The signed-in person behind a request, or null. */
+export async function sessionUser(db: Db, headers: Headers): Promise<SessionUser | null> {
+  const session = await authFor(db).api.getSession({ headers });
+  if (!session) return null;
+  const u = session.user as { id: string; email: string; role?: unknown; companies?: unknown };
+  const role: Role = isRole(u.role) ? u.role : "viewer";
+  const companies = Array.isArray(u.companies) ? u.companies.filter((c): c is string => typeof c === "string") : [];
+  return { id: u.id, email: u.email, role, scope: scopeOf(companies) };
+}
+
+/** On an empty user table, the first operator (an admin of every company), with a password shown once. */
+export async function ensureFirstOperator(db: Db): Promise<{ email: string; password: string } | null> {
+  if ((await db.user.count()) > 0) return null;
+  const email = "operator@runwarden.local";
+  const created = await addUser(db, { email, name: "First operator", role: "admin", companies: [ALL_COMPANIES] }, { id: "system:first-boot", role: "admin" });
+  return { email, password: created.generatedPassword! };
+}
