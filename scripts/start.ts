@@ -6,6 +6,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { openDatabase, type DatabaseHandle } from "../server/db/embedded";
+import { publicUrl } from "../server/auth/auth";
+import { ensureFirstOperator } from "../server/auth/users";
 import { createDb } from "../server/db/client";
 import { migrate } from "../server/db/migrate";
 import { acquireFileLock } from "../server/lib/file-lock";
@@ -61,6 +63,8 @@ async function main() {
   const result = await migrate(db.url, { log: say });
   say(result.applied.length ? `${result.applied.length} migration(s) applied` : "database schema is up to date");
 
+  await firstOperator(db.url);
+
   const childVars = { DATABASE_URL: db.url, NEXT_TELEMETRY_DISABLED: "1" };
   await ensureBuild(childVars);
   if (stopping) return;
@@ -97,6 +101,21 @@ async function main() {
     say(`Runwarden is running at ${url}  (Ctrl-C stops it)`);
   } else if (!stopping) {
     await shutdown(1, "the dashboard did not answer within 60 s");
+  }
+}
+
+/** On a database with nobody in it, a first operator, with a password shown once. */
+async function firstOperator(url: string) {
+  const client = createDb(url, { max: 1 });
+  try {
+    const created = await ensureFirstOperator(client);
+    if (!created) return;
+    say("no one can sign in yet: created a first operator (an admin of every company)");
+    say(`  sign in at ${publicUrl()}/sign-in`);
+    say(`  email     ${created.email}`);
+    say(`  password  ${created.password}   (shown once; add people with: npm run -s runwarden -- user add EMAIL --role ROLE --company ID)`);
+  } finally {
+    await client.$disconnect();
   }
 }
 

@@ -2,9 +2,10 @@ import type { Command } from "commander";
 import type { CliIO } from "../io";
 import { registerDecide } from "./decide";
 import { registerRun } from "./run";
+import { registerUser } from "./user";
 
 /** Adds one subcommand (with its options and action) to the program. */
 export type RegisterCommand = (program: Command, io: CliIO) => void;
 
 /** Every subcommand, one file each; add new ones here. */
-export const COMMANDS: readonly RegisterCommand[] = [registerDecide, registerRun];
+export const COMMANDS: readonly RegisterCommand[] = [registerDecide, registerRun, registerUser];

@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+import { withTestDatabase } from "../test/context";
+import { authFor, SIGN_IN_LIMIT } from "./auth";
+import { addUser, sessionUser } from "./users";
+
+/** The real sign-in endpoints (better-auth's handler), against PostgreSQL. */
+
+const t = withTestDatabase();
+const admin = { id: "test", role: "admin" };
+const ORIGIN = "http://localhost:3000";
+
+function signIn(email: string, password: string, ip = "203.0.113.7") {
+  return authFor(t.current.db).handler(
+    new Request(`${ORIGIN}/api/auth/sign-in/email`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: ORIGIN, "x-forwarded-for": ip },
+      body: JSON.stringify({ email, password }),
+    }),
+  );
+}
+
+function cookieOf(res: Response): string {
+  return res.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+}
+
+describe("sign-in", () => {
+  it("signs a person in with email and password; the session names their role and companies", async () => {
+    await addUser(t.current.db, { email: "Board@Example.com", role: "board", companies: ["co-a"], password: "correct horse battery" }, admin);
+    const res = await signIn("board@example.com", "correct horse battery");
+    expect(res.status).toBe(200);
+    const setCookie = res.headers.getSetCookie().join("\n");
+    expect(setCookie).toMatch(/runwarden\.session_token=/);
+    expect(setCookie).toMatch(/HttpOnly/i);
+    expect(setCookie).toMatch(/SameSite=Lax/i);
+    const user = await sessionUser(t.current.db, new Headers({ cookie: cookieOf(res) }));
+    expect(user).toMatchObject({ email: "board@example.com", role: "board", scope: { all: false, companies: ["co-a"] } });
+    const row = await t.current.db.session.findFirstOrThrow({ where: { userId: user!.id } });
+    expect(row.token).toBeTruthy();
+  });
+
+  it("refuses a wrong password, and stores no password in clear", async () => {
+    await addUser(t.current.db, { email: "v@example.com", role: "viewer", companies: ["co-a"], password: "the right one!" }, admin);
+    expect((await signIn("v@example.com", "the wrong one", "203.0.113.8")).status).toBe(401);
+    const account = await t.current.db.account.findFirstOrThrow({ where: { user: { email: "v@example.com" } } });
+    expect(account.password).not.toContain("the right one");
+    const audit = await t.current.db.auditEntry.findMany({ where: { action: "user.add" } });
+    expect(JSON.stringify(audit.map((a) => [a.input, a.detail]))).not.toMatch(/right one|battery/);
+  });
+
+  it("has no sign-up: people are added by an admin", async () => {
+    const res = await authFor(t.current.db).handler(
+      new Request(`${ORIGIN}/api/auth/sign-up/email`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: ORIGIN },
+        body: JSON.stringify({ email: "new@example.com", password: "a long password", name: "x" }),
+      }),
+    );
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(await t.current.db.user.count({ where: { email: "new@example.com" } })).toBe(0);
+  });
+
+  it("rate-limits sign-in attempts per client", async () => {
+    await addUser(t.current.db, { email: "o@example.com", role: "operator", companies: ["*"], password: "operator password" }, admin);
+    const statuses: number[] = [];
+    for (let i = 0; i < SIGN_IN_LIMIT.max + 2; i++) statuses.push((await signIn("o@example.com", `guess ${i}`, "198.51.100.9")).status);
+    expect(statuses.slice(0, SIGN_IN_LIMIT.max).every((s) => s === 401)).toBe(true);
+    expect(statuses.at(-1)).toBe(429);
+    // Another client is not held back by it.
+    expect((await signIn("o@example.com", "operator password", "198.51.100.10")).status).toBe(200);
+  });
+});
