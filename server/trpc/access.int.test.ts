@@ -38,6 +38,7 @@ const POLICY: Record<string, Role> = {
   "users.list": "admin",
   "users.add": "admin",
   "audit.list": "viewer",
+  "me.get": "viewer",
 };
 
 let h: ControllerHarness;

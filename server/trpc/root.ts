@@ -6,6 +6,7 @@ import { sweepsRouter } from "./routers/sweeps";
 import { wavesRouter } from "./routers/waves";
 import { auditRouter } from "./routers/audit";
 import { usersRouter } from "./routers/users";
+import { meRouter } from "./routers/me";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 export const appRouter = createTRPCRouter({
@@ -17,6 +18,7 @@ export const appRouter = createTRPCRouter({
   orphans: orphansRouter,
   users: usersRouter,
   audit: auditRouter,
+  me: meRouter,
 });
 
 export type AppRouter = typeof appRouter;
