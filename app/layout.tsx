@@ -1,5 +1,4 @@
 import type { Metadata } from "next";
-import { Nav } from "@/components/nav";
 import { Providers } from "@/components/providers";
 import "./globals.css";
 
@@ -8,6 +7,7 @@ export const metadata: Metadata = {
   description: "Recovery console for AI-agent runs in remote sandboxes",
 };
 
+/** The document; the console's header and navigation are in app/(console)/layout.tsx, behind sign-in. */
 export default function RootLayout({ children }: { children: React.ReactNode }) {
   return (
     <html lang="en">
@@ -16,12 +16,7 @@ export default function RootLayout({ children }: { children: React.ReactNode }) 
           <a href="#main" className="sr-only focus:not-sr-only focus:absolute focus:top-2 focus:left-2 focus:rounded focus:bg-white focus:px-3 focus:py-2 dark:focus:bg-zinc-900">
             Skip to content
           </a>
-          <header className="border-b border-zinc-200 dark:border-zinc-800">
-            <Nav />
-          </header>
-          <main id="main" className="mx-auto max-w-7xl px-4 py-6">
-            {children}
-          </main>
+          {children}
         </Providers>
       </body>
     </html>

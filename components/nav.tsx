@@ -2,11 +2,16 @@
 
 import Link from "next/link";
 import { usePathname } from "next/navigation";
-import { cx } from "./ui";
+import { roleAllows, type Role } from "@/server/auth/roles";
+import { useMe } from "./auth/access";
+import { SignOutButton } from "./auth/sign-out-button";
+import { Badge, cx } from "./ui";
 
 export interface NavItem {
   href: string;
   label: string;
+  /** Shown only to this role and above (the page itself says so to anyone else). */
+  role?: Role;
 }
 
 /** The main navigation: adding a page is one line here. */
@@ -25,12 +30,14 @@ function isCurrent(pathname: string, href: string): boolean {
 
 export function Nav() {
   const pathname = usePathname();
+  const me = useMe().data;
+  const items = NAV_ITEMS.filter((item) => !item.role || (me && roleAllows(me.role, item.role)));
   return (
     <nav aria-label="Main" className="mx-auto flex max-w-7xl flex-wrap items-center gap-x-5 gap-y-2 px-4 py-3 text-sm">
       <Link href="/" className="mr-2 font-semibold tracking-tight">
         Runwarden
       </Link>
-      {NAV_ITEMS.map((item) => {
+      {items.map((item) => {
         const current = isCurrent(pathname, item.href);
         return (
           <Link
@@ -46,6 +53,19 @@ export function Nav() {
           </Link>
         );
       })}
+      {me ? (
+        <div className="ml-auto flex flex-wrap items-center gap-2" data-testid="signed-in-as">
+          <span className="text-zinc-700 dark:text-zinc-300">
+            <span className="sr-only">Signed in as </span>
+            <span className="font-medium text-zinc-900 dark:text-zinc-100">{me.email}</span>
+          </span>
+          <Badge tone="info" title={me.companies === "all" ? "every company" : `companies: ${me.companies.join(", ")}`}>
+            {me.role}
+          </Badge>
+          <span className="text-xs text-zinc-700 dark:text-zinc-300">{me.companies === "all" ? "all companies" : me.companies.join(", ")}</span>
+          <SignOutButton />
+        </div>
+      ) : null}
     </nav>
   );
 }

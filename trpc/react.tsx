@@ -1,19 +1,33 @@
 "use client";
 
 import { QueryClientProvider, type QueryClient } from "@tanstack/react-query";
-import { createTRPCClient, httpBatchLink } from "@trpc/client";
+import { createTRPCClient, httpBatchLink, TRPCClientError } from "@trpc/client";
 import { createTRPCContext } from "@trpc/tanstack-react-query";
 import { useState } from "react";
 import superjson from "superjson";
+import { signInHref } from "@/components/auth/next-path";
 import type { AppRouter } from "@/server/trpc/root";
 import { makeQueryClient } from "./query-client";
 
 export const { TRPCProvider, useTRPC } = createTRPCContext<AppRouter>();
 
+/**
+ * A session that ended while a page was open (signed out in another tab, expired): the next
+ * answer is UNAUTHORIZED, and the page goes to sign-in, remembering where it was.
+ */
+let leaving = false;
+function onSignedOut(error: unknown) {
+  if (leaving || !(error instanceof TRPCClientError)) return;
+  const code = (error.data as { code?: unknown } | undefined)?.code;
+  if (code !== "UNAUTHORIZED") return;
+  leaving = true;
+  window.location.replace(signInHref(`${window.location.pathname}${window.location.search}`));
+}
+
 let browserQueryClient: QueryClient | undefined;
 function getQueryClient() {
   if (typeof window === "undefined") return makeQueryClient();
-  browserQueryClient ??= makeQueryClient();
+  browserQueryClient ??= makeQueryClient(onSignedOut);
   return browserQueryClient;
 }
 
