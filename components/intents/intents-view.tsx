@@ -8,6 +8,7 @@ import { toast } from "sonner";
 import { LIVE } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
+import { usePermission } from "../auth/access";
 import { SelectFilter, TextFilter } from "../text-filter";
 import { Badge, buttonClass, Empty, ErrorNotice, JsonValue, linkClass, Loading, RelativeTime, Section, shortId, statusTone, TableWrap, tableClass, tdClass, thClass, type Tone } from "../ui";
 import { INTENT_STATUSES, intentsSearchParams, toIntentListInput } from "./search-params";
@@ -165,6 +166,7 @@ function SweepNow() {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const inFlight = useRef(false);
+  const can = usePermission("sweeps.run", "run the sweeps");
   const sweep = useMutation(
     trpc.sweeps.run.mutationOptions({
       onSuccess: (summaries) => {
@@ -182,7 +184,8 @@ function SweepNow() {
         <button
           type="button"
           className={buttonClass.primary}
-          disabled={sweep.isPending}
+          disabled={sweep.isPending || !can.allowed}
+          aria-describedby={can.reason ? "sweep-refusal" : undefined}
           onClick={() => {
             if (inFlight.current) return;
             inFlight.current = true;
@@ -193,6 +196,11 @@ function SweepNow() {
         </button>
         <p className="text-sm text-zinc-700 dark:text-zinc-300">Runs the creation-intent and teardown sweeps in this dashboard&apos;s process, as a controller would, and shows what they decided.</p>
       </div>
+      {can.reason ? (
+        <p id="sweep-refusal" className="text-sm text-zinc-700 dark:text-zinc-300" data-testid="sweep-refusal">
+          {can.reason}
+        </p>
+      ) : null}
       {sweep.isError ? <ErrorNotice title="The sweep failed." error={sweep.error} /> : null}
       {sweep.data ? <SweepResult summaries={sweep.data} /> : null}
     </section>

@@ -9,6 +9,7 @@ import { confirmWord, OWNERSHIP_VERDICTS } from "@/server/sandboxes/confirm";
 import { LIVE } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
+import { usePermission } from "../auth/access";
 import { SelectFilter, TextFilter } from "../text-filter";
 import { orphansSearchParams, toOrphanListInput } from "./search-params";
 import { Badge, buttonClass, Empty, ErrorNotice, formatDuration, formatUsd, inputClass, linkClass, Loading, RelativeTime, Section, shortId, TableWrap, tableClass, tdClass, thClass, type Tone } from "../ui";
@@ -44,6 +45,7 @@ export function OrphansView() {
   const update = (patch: Partial<Work>) => setWork({ ...work, ...patch, key: filterKey });
   const [result, setResult] = useState<Reclaim | null>(null);
   const inFlight = useRef(false);
+  const can = usePermission("orphans.reclaim", "reclaim sandboxes or run their dry run");
 
   const shown = list.data?.items ?? [];
   const shownIds = new Set(shown.map((o) => o.id));
@@ -188,9 +190,20 @@ export function OrphansView() {
           A dry run comes first: it lists exactly what would be destroyed and what is refused, and touches nothing. Each sandbox is then checked again by its exact name and labels
           when you confirm.
         </p>
-        <button type="button" className={buttonClass.secondary} disabled={selected.length === 0 || preview.isPending} onClick={() => preview.mutate({ dryRun: true, sandboxIds: selected })}>
+        <button
+          type="button"
+          className={buttonClass.secondary}
+          disabled={selected.length === 0 || preview.isPending || !can.allowed}
+          aria-describedby={can.reason ? "reclaim-refusal" : undefined}
+          onClick={() => preview.mutate({ dryRun: true, sandboxIds: selected })}
+        >
           {preview.isPending ? "Running the dry run…" : `Dry run (${selected.length} selected)`}
         </button>
+        {can.reason ? (
+          <p id="reclaim-refusal" className="mt-2 text-sm text-zinc-700 dark:text-zinc-300" data-testid="reclaim-refusal">
+            {can.reason}
+          </p>
+        ) : null}
         {preview.isError ? (
           <div className="mt-3">
             <ErrorNotice title="The dry run failed." error={preview.error} />
@@ -217,7 +230,7 @@ export function OrphansView() {
                   </label>
                   <input id="confirm-reclaim" className={`${inputClass} w-56 font-mono`} autoComplete="off" value={work.typed} onChange={(e) => update({ typed: e.target.value })} />
                 </div>
-                <button type="submit" className={buttonClass.danger} disabled={work.typed.trim() !== word || reclaim.isPending}>
+                <button type="submit" className={buttonClass.danger} disabled={work.typed.trim() !== word || reclaim.isPending || !can.allowed}>
                   {reclaim.isPending ? "Destroying…" : `Destroy ${toDestroy.length} sandbox${toDestroy.length === 1 ? "" : "es"}`}
                 </button>
               </form>

@@ -7,6 +7,7 @@ import { useRef, useState } from "react";
 import { toast } from "sonner";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
+import { usePermission } from "../auth/access";
 import { buttonClass, ErrorNotice, linkClass } from "../ui";
 
 type Detail = RouterOutputs["runs"]["get"];
@@ -18,6 +19,7 @@ type Detail = RouterOutputs["runs"]["get"];
 export function RetryPanel({ detail }: { detail: Detail }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
+  const can = usePermission("runs.retry", "Retry");
   const [open, setOpen] = useState(false);
   // Set synchronously on the first click: a double click lands before React re-renders.
   const inFlight = useRef(false);
@@ -57,6 +59,20 @@ export function RetryPanel({ detail }: { detail: Detail }) {
         </button>
         <p id="retry-blocker" className="text-sm text-zinc-700 dark:text-zinc-300">
           {blocker}
+        </p>
+      </div>
+    );
+  }
+
+  // The server refuses it for this role; the button says so instead of inviting a refusal.
+  if (!can.allowed) {
+    return (
+      <div className="flex flex-wrap items-center gap-3">
+        <button type="button" disabled className={buttonClass.primary} aria-describedby="retry-refusal">
+          Retry
+        </button>
+        <p id="retry-refusal" className="text-sm text-zinc-700 dark:text-zinc-300" data-testid="retry-refusal">
+          {can.reason}
         </p>
       </div>
     );
