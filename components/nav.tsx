@@ -22,6 +22,7 @@ export const NAV_ITEMS: NavItem[] = [
   { href: "/orphans", label: "Orphans" },
   { href: "/evidence", label: "Evidence" },
   { href: "/waves", label: "Waves" },
+  { href: "/audit", label: "Audit" },
 ];
 
 function isCurrent(pathname: string, href: string): boolean {

@@ -1,5 +1,7 @@
 import { z } from "zod";
+import { writeAudit } from "./audit";
 import type { CompanyScope } from "./auth/roles";
+import { sessionUser } from "./auth/users";
 import type { Db, Prisma } from "./db/client";
 import { AppError } from "./errors";
 
@@ -90,4 +92,91 @@ function csvCell(value: unknown): string {
 export function auditCsv(rows: AuditRow[]): string {
   const columns: Array<keyof AuditRow> = ["id", "at", "actor", "role", "action", "targetType", "targetId", "companyId", "outcome", "input", "detail"];
   return [columns.join(","), ...rows.map((r) => columns.map((c) => csvCell(r[c])).join(","))].join("\n") + "\n";
+}
+
+/** The query parameters of the export (`/api/audit/export`), the same names the audit page keeps in its address. */
+export const AUDIT_EXPORT_PARAMS = ["format", "actor", "action", "outcome", "targetType", "targetId", "from", "to"] as const;
+export type AuditExportFormat = "csv" | "json";
+
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/** An ISO 8601 moment, or null; a day that does not exist (2030-02-30) is not rolled over. */
+function isoDate(value: string): Date | null {
+  const m = ISO_DATE.exec(value);
+  if (!m) return null;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const day = new Date(Date.UTC(y, mo - 1, d));
+  if (day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d) return null;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
+/** Reads an export's query string; a wrong value is refused with a message naming its parameter. */
+export function parseAuditExportQuery(params: URLSearchParams): { ok: true; format: AuditExportFormat; filter: AuditFilter } | { ok: false; error: string } {
+  const known: readonly string[] = AUDIT_EXPORT_PARAMS;
+  for (const key of new Set(params.keys())) {
+    if (!known.includes(key)) return { ok: false, error: `${key}: unknown parameter (expected ${AUDIT_EXPORT_PARAMS.join(", ")})` };
+    if (params.getAll(key).length > 1) return { ok: false, error: `${key}: given more than once` };
+  }
+  const format = params.get("format") ?? "csv";
+  if (format !== "csv" && format !== "json") return { ok: false, error: `format: must be csv or json, not ${JSON.stringify(format)}` };
+
+  const raw: Record<string, unknown> = {};
+  for (const key of ["actor", "action", "outcome", "targetType", "targetId"] as const) {
+    const value = params.get(key);
+    if (value !== null && value.trim() !== "") raw[key] = value;
+  }
+  for (const key of ["from", "to"] as const) {
+    const value = params.get(key)?.trim();
+    if (!value) continue;
+    const date = isoDate(value);
+    if (!date) return { ok: false, error: `${key}: not a date (expected ISO 8601, e.g. 2030-01-31T12:00:00Z), got ${JSON.stringify(value)}` };
+    raw[key] = date;
+  }
+  const parsed = auditFilterInput.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return { ok: false, error: `${issue?.path.map(String).join(".") || "input"}: ${issue?.message ?? "invalid"}` };
+  }
+  if (parsed.data.from && parsed.data.to && parsed.data.from > parsed.data.to) return { ok: false, error: "from: must be before to" };
+  return { ok: true, format, filter: parsed.data };
+}
+
+/** `runwarden-audit-20300131T120000Z.csv` */
+export function auditExportFilename(format: AuditExportFormat, at: Date): string {
+  return `runwarden-audit-${at.toISOString().replace(/\.\d+Z$/, "Z").replace(/[-:]/g, "")}.${format}`;
+}
+
+function plain(status: number, message: string): Response {
+  return new Response(`${message}\n`, { status, headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" } });
+}
+
+/**
+ * GET /api/audit/export: everything the filters match within the signed-in person's
+ * companies, as a CSV or JSON attachment. 401 without a session, 400 naming a wrong
+ * parameter. The export itself is audited.
+ */
+export async function auditExportResponse(db: Db, request: Request, now: Date = new Date()): Promise<Response> {
+  const user = await sessionUser(db, request.headers);
+  if (!user) return plain(401, "sign in to export the audit log");
+  const query = parseAuditExportQuery(new URL(request.url).searchParams);
+  if (!query.ok) return plain(400, query.error);
+  const rows = await exportAudit(db, user.scope, query.filter);
+  await writeAudit(db, { id: user.email, role: user.role }, {
+    action: "audit.export",
+    targetType: "audit",
+    input: { format: query.format, ...query.filter },
+    outcome: "ok",
+    detail: { rows: rows.length, truncated: rows.length >= AUDIT_EXPORT_LIMIT },
+  });
+  const body = query.format === "csv" ? auditCsv(rows) : `${JSON.stringify(rows, null, 2)}\n`;
+  return new Response(body, {
+    status: 200,
+    headers: {
+      "content-type": query.format === "csv" ? "text/csv; charset=utf-8" : "application/json; charset=utf-8",
+      "content-disposition": `attachment; filename="${auditExportFilename(query.format, now)}"`,
+      "cache-control": "no-store",
+      "x-runwarden-rows": String(rows.length),
+    },
+  });
 }

@@ -5,6 +5,7 @@ import { useQueryStates } from "nuqs";
 import { FAILURE_CODES } from "@/server/engine/catalogue";
 import { LIVE } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
+import { DateTimeFilter } from "../datetime-filter";
 import { SelectFilter, TextFilter } from "../text-filter";
 import { buttonClass, ErrorNotice, inputClass, Loading, Section } from "../ui";
 import { FailureGroups } from "./failure-groups";
@@ -12,19 +13,6 @@ import { RunsTable } from "./runs-table";
 import { OUTCOMES, PAGE_SIZES, RUN_STATUSES, runsSearchParams, TARGETS, TIME_RANGES, toRunFilter, toRunListInput } from "./search-params";
 
 const RANGE_LABELS: Record<(typeof TIME_RANGES)[number], string> = { "1h": "Last hour", "24h": "Last 24 hours", "7d": "Last 7 days", "30d": "Last 30 days" };
-
-/** `YYYY-MM-DDTHH:mm` in local time, as a datetime-local input wants it. */
-function toLocalInput(d: Date | null): string {
-  if (!d) return "";
-  const pad = (n: number) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
-}
-
-function fromLocalInput(v: string): Date | null {
-  if (!v) return null;
-  const d = new Date(v);
-  return Number.isNaN(d.getTime()) ? null : d;
-}
 
 export function RunsView() {
   const trpc = useTRPC();
@@ -49,18 +37,8 @@ export function RunsView() {
         <TextFilter id="f-provider" label="Provider" value={values.provider} onApply={(provider) => setFilter({ provider })} list="providers" options={facets.data?.providers} />
         <SelectFilter id="f-target" label="Target" value={values.target} options={TARGETS.map((t) => ({ value: t, label: t }))} onChange={(target) => setFilter({ target })} />
         <SelectFilter id="f-range" label="Created" value={values.range} allLabel="Any time" options={TIME_RANGES.map((r) => ({ value: r, label: RANGE_LABELS[r] }))} onChange={(range) => setFilter({ range })} />
-        <div className="flex flex-col gap-1">
-          <label htmlFor="f-from" className="text-xs font-medium text-zinc-700 dark:text-zinc-300">
-            From
-          </label>
-          <input id="f-from" type="datetime-local" className={inputClass} value={toLocalInput(values.from)} onChange={(e) => setFilter({ from: fromLocalInput(e.target.value) })} />
-        </div>
-        <div className="flex flex-col gap-1">
-          <label htmlFor="f-to" className="text-xs font-medium text-zinc-700 dark:text-zinc-300">
-            To
-          </label>
-          <input id="f-to" type="datetime-local" className={inputClass} value={toLocalInput(values.to)} onChange={(e) => setFilter({ to: fromLocalInput(e.target.value) })} />
-        </div>
+        <DateTimeFilter id="f-from" label="From" value={values.from} onChange={(from) => setFilter({ from })} />
+        <DateTimeFilter id="f-to" label="To" value={values.to} onChange={(to) => setFilter({ to })} />
         <TextFilter id="f-search" label="Run or task id" value={values.q} onApply={(q) => setFilter({ q })} placeholder="run id or part of a task id" />
         <button
           type="button"
