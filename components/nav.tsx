@@ -23,6 +23,7 @@ export const NAV_ITEMS: NavItem[] = [
   { href: "/evidence", label: "Evidence" },
   { href: "/waves", label: "Waves" },
   { href: "/audit", label: "Audit" },
+  { href: "/users", label: "Users", role: "admin" },
 ];
 
 function isCurrent(pathname: string, href: string): boolean {
