@@ -5,7 +5,7 @@ import { expectAccessible, rejectedRun, screenshot } from "./support";
 test("evaluating evidence: a stored bundle gives its verdict and checks; a bad one names the field", async ({ page, baseURL }) => {
   const db = e2eDb();
   try {
-    const run = await rejectedRun(db, baseURL);
+    const run = await rejectedRun(db, baseURL, page.request);
     const proof = await db.proof.findFirstOrThrow({ where: { runId: run.id, kind: "startup_failure" } });
 
     await page.goto("/evidence");

@@ -3,11 +3,11 @@ import crypto from "node:crypto";
 import { e2eDb } from "./db";
 import { eventually, expectAccessible, screenshot, tag, trpcQuery } from "./support";
 
-test("pending intents show each creator's live verdict; Run sweep now shows what it decided", async ({ page, baseURL }) => {
+test("pending intents show each creator's live verdict; Run sweep now shows what it decided", async ({ page }) => {
   const db = e2eDb();
   try {
     const t = tag();
-    const { instanceId } = await trpcQuery<{ instanceId: string }>(baseURL, "intents.list", {});
+    const { instanceId } = await trpcQuery<{ instanceId: string }>(page.request, "intents.list", {});
     // The running controller: alive, judged from the dashboard's host.
     const controller = await eventually("a controller record", () => db.controllerProcess.findFirst({ where: { instanceId, stoppedAt: null }, orderBy: { bootedAt: "desc" } }));
     const identity = { bootId: controller.bootId, pid: controller.pid, startedAt: controller.startedAt.toISOString(), pidSpace: controller.pidSpace };

@@ -6,7 +6,7 @@ test("reclaiming orphans shows the dry run before anything is destroyed, then de
   const db = e2eDb();
   try {
     const t = tag();
-    const { instanceId } = await trpcQuery<{ instanceId: string }>(baseURL, "intents.list", {});
+    const { instanceId } = await trpcQuery<{ instanceId: string }>(page.request, "intents.list", {});
     const companyId = `co-e2e-orphans-${t}`;
     // The company is this instance's own: it has a finished run.
     await db.instance.upsert({ where: { id: instanceId }, create: { id: instanceId, name: instanceId }, update: {} });

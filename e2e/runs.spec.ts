@@ -9,7 +9,7 @@ const REJECTED = "native_provider_startup_rejected";
 test("a run stopped by a startup rejection shows the plain reason, its proof's checks and Retry; a double click makes exactly one new run", async ({ page, baseURL }) => {
   const db = e2eDb();
   try {
-    const run = await rejectedRun(db, baseURL);
+    const run = await rejectedRun(db, baseURL, page.request);
     const entry = describeFailure(REJECTED)!;
 
     await page.goto(`/runs/${run.id}`);
@@ -65,7 +65,7 @@ test("a run stopped by a startup rejection shows the plain reason, its proof's c
 test("the runs list: filters survive a reload, failure codes explain themselves, groups lead to their runs", async ({ page, baseURL }) => {
   const db = e2eDb();
   try {
-    const run = await rejectedRun(db, baseURL);
+    const run = await rejectedRun(db, baseURL, page.request);
     const entry = describeFailure(REJECTED)!;
 
     await page.goto("/runs");

@@ -1,5 +1,5 @@
 import AxeBuilder from "@axe-core/playwright";
-import { expect, type Page } from "@playwright/test";
+import { expect, type APIRequestContext, type Page } from "@playwright/test";
 import type { Db } from "../server/db/client";
 
 /**
@@ -37,18 +37,21 @@ export async function emulatorSandboxes(baseURL: string | undefined): Promise<Ar
   return ((await res.json()) as { items: Array<{ id: string; name: string; state: string }> }).items;
 }
 
-/** A tRPC mutation over HTTP (superjson's wire shape). */
-export async function trpcMutation<T>(baseURL: string | undefined, path: string, input: unknown): Promise<T> {
-  const res = await fetch(`${baseURL}/api/trpc/${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ json: input }) });
+/**
+ * A tRPC mutation over HTTP (superjson's wire shape), as whoever `request` is signed in as
+ * (`page.request` shares the page's cookies: the operator unless a spec says otherwise).
+ */
+export async function trpcMutation<T>(request: APIRequestContext, path: string, input: unknown): Promise<T> {
+  const res = await request.post(`/api/trpc/${path}`, { headers: { "content-type": "application/json" }, data: { json: input } });
   const body = (await res.json()) as { result?: { data: { json: T } }; error?: { json: { message: string } } };
-  if (!body.result) throw new Error(`${path}: ${body.error?.json.message ?? res.status}`);
+  if (!body.result) throw new Error(`${path}: ${body.error?.json.message ?? res.status()}`);
   return body.result.data.json;
 }
 
-export async function trpcQuery<T>(baseURL: string | undefined, path: string, input: unknown): Promise<T> {
-  const res = await fetch(`${baseURL}/api/trpc/${path}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`);
+export async function trpcQuery<T>(request: APIRequestContext, path: string, input: unknown): Promise<T> {
+  const res = await request.get(`/api/trpc/${path}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`);
   const body = (await res.json()) as { result?: { data: { json: T } }; error?: { json: { message: string } } };
-  if (!body.result) throw new Error(`${path}: ${body.error?.json.message ?? res.status}`);
+  if (!body.result) throw new Error(`${path}: ${body.error?.json.message ?? res.status()}`);
   return body.result.data.json;
 }
 
@@ -70,13 +73,13 @@ export async function eventually<T>(what: string, check: () => Promise<T | null 
 /**
  * A remote run whose session.open the provider rejects (DOMAIN.md §2.3): the controller
  * ends it with native_provider_startup_rejected and Retry. The fault matches the company
- * label, so it is in place before the controller's first poll.
+ * label, so it is in place before the controller's first poll. `request` submits the run
+ * (it needs the operator role).
  */
-export async function rejectedRun(db: Db, baseURL: string | undefined): Promise<{ id: string; companyId: string; taskId: string }> {
+export async function rejectedRun(db: Db, baseURL: string | undefined, request: APIRequestContext, companyId = `co-e2e-reject-${tag()}`): Promise<{ id: string; companyId: string; taskId: string }> {
   const t = tag();
-  const companyId = `co-e2e-reject-${t}`;
   await setFault(baseURL, { match: { labels: { "runwarden.company": companyId } }, fault: { kind: "reject" } });
-  const run = await trpcMutation<{ id: string }>(baseURL, "runs.create", { companyId, taskId: `task-reject-${t}`, agent: "planner", provider: "codex", target: "remote", sandboxMode: "warm", turns: 1 });
+  const run = await trpcMutation<{ id: string }>(request, "runs.create", { companyId, taskId: `task-reject-${t}`, agent: "planner", provider: "codex", target: "remote", sandboxMode: "warm", turns: 1 });
   await eventually("the startup rejection", async () => (await db.run.findUniqueOrThrow({ where: { id: run.id } })).status === "failed");
   return { id: run.id, companyId, taskId: `task-reject-${t}` };
 }
