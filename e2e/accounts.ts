@@ -27,5 +27,5 @@ export function stateFile(who: Who): string {
  * database (the limit itself is tested by the sign-in spec and server/auth/auth.int.test.ts).
  */
 export async function resetSignInLimits(db: Db): Promise<void> {
-  await db.rateLimit.deleteMany({ where: { key: { endsWith: "/sign-in/email" } } });
+  await db.rateLimit.deleteMany({ where: { key: { endsWith: "/sign-in/email" } } }); // per address and per account
 }

@@ -57,6 +57,8 @@ const schema = z.object({
    * on every dashboard) when several machines serve one database.
    */
   BETTER_AUTH_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  /** A bearer token that lets a Prometheus scraper read /api/metrics without signing in. */
+  RUNWARDEN_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   /** The address people reach the dashboard at (cookies and origin checks); default http://localhost:PORT. */
   RUNWARDEN_PUBLIC_URL: z.url().optional(),
   /** The browser tests' dashboard port; their emulator listens on this + 700. */

@@ -1,5 +1,28 @@
+import crypto from "node:crypto";
 import { Gauge, Registry } from "prom-client";
+import { sessionUser } from "./auth/users";
 import type { Db } from "./db/client";
+import { env } from "./env";
+
+/**
+ * GET /api/metrics. The figures span every company, so they are for a scraper holding
+ * RUNWARDEN_METRICS_TOKEN or a signed-in person who sees every company — nobody else.
+ */
+export async function metricsResponse(db: Db, request: Request, token = env.RUNWARDEN_METRICS_TOKEN): Promise<Response> {
+  const bearer = /^Bearer (.+)$/i.exec(request.headers.get("authorization") ?? "")?.[1];
+  const tokenOk = !!token && !!bearer && bearer.length === token.length && crypto.timingSafeEqual(Buffer.from(bearer), Buffer.from(token));
+  if (!tokenOk) {
+    const user = await sessionUser(db, request.headers);
+    if (!user) return new Response("# sign in, or send Authorization: Bearer RUNWARDEN_METRICS_TOKEN\n", { status: 401 });
+    if (!user.scope.all) return new Response("# metrics span every company; your account sees only some\n", { status: 403 });
+  }
+  try {
+    const { body, contentType } = await renderMetrics(db);
+    return new Response(body, { headers: { "content-type": contentType, "cache-control": "no-store" } });
+  } catch (err) {
+    return new Response(`# metrics unavailable: ${err instanceof Error ? err.message : String(err)}\n`, { status: 503 });
+  }
+}
 
 /**
  * Prometheus metrics. Controllers are separate processes (several per database), so the

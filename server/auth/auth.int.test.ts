@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { withTestDatabase } from "../test/context";
 import { authFor, SIGN_IN_LIMIT } from "./auth";
+import { handleAuthRequest } from "./handler";
 import { addUser, sessionUser } from "./users";
 
 /** The real sign-in endpoints (better-auth's handler), against PostgreSQL. */
@@ -10,7 +11,7 @@ const admin = { id: "test", role: "admin" };
 const ORIGIN = "http://localhost:3000";
 
 function signIn(email: string, password: string, ip = "203.0.113.7") {
-  return authFor(t.current.db).handler(
+  return handleAuthRequest(t.current.db,
     new Request(`${ORIGIN}/api/auth/sign-in/email`, {
       method: "POST",
       headers: { "content-type": "application/json", origin: ORIGIN, "x-forwarded-for": ip },
@@ -66,6 +67,17 @@ describe("sign-in", () => {
     expect(statuses.slice(0, SIGN_IN_LIMIT.max).every((s) => s === 401)).toBe(true);
     expect(statuses.at(-1)).toBe(429);
     // Another client is not held back by it.
-    expect((await signIn("o@example.com", "operator password", "198.51.100.10")).status).toBe(200);
+    await addUser(t.current.db, { email: "p@example.com", role: "operator", companies: ["*"], password: "second password" }, admin);
+    expect((await signIn("p@example.com", "second password", "198.51.100.10")).status).toBe(200);
+  });
+
+  it("limits attempts on one account whatever address each attempt claims", async () => {
+    await addUser(t.current.db, { email: "target@example.com", role: "admin", companies: ["*"], password: "the real password" }, admin);
+    const statuses: number[] = [];
+    for (let i = 0; i < SIGN_IN_LIMIT.max + 2; i++) statuses.push((await signIn("Target@Example.com", `guess ${i}`, `192.0.2.${i + 1}`)).status);
+    expect(statuses.slice(0, SIGN_IN_LIMIT.max).every((s) => s === 401)).toBe(true);
+    expect(statuses.at(-1)).toBe(429);
+    // Even the right password waits out the window: the account is what is protected.
+    expect((await signIn("target@example.com", "the real password", "192.0.2.200")).status).toBe(429);
   });
 });

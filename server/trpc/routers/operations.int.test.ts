@@ -7,7 +7,7 @@ import type { ControllerContext } from "../../controller/context";
 import { json } from "../../controller/records";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../../controller/testing";
 import { readEnv } from "../../env";
-import { renderMetrics } from "../../metrics";
+import { metricsResponse, renderMetrics } from "../../metrics";
 import { currentProcessIdentity } from "../../process/identity";
 import { buildLabels, creationName } from "../../providers/labels";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
@@ -133,6 +133,18 @@ describe("sweeps.run", () => {
     expect(intents!.reclaimed).toBe(1);
     expect(teardown!.kind).toBe("teardown");
     expect(await h.db.db.auditEntry.count({ where: { action: "sweep.run" } })).toBe(1);
+  });
+});
+
+describe("metrics access", () => {
+  it("needs the scraper's token or a signed-in person; nobody else reads it", async () => {
+    const token = "a-scraper-token-of-length";
+    const get = (headers: Record<string, string>) => metricsResponse(h.db.db, new Request("http://x/api/metrics", { headers }), token);
+    expect((await get({})).status).toBe(401);
+    expect((await get({ authorization: "Bearer wrong-token-of-same-len" })).status).toBe(401);
+    const ok = await get({ authorization: `Bearer ${token}` });
+    expect(ok.status).toBe(200);
+    expect(await ok.text()).toMatch(/runwarden_runs/);
   });
 });
 

@@ -1,7 +1,8 @@
-import { toNextJsHandler } from "better-auth/next-js";
-import { authFor } from "@/server/auth/auth";
+import { handleAuthRequest } from "@/server/auth/handler";
 import { db } from "@/server/db";
 
 export const dynamic = "force-dynamic";
 
-export const { GET, POST } = toNextJsHandler((request: Request) => authFor(db()).handler(request));
+const handler = (request: Request) => handleAuthRequest(db(), request);
+
+export { handler as GET, handler as POST };
