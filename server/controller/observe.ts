@@ -1,4 +1,5 @@
-import { judgeProcessExit, type Identity, type PartialIdentity, type Probe, type Verdict } from "../engine";
+import { judgeProcessExit, type CreationIntentEvidence, type Identity, type PartialIdentity, type Probe, type Verdict } from "../engine";
+import type { SandboxCreationIntent } from "../db/client";
 import { probePid } from "../process/identity";
 import type { ControllerContext } from "./context";
 import { evidenceIdentity } from "./context";
@@ -34,4 +35,28 @@ export interface ExitJudgement {
 export function judgeExit(ctx: ControllerContext, record: PartialIdentity | null): ExitJudgement {
   const evidence = { kind: "process_exit" as const, record, observer: evidenceIdentity(ctx.identity), probe: probeFor(ctx, record) };
   return { evidence, verdict: judgeProcessExit(evidence) };
+}
+
+/** The creation-intent evidence of a stored intent, before the provider is asked. */
+export function intentEvidence(ctx: ControllerContext, intent: SandboxCreationIntent, committedLease: boolean, now: Date): CreationIntentEvidence {
+  const creator = asIdentity(intent.creator);
+  return {
+    kind: "creation_intent",
+    now: now.toISOString(),
+    intent: {
+      id: intent.id,
+      instanceId: intent.instanceId,
+      companyId: intent.companyId,
+      status: "pending",
+      creationName: intent.creationName,
+      createdAt: intent.createdAt.toISOString(),
+      nextAttemptAt: intent.nextAttemptAt.toISOString(),
+      settleDeadline: intent.settleDeadline.toISOString(),
+      creator,
+    },
+    observer: evidenceIdentity(ctx.identity),
+    creatorProbe: probeFor(ctx, creator),
+    committedLease,
+    inspection: null,
+  };
 }

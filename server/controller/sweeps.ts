@@ -4,7 +4,7 @@ import { ProviderError } from "../providers/errors";
 import { normaliseLabels } from "../providers/labels";
 import type { ControllerContext } from "./context";
 import { evidenceIdentity } from "./context";
-import { asIdentity, probeFor } from "./observe";
+import { asIdentity, intentEvidence, probeFor } from "./observe";
 import { json, recordProof } from "./records";
 import { creationIntent, teardownFence } from "./rules";
 import { teardownLease, type TeardownOutcome } from "./teardown";
@@ -106,29 +106,6 @@ async function inParallel<T>(items: readonly T[], limit: number, work: (item: T)
     while (next < items.length) await work(items[next++]!);
   });
   await Promise.all(lanes);
-}
-
-function intentEvidence(ctx: ControllerContext, intent: SandboxCreationIntent, committedLease: boolean, now: Date): CreationIntentEvidence {
-  const creator = asIdentity(intent.creator);
-  return {
-    kind: "creation_intent",
-    now: now.toISOString(),
-    intent: {
-      id: intent.id,
-      instanceId: intent.instanceId,
-      companyId: intent.companyId,
-      status: "pending",
-      creationName: intent.creationName,
-      createdAt: intent.createdAt.toISOString(),
-      nextAttemptAt: intent.nextAttemptAt.toISOString(),
-      settleDeadline: intent.settleDeadline.toISOString(),
-      creator,
-    },
-    observer: evidenceIdentity(ctx.identity),
-    creatorProbe: probeFor(ctx, creator),
-    committedLease,
-    inspection: null,
-  };
 }
 
 /** Judges one intent under a row lock; returns the id of a lease to tear down, if any. */

@@ -10,6 +10,7 @@ import type { ProcessIdentity } from "../process/identity";
 import { currentProcessIdentity } from "../process/identity";
 import { controllerConfig, type ControllerConfig } from "./config";
 import { Controller } from "./controller";
+import type { ControllerContext } from "./context";
 import { readEnv } from "../env";
 
 /**
@@ -21,6 +22,8 @@ export interface ControllerHarness {
   emu: TestEmulator;
   home: string;
   controller(overrides?: Partial<ControllerConfig> & { identity?: ProcessIdentity }): Promise<Controller>;
+  /** A controller context that is not a running controller: what the dashboard gets as `ctx.service()`. */
+  service(): ControllerContext;
   close(): Promise<void>;
 }
 
@@ -63,6 +66,19 @@ export async function startControllerHarness(instanceId = "inst-a"): Promise<Con
       await c.boot();
       controllers.push(c);
       return c;
+    },
+    service() {
+      const provider = emu.provider({ instanceId });
+      return {
+        db: db.db,
+        provider,
+        providerTarget: "emulator",
+        runner: emu.runner(provider),
+        identity: currentProcessIdentity(),
+        config: base,
+        log: pino({ level: "silent" }),
+        drain: new AbortController(),
+      };
     },
     async close() {
       for (const c of controllers) await c.stop("test_end");

@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { IntentStatus, Prisma, RunStatus, type Db, type SandboxCreationIntent } from "../db/client";
 import type { ControllerContext } from "../controller/context";
-import { evidenceIdentity } from "../controller/context";
-import { judgeExit, probeFor } from "../controller/observe";
+import { asIdentity, intentEvidence, judgeExit } from "../controller/observe";
 import { decideCreationIntent, PROCESS_EXIT_REASONS, PROCESS_EXIT_VERDICTS, type PartialIdentity } from "../engine";
 import { afterCursor, cursorInput, PAGE_ORDER, pageOf } from "../runs/cursor";
 import { companyWhere, type CompanyScope } from "../auth/roles";
@@ -64,39 +63,12 @@ export const intentListOutput = z.object({
 });
 export type IntentListOutput = z.infer<typeof intentListOutput>;
 
-export function asPartialIdentity(value: unknown): PartialIdentity | null {
-  if (!value || typeof value !== "object") return null;
-  const v = value as Record<string, unknown>;
-  return {
-    bootId: typeof v.bootId === "string" ? v.bootId : null,
-    pid: typeof v.pid === "number" ? v.pid : null,
-    startedAt: typeof v.startedAt === "string" ? v.startedAt : null,
-    pidSpace: typeof v.pidSpace === "string" ? v.pidSpace : null,
-  };
-}
+/** A stored identity as the engine takes it (fields of the wrong type read as missing). */
+export const asPartialIdentity = asIdentity;
 
 /** The engine's view of a pending intent before the provider is asked. */
 export function judgePendingIntent(observer: ControllerContext, intent: SandboxCreationIntent, committedLease: boolean, now: Date) {
-  const creator = asPartialIdentity(intent.creator);
-  return decideCreationIntent({
-    kind: "creation_intent",
-    now: now.toISOString(),
-    intent: {
-      id: intent.id,
-      instanceId: intent.instanceId,
-      companyId: intent.companyId,
-      status: "pending",
-      creationName: intent.creationName,
-      createdAt: intent.createdAt.toISOString(),
-      nextAttemptAt: intent.nextAttemptAt.toISOString(),
-      settleDeadline: intent.settleDeadline.toISOString(),
-      creator,
-    },
-    observer: evidenceIdentity(observer.identity),
-    creatorProbe: probeFor(observer, creator),
-    committedLease,
-    inspection: null,
-  });
+  return decideCreationIntent(intentEvidence(observer, intent, committedLease, now));
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

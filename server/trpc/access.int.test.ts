@@ -1,13 +1,9 @@
 import { TRPCError } from "@trpc/server";
 import crypto from "node:crypto";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROLES, roleAllows, type Role, type SessionUser } from "../auth/roles";
-import { controllerConfig } from "../controller/config";
 import type { ControllerContext } from "../controller/context";
 import { startControllerHarness, type ControllerHarness } from "../controller/testing";
-import { readEnv } from "../env";
-import { currentProcessIdentity } from "../process/identity";
 import { testUser } from "../test/users";
 import { appRouter, createCaller } from "./root";
 import { createTRPCContext } from "./trpc";
@@ -47,17 +43,7 @@ const procedures = Object.entries(appRouter._def.procedures as unknown as Record
 
 beforeAll(async () => {
   h = await startControllerHarness();
-  const provider = h.emu.provider({ instanceId: "inst-a" });
-  service = {
-    db: h.db.db,
-    provider,
-    providerTarget: "emulator",
-    runner: h.emu.runner(provider),
-    identity: currentProcessIdentity(),
-    config: controllerConfig(readEnv({}), { instanceId: "inst-a", home: h.home }),
-    log: pino({ level: "silent" }),
-    drain: new AbortController(),
-  };
+  service = h.service();
 });
 afterAll(() => h.close());
 

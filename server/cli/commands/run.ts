@@ -1,6 +1,7 @@
 import os from "node:os";
 import type { Command } from "commander";
-import { CliFailure, EXIT_BAD_INPUT, type CliIO } from "../io";
+import { withCliDatabase } from "../database";
+import type { CliIO } from "../io";
 
 /**
  * `runwarden run submit …` and `runwarden run retry RUN_ID`: the same services as the
@@ -23,7 +24,7 @@ export function registerRun(program: Command, io: CliIO): void {
     .option("--json", "print the run as JSON")
     .action(async (opts: { company: string; task: string; agent: string; provider: string; target: string; mode: string; turns: string; json?: boolean }) => {
       const turns = Number(opts.turns);
-      await withDatabase(async (db, env) => {
+      await withCliDatabase("run", async (db, env) => {
         const { submitRun } = await import("../../runs/submit");
         const created = await submitRun(
           db,
@@ -40,7 +41,7 @@ export function registerRun(program: Command, io: CliIO): void {
     .description("retry a failed run: exactly one new run, however often it is called")
     .argument("<runId>", "the failed run")
     .action(async (runId: string) => {
-      await withDatabase(async (db) => {
+      await withCliDatabase("run", async (db) => {
         const { retryRun } = await import("../../runs/retry");
         const result = await retryRun(db, runId, cliActor());
         io.stdout(`${result.created ? "started" : "already retried as"} run ${result.run.id}\n`);
@@ -50,34 +51,4 @@ export function registerRun(program: Command, io: CliIO): void {
 
 function cliActor() {
   return { id: `cli:${os.userInfo().username}`, role: "operator" };
-}
-
-type Db = import("../../db/client").Db;
-type Env = import("../../env").Env;
-
-async function withDatabase(fn: (db: Db, env: Env) => Promise<void>): Promise<void> {
-  const [{ env }, { openDatabase }, { migrate }, { createDb }, { AppError }, { ZodError }] = await Promise.all([
-    import("../../env"),
-    import("../../db/embedded"),
-    import("../../db/migrate"),
-    import("../../db/client"),
-    import("../../errors"),
-    import("zod"),
-  ]);
-  const database = await openDatabase({ env });
-  await migrate(database.url);
-  const db = createDb(database.url, { max: 2 });
-  try {
-    await fn(db, env);
-  } catch (err) {
-    if (err instanceof ZodError) {
-      const issue = err.issues[0];
-      throw new CliFailure(`runwarden run: ${issue?.path.join(".") || "input"}: ${issue?.message ?? "invalid"}`, EXIT_BAD_INPUT);
-    }
-    if (err instanceof AppError) throw new CliFailure(`runwarden run: ${err.message}`, err.code === "INVALID_INPUT" ? EXIT_BAD_INPUT : 1);
-    throw err;
-  } finally {
-    await db.$disconnect();
-    await database.stop();
-  }
 }

@@ -1,6 +1,7 @@
 import os from "node:os";
 import type { Command } from "commander";
-import { CliFailure, EXIT_BAD_INPUT, type CliIO } from "../io";
+import { withCliDatabase } from "../database";
+import type { CliIO } from "../io";
 
 /**
  * `runwarden user add EMAIL --role ROLE --company ID [--company ID…]` and `user list`.
@@ -18,7 +19,7 @@ export function registerUser(program: Command, io: CliIO): void {
     .option("--name <name>", "their name")
     .option("--password <password>", "set this password instead of generating one (at least 10 characters)")
     .action(async (email: string, opts: { role: string; company: string[]; name?: string; password?: string }) => {
-      await withDatabase(async (db) => {
+      await withCliDatabase("user", async (db) => {
         const { addUser } = await import("../../auth/users");
         const created = await addUser(
           db,
@@ -34,39 +35,10 @@ export function registerUser(program: Command, io: CliIO): void {
     .command("list")
     .description("everyone who can sign in")
     .action(async () => {
-      await withDatabase(async (db) => {
+      await withCliDatabase("user", async (db) => {
         const users = await db.user.findMany({ orderBy: { createdAt: "asc" } });
         for (const u of users) io.stdout(`${u.email.padEnd(36)} ${u.role.padEnd(9)} ${u.companies.join(",")}\n`);
         if (users.length === 0) io.stdout("nobody yet: npm start creates a first operator on an empty database\n");
       });
     });
-}
-
-type Db = import("../../db/client").Db;
-
-async function withDatabase(fn: (db: Db) => Promise<void>): Promise<void> {
-  const [{ env }, { openDatabase }, { migrate }, { createDb }, { AppError }, { ZodError }] = await Promise.all([
-    import("../../env"),
-    import("../../db/embedded"),
-    import("../../db/migrate"),
-    import("../../db/client"),
-    import("../../errors"),
-    import("zod"),
-  ]);
-  const database = await openDatabase({ env });
-  await migrate(database.url);
-  const db = createDb(database.url, { max: 2 });
-  try {
-    await fn(db);
-  } catch (err) {
-    if (err instanceof ZodError) {
-      const issue = err.issues[0];
-      throw new CliFailure(`runwarden user: ${issue?.path.join(".") || "input"}: ${issue?.message ?? "invalid"}`, EXIT_BAD_INPUT);
-    }
-    if (err instanceof AppError) throw new CliFailure(`runwarden user: ${err.message}`, err.code === "INVALID_INPUT" ? EXIT_BAD_INPUT : 1);
-    throw err;
-  } finally {
-    await db.$disconnect();
-    await database.stop();
-  }
 }

@@ -1,12 +1,9 @@
 import { TRPCError } from "@trpc/server";
 import crypto from "node:crypto";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { controllerConfig } from "../../controller/config";
 import type { ControllerContext } from "../../controller/context";
 import { json } from "../../controller/records";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../../controller/testing";
-import { readEnv } from "../../env";
 import { metricsResponse, renderMetrics } from "../../metrics";
 import { currentProcessIdentity } from "../../process/identity";
 import { buildLabels, creationName } from "../../providers/labels";
@@ -21,17 +18,7 @@ let service: ControllerContext;
 
 beforeAll(async () => {
   h = await startControllerHarness();
-  const provider = h.emu.provider({ instanceId: "inst-a" });
-  service = {
-    db: h.db.db,
-    provider,
-    providerTarget: "emulator",
-    runner: h.emu.runner(provider),
-    identity: currentProcessIdentity(),
-    config: controllerConfig(readEnv({}), { instanceId: "inst-a", home: h.home }),
-    log: pino({ level: "silent" }),
-    drain: new AbortController(),
-  };
+  service = h.service();
 });
 afterAll(() => h.close());
 

@@ -1,13 +1,10 @@
 import { TRPCError } from "@trpc/server";
 import crypto from "node:crypto";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ZodError } from "zod";
-import { controllerConfig } from "../../controller/config";
 import type { ControllerContext } from "../../controller/context";
 import { json } from "../../controller/records";
 import { startControllerHarness, type ControllerHarness } from "../../controller/testing";
-import { readEnv } from "../../env";
 import { currentProcessIdentity } from "../../process/identity";
 import { buildLabels, creationName } from "../../providers/labels";
 import { confirmWord } from "../../sandboxes/confirm";
@@ -73,17 +70,7 @@ async function intentFor(key: string, companyId: string, creator: unknown, runId
 
 beforeAll(async () => {
   h = await startControllerHarness();
-  const provider = h.emu.provider({ instanceId: "inst-a" });
-  service = {
-    db: h.db.db,
-    provider,
-    providerTarget: "emulator",
-    runner: h.emu.runner(provider),
-    identity: self,
-    config: controllerConfig(readEnv({}), { instanceId: "inst-a", home: h.home }),
-    log: pino({ level: "silent" }),
-    drain: new AbortController(),
-  };
+  service = { ...h.service(), identity: self };
   const { db } = h.db;
   await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
   const base = { instanceId: "inst-a", agent: "a", provider: "codex", target: "remote" as const, sandboxMode: "warm" as const };
