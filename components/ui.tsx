@@ -148,6 +148,21 @@ export const tableClass = "min-w-full divide-y divide-zinc-200 text-sm dark:divi
 export const thClass = "px-2 py-2 text-left text-xs font-semibold tracking-wide text-zinc-700 uppercase dark:text-zinc-300";
 export const tdClass = "px-2 py-2 align-top";
 
+/** A table's header row of plain column names. */
+export function TableHead({ columns }: { columns: readonly string[] }) {
+  return (
+    <thead className="bg-zinc-50 dark:bg-zinc-900">
+      <tr>
+        {columns.map((h) => (
+          <th key={h} scope="col" className={thClass}>
+            {h}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}
+
 export function TableWrap({ label, children }: { label: string; children: ReactNode }) {
   return (
     <div role="region" aria-label={label} tabIndex={0} className="overflow-x-auto rounded border border-zinc-200 dark:border-zinc-800">

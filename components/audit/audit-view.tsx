@@ -8,7 +8,7 @@ import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
 import { DateTimeFilter } from "../datetime-filter";
 import { SelectFilter, TextFilter } from "../text-filter";
-import { Badge, buttonClass, Empty, ErrorNotice, JsonBlock, linkClass, Loading, RelativeTime, Section, TableWrap, tableClass, tdClass, thClass, type Tone } from "../ui";
+import { Badge, buttonClass, Empty, ErrorNotice, JsonBlock, linkClass, Loading, RelativeTime, Section, TableWrap, tableClass, tdClass, type Tone, TableHead } from "../ui";
 import { AUDIT_FILTERS, AUDIT_OUTCOMES, auditExportHref, auditSearchParams, toAuditListInput, type AuditValues } from "./search-params";
 
 type Entry = RouterOutputs["audit"]["list"]["items"][number];
@@ -122,15 +122,7 @@ function AuditTable({ items }: { items: Entry[] }) {
   return (
     <TableWrap label="Audit entries">
       <table className={tableClass} data-testid="audit-table">
-        <thead className="bg-zinc-50 dark:bg-zinc-900">
-          <tr>
-            {heads.map((h) => (
-              <th key={h} scope="col" className={thClass}>
-                {h}
-              </th>
-            ))}
-          </tr>
-        </thead>
+        <TableHead columns={heads} />
         <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
           {items.map((e) => (
             <tr key={e.id} data-audit-id={e.id} data-action={e.action} data-outcome={e.outcome}>

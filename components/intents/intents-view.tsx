@@ -10,7 +10,7 @@ import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
 import { usePermission } from "../auth/access";
 import { SelectFilter, TextFilter } from "../text-filter";
-import { Badge, buttonClass, Empty, ErrorNotice, JsonValue, linkClass, Loading, RelativeTime, Section, shortId, statusTone, TableWrap, tableClass, tdClass, thClass, type Tone } from "../ui";
+import { Badge, buttonClass, Empty, ErrorNotice, JsonValue, linkClass, Loading, RelativeTime, Section, shortId, statusTone, TableWrap, tableClass, tdClass, type Tone, TableHead } from "../ui";
 import { INTENT_STATUSES, intentsSearchParams, toIntentListInput } from "./search-params";
 
 type Intent = RouterOutputs["intents"]["list"]["items"][number];
@@ -104,15 +104,7 @@ function IntentsTable({ items }: { items: Intent[] }) {
   return (
     <TableWrap label="Creation intents">
       <table className={tableClass} data-testid="intents-table">
-        <thead className="bg-zinc-50 dark:bg-zinc-900">
-          <tr>
-            {heads.map((h) => (
-              <th key={h} scope="col" className={thClass}>
-                {h}
-              </th>
-            ))}
-          </tr>
-        </thead>
+        <TableHead columns={heads} />
         <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
           {items.map((i) => (
             <tr key={i.id} data-intent-id={i.id}>

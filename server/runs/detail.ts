@@ -1,7 +1,8 @@
 import { z } from "zod";
-import { ExecutionTarget, OutcomeClass, RunStatus, type Db, type Proof } from "../db/client";
+import { RunStatus, type Db, type Proof } from "../db/client";
 import { describeFailure, OUTCOME_CLASSES, OWNERS } from "../engine";
 import { AppError } from "../errors";
+import { runRow } from "./queries";
 import { retryBlocker } from "./retry";
 import { inScope, type CompanyScope } from "../auth/roles";
 
@@ -48,27 +49,14 @@ export const proofView = z.object({
 export type ProofView = z.infer<typeof proofView>;
 
 export const runDetailOutput = z.object({
-  run: z.object({
-    id: z.string(),
+  // The list's row, minus what only the list shows, plus what only the detail needs.
+  run: runRow.omit({ failureMessage: true, canRetry: true, previousRunId: true }).extend({
     instanceId: z.string(),
-    companyId: z.string(),
-    taskId: z.string(),
-    agent: z.string(),
-    provider: z.string(),
-    target: z.enum(ExecutionTarget),
-    sandboxMode: z.string(),
-    status: z.enum(RunStatus),
-    outcome: z.enum(OutcomeClass).nullable(),
-    failureCode: z.string().nullable(),
     failureDetail: z.string().nullable(),
-    owner: z.string(),
-    providerAttempts: z.number().int(),
-    maxProviderAttempts: z.number().int(),
     recoveryMode: z.string().nullable(),
     recoveryState: z.string().nullable(),
     retryAt: z.date().nullable(),
     phase: z.string().nullable(),
-    restarts: z.number().int(),
     turnsPlanned: z.number().int(),
     turnsDone: z.number().int(),
     runnerInstanceId: z.string().nullable(),
@@ -76,9 +64,7 @@ export const runDetailOutput = z.object({
     executorBootId: z.string().nullable(),
     heartbeatAt: z.date().nullable(),
     waveId: z.string().nullable(),
-    createdAt: z.date(),
     startedAt: z.date().nullable(),
-    finishedAt: z.date().nullable(),
   }),
   /** The catalogue's entry for the run's code (null without a code). */
   failure: catalogueEntry.nullable(),
