@@ -1,10 +1,14 @@
 import { defineConfig } from "@playwright/test";
 import { CHROMIUM_ARGS, findChromium } from "./scripts/lib/chromium";
+import { clusterPort } from "./server/db/cluster";
 
 // `npm test` (scripts/test.ts) creates a throwaway database and passes it here; run
 // alone, the e2e tests use `runwarden_e2e` on the embedded server.
 const port = Number(process.env.E2E_PORT ?? 3199);
-const pgPort = Number(process.env.RUNWARDEN_PG_PORT ?? 54329);
+const pgPort = clusterPort({
+  dataRoot: process.env.RUNWARDEN_DATA_DIR ?? ".data",
+  port: process.env.RUNWARDEN_PG_PORT ? Number(process.env.RUNWARDEN_PG_PORT) : undefined,
+});
 const databaseUrl = process.env.E2E_DATABASE_URL ?? `postgresql://postgres:runwarden@127.0.0.1:${pgPort}/runwarden_e2e`;
 process.env.E2E_DATABASE_URL = databaseUrl;
 const executablePath = findChromium(process.env.CHROMIUM_PATH) ?? undefined;

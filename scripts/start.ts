@@ -30,10 +30,8 @@ async function shutdown(code: number, why: string): Promise<void> {
   say(`stopping (${why})…`);
   // Reverse start order: the dashboard before the database it reads.
   for (const s of [...services].reverse()) await stopService(s);
-  if (db?.startedHere) {
-    await db.stop().catch(() => {});
-    say("embedded PostgreSQL stopped");
-  }
+  // Last: everything above drained into it. It logs whether it stopped or still serves others.
+  if (db?.startedHere) await db.stop().catch((err: unknown) => say(`embedded PostgreSQL did not stop: ${String(err)}`));
   say("stopped");
   process.exit(code);
 }

@@ -60,6 +60,12 @@ await step("lint", async () => {
 // One database server for the whole run: Vitest and the browser tests reuse it.
 const db = await openDatabase({ env, log: (l) => process.stdout.write(`  ${l}\n`) });
 
+// Before Vitest: the start/stop tests run the whole product, dashboard included.
+const built = await step("next build", async () => {
+  const code = await runToEnd(node, [nodeBin("next/dist/bin/next"), "build"], baseEnv);
+  return { ok: code === 0, detail: code === 0 ? "ok" : `exit ${code}` };
+});
+
 await step("vitest (unit + integration)", async () => {
   const report = path.join(resultsDir, "vitest.json");
   fs.rmSync(report, { force: true });
@@ -73,11 +79,6 @@ await step("vitest (unit + integration)", async () => {
     ? `${counts.numPassedTests} passed, ${counts.numFailedTests} failed${counts.numPendingTests + counts.numTodoTests ? `, ${counts.numPendingTests + counts.numTodoTests} skipped` : ""}`
     : "no report";
   return { ok: code === 0 && !!counts && counts.numFailedTests === 0, detail };
-});
-
-const built = await step("next build", async () => {
-  const code = await runToEnd(node, [nodeBin("next/dist/bin/next"), "build"], baseEnv);
-  return { ok: code === 0, detail: code === 0 ? "ok" : `exit ${code}` };
 });
 
 await step("playwright (e2e in Chromium)", async () => {

@@ -7,7 +7,13 @@ describe("readEnv", () => {
     expect(env.PORT).toBe(3000);
     expect(env.DATABASE_URL).toBeUndefined();
     expect(env.RUNWARDEN_DATA_DIR).toBe(".data");
-    expect(env.RUNWARDEN_PG_PORT).toBe(54329);
+    expect(env.RUNWARDEN_PG_PORT).toBeUndefined();
+    expect(env.RUNWARDEN_CONTROLLER_HOME).toBe(".data/controller");
+  });
+
+  it("keeps the controller's home under the data dir unless it is set", () => {
+    expect(readEnv({ RUNWARDEN_DATA_DIR: "/tmp/x" }).RUNWARDEN_CONTROLLER_HOME).toBe("/tmp/x/controller");
+    expect(readEnv({ RUNWARDEN_DATA_DIR: "/tmp/x", RUNWARDEN_CONTROLLER_HOME: "/srv/c" }).RUNWARDEN_CONTROLLER_HOME).toBe("/srv/c");
   });
 
   it("reads PORT as a number and treats empty strings as unset", () => {

