@@ -31,6 +31,8 @@ export const RELOCATED_ROOT = "/var/lib/runwarden";
 const RUN_AS = "postgres";
 const PORT_FILE = "pg.port";
 const LOG_FILE = "pg.log";
+/** In a relocated cluster's home: the data dir it belongs to. */
+const OWNER_FILE = "owner";
 
 export class ClusterError extends Error {
   override name = "ClusterError";
@@ -91,10 +93,10 @@ export async function ensureCluster(options: ClusterOptions): Promise<RunningClu
     const started = await runningCluster(pgLink);
     if (started) return started;
 
+    const port = await choosePort(dataRoot, options.port, log);
     const runAs = runAsUser();
     const bin = await binaries(runAs, log);
     const dataDir = await dataDirectory(dataRoot, runAs, log);
-    const port = await choosePort(dataRoot, options.port, log);
 
     if (!fs.existsSync(path.join(dataDir, "PG_VERSION"))) {
       if (fs.readdirSync(dataDir).length > 0) {
@@ -378,8 +380,9 @@ async function dataDirectory(dataRoot: string, runAs: RunAs | null, log: Log): P
       log(`${blocked} (${describeMode(blocked)}) cannot be entered by the '${runAs!.name}' user: the database lives in ${home}, linked from ${pgLink}`);
       mkdirReachable(RELOCATED_ROOT);
       mkdirReachable(path.join(RELOCATED_ROOT, "clusters"));
+      pruneAbandonedClusters();
       mkdirReachable(home);
-      fs.writeFileSync(path.join(home, "owner"), `${fs.realpathSync(dataRoot)}\n`);
+      fs.writeFileSync(path.join(home, OWNER_FILE), `${fs.realpathSync(dataRoot)}\n`);
       if (existing) fs.rmdirSync(pgLink);
       dataDir = path.join(home, "pg");
       fs.symlinkSync(dataDir, pgLink);
@@ -398,6 +401,23 @@ async function dataDirectory(dataRoot: string, runAs: RunAs | null, log: Log): P
     if (st.uid !== runAs.uid) fs.chownSync(dataDir, runAs.uid, runAs.gid);
   }
   return dataDir;
+}
+
+/** Relocated clusters whose data dir was deleted and whose server is not running. */
+function pruneAbandonedClusters(): void {
+  const clusters = path.join(RELOCATED_ROOT, "clusters");
+  for (const key of fs.readdirSync(clusters)) {
+    const home = path.join(clusters, key);
+    let owner: string;
+    try {
+      owner = fs.readFileSync(path.join(home, OWNER_FILE), "utf8").trim();
+    } catch {
+      continue; // not one of ours, or being written
+    }
+    const record = readPostmasterPid(path.join(home, "pg"));
+    if (fs.existsSync(owner) || (record && pidAlive(record.pid))) continue;
+    fs.rmSync(home, { recursive: true, force: true });
+  }
 }
 
 function initdb(initdbBin: string, dataDir: string, runAs: RunAs | null): void {
