@@ -467,8 +467,12 @@ async function startPostmaster(
   );
   fs.closeSync(fd);
   let exited = false;
+  let spawnError = "";
   child.on("exit", () => (exited = true));
-  child.on("error", () => (exited = true));
+  child.on("error", (err) => {
+    exited = true;
+    spawnError = `could not run ${postgresBin}: ${err.message}`;
+  });
   child.unref();
 
   const adminUrl = adminUrlFor(port);
@@ -485,7 +489,7 @@ async function startPostmaster(
       // gone already
     }
   }
-  return { ok: false, error: hint(readTail(logPath, before)) };
+  return { ok: false, error: spawnError || hint(readTail(logPath, before)) };
 }
 
 function readTail(file: string, from: number): string {
