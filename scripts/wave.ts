@@ -11,7 +11,7 @@ import { migrate } from "../server/db/migrate";
 import { env } from "../server/env";
 import { AppError } from "../server/errors";
 import { FAULT_NAMES, KILL_KINDS, type FaultName, type KillKind } from "../server/waves/plan";
-import { CHECK_IDS, CHECK_TITLES, summarise, waveReportSchema, type WaveReport } from "../server/waves/report";
+import { CHECK_IDS, CHECK_TITLES, describeKills, killCounts, summarise, waveReportSchema, type WaveReport } from "../server/waves/report";
 import { runWave, type WaveProgress } from "../server/waves/runner";
 import { importWaveReport, loadWaveReport } from "../server/waves/store";
 
@@ -49,7 +49,7 @@ async function withDb<T>(fn: (db: ReturnType<typeof createDb>) => Promise<T>): P
 
 function progressLine(p: WaveProgress): string {
   const tasks = p.tasks.map((t) => `${t.key}:${short(t.status)}${t.status === "running" ? ` ${t.turns}` : ""}`).join(" ");
-  return `[${(p.elapsedMs / 1000).toFixed(1).padStart(5)} s] controller #${p.controller} · kills ${p.killsDone}/${p.killsPlanned} · ${tasks}`;
+  return `[${(p.elapsedMs / 1000).toFixed(1).padStart(5)} s] controller #${p.controller} · kills landed ${p.killsLanded}/${p.killsPlanned} · ${tasks}`;
 }
 
 function short(status: string): string {
@@ -67,6 +67,9 @@ function printSummary(report: WaveReport) {
   }
   out();
   out(`  checks: ${CHECK_IDS.map((c) => `${c} ${summary.checks[c].pass}/${summary.tasks}`).join("  ")}`);
+  out(`  kills landed as planned: ${describeKills(summary.kills)}   faults fired: ${summary.faults.fired}/${summary.faults.planned}`);
+  for (const k of report.kills) out(`    ${k.landed ? "✓" : "✗"} ${k.kind}${k.crashAt ? ` (${k.crashAt})` : ""}: ${k.detail}`);
+  for (const f of report.faults.filter((x) => !x.fired)) out(`    ✗ fault ${f.fault} on ${f.task}: ${f.detail}`);
   out(`  orphan sandboxes: ${report.orphanSandboxes.length}   decoys intact: ${report.decoys.filter((d) => d.intact).length}/${report.decoys.length}`);
   if (report.reclaims.length) {
     const secs = report.reclaims.map((r) => r.seconds).sort((a, b) => a - b);
@@ -162,6 +165,9 @@ program
     out(`${reports.length} waves, ${tasks.length} tasks, ${reports.filter((r) => r.passed).length} waves passed, ${tasks.filter((t) => t.passed).length} tasks passed`);
     for (const c of CHECK_IDS) out(`  ${c} ${CHECK_TITLES[c].padEnd(17)} ${tasks.filter((t) => t.checks[c].ok).length}/${tasks.length}`);
     out(`  restart-crossing tasks ${tasks.filter((t) => t.restartCrossing).length}, Retries needed ${tasks.reduce((n, t) => n + t.retriesNeeded, 0)}`);
+    out(`  kills landed / planned: ${describeKills(killCounts(reports.flatMap((r) => r.kills)))}`);
+    const faults = reports.flatMap((r) => r.faults);
+    out(`  faults fired / planned: ${faults.filter((f) => f.fired).length}/${faults.length}`);
     out(`  orphan sandboxes left at the end: ${reports.reduce((n, r) => n + r.orphanSandboxes.length, 0)}`);
     const secs = reports.flatMap((r) => r.reclaims.map((x) => x.seconds)).sort((a, b) => a - b);
     out(

@@ -94,8 +94,9 @@ function Finished({ report }: { report: WaveReport }) {
   const secs = report.reclaims.map((r) => r.seconds).sort((x, y) => x - y);
   return (
     <>
-      <dl className="grid grid-cols-2 gap-3 sm:grid-cols-5" data-testid="wave-summary">
+      <dl className="grid grid-cols-2 gap-3 sm:grid-cols-6" data-testid="wave-summary">
         <Stat label="Tasks passed" value={`${summary.tasksPassed}/${summary.tasks}`} />
+        <Stat label="Kills landed" value={`${report.kills.filter((k) => k.landed).length}/${report.kills.length}`} />
         <Stat label="Retries needed" value={String(summary.retries)} />
         <Stat label="Orphan sandboxes" value={String(summary.orphans)} />
         <Stat label="Decoys intact" value={`${report.decoys.filter((d) => d.intact).length}/${report.decoys.length}`} />
@@ -196,6 +197,34 @@ function Finished({ report }: { report: WaveReport }) {
                   <span className="font-mono text-xs">{code}</span> — {n} task{n === 1 ? "" : "s"}
                 </li>
               ))}
+          </ul>
+        )}
+      </Section>
+
+      <Section title="Kills and faults" id="kills">
+        <p className="text-sm">
+          A kill counts only where it landed as planned: on a controller with a run in flight, or for K4 where the armed controller reached its
+          crash point. A wave with a kill or fault that did not happen does not pass.
+        </p>
+        {report.kills.length === 0 && report.faults.length === 0 ? (
+          <p className="mt-2 text-sm">No kills or faults were recorded for this wave.</p>
+        ) : (
+          <ul className="mt-2 space-y-1 text-sm" data-testid="wave-kills">
+            {report.kills.map((k, i) => (
+              <li key={`k${i}`}>
+                {k.landed ? <Badge tone="good">landed</Badge> : <Badge tone="bad">did not land</Badge>}{" "}
+                <span className="font-mono">{k.kind}</span>
+                {k.crashAt ? ` (${k.crashAt})` : ""}
+                {k.firedAtMs !== null ? ` at ${(k.firedAtMs / 1000).toFixed(1)} s` : ""}: {k.detail}
+                {k.restartPid ? `; restarted as pid ${k.restartPid}` : ""}
+              </li>
+            ))}
+            {report.faults.map((f, i) => (
+              <li key={`f${i}`}>
+                {f.fired ? <Badge tone="good">fired</Badge> : <Badge tone="bad">did not fire</Badge>} fault <span className="font-mono">{f.fault}</span> on {f.task}:{" "}
+                {f.detail}
+              </li>
+            ))}
           </ul>
         )}
       </Section>

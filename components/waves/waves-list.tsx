@@ -80,7 +80,10 @@ export function WavesList() {
                         </span>
                       </div>
                     </td>
-                    <td className={`${tdClass} text-xs`}>{w.kills.join(", ") || "—"}</td>
+                    <td className={`${tdClass} text-xs`}>
+                      {w.kills.join(", ") || "—"}
+                      {w.killsLanded !== null && w.kills.length ? ` (${w.killsLanded}/${w.kills.length} landed)` : ""}
+                    </td>
                     <td className={`${tdClass} text-xs`}>{w.faults.join(", ") || "—"}</td>
                     <td className={`${tdClass} tabular-nums`}>{w.orphans}</td>
                   </tr>

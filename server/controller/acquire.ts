@@ -37,7 +37,7 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
     },
   });
   await appendEvent(ctx.db, run.id, "intent_committed", ctx.identity.bootId, { operationId, creationName: name, turn });
-  crashPoint(ctx, "after_intent_commit");
+  crashPoint(ctx, "after_intent_commit", { runId: run.id });
 
   let sandbox;
   try {
@@ -50,7 +50,7 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
     await appendEvent(ctx.db, run.id, "create_failed", ctx.identity.bootId, { operationId, error: message });
     throw new AcquireError(`sandbox create failed: ${message}`);
   }
-  crashPoint(ctx, "after_create");
+  crashPoint(ctx, "after_create", { runId: run.id });
 
   const lease = await ctx.db.$transaction(async (tx) => {
     const { count } = await tx.sandboxCreationIntent.updateMany({

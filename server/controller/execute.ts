@@ -121,7 +121,7 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
     }
     throw err;
   }
-  crashPoint(ctx, "after_runner_start");
+  crashPoint(ctx, "after_runner_start", { runId: run.id });
   if (ctx.drain.signal.aborted) {
     await suspendRun(ctx, await ctx.db.run.findUniqueOrThrow({ where: { id: run.id } }));
     return "failed";
@@ -152,7 +152,7 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
     },
   });
   await appendEvent(ctx.db, run.id, "session.open", ctx.identity.bootId, { sandboxId, sessionId });
-  crashPoint(ctx, "after_session_open");
+  crashPoint(ctx, "after_session_open", { runId: run.id });
   return "opened";
 }
 
@@ -184,7 +184,7 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
     data: { turnsDone: seq, checkpoint: json(checkpoint), lastRunnerState: json(state), lastRunnerStateAt: new Date() },
   });
   await appendEvent(ctx.db, run.id, "turn_done", ctx.identity.bootId, { turn: seq });
-  crashPoint(ctx, "after_turn");
+  crashPoint(ctx, "after_turn", { runId: run.id });
 
   if (run.sandboxMode === "per_turn" && seq < run.turnsPlanned) {
     // The next turn runs in a fresh sandbox with this session staged for attachment.

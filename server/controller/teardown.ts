@@ -44,7 +44,7 @@ export async function claimLease(ctx: ControllerContext, leaseId: string, now = 
 export async function teardownLease(ctx: ControllerContext, leaseId: string): Promise<TeardownOutcome> {
   const attemptId = await claimLease(ctx, leaseId);
   if (!attemptId) return { outcome: "not_claimed", leaseId };
-  crashPoint(ctx, "during_teardown_claim");
+  crashPoint(ctx, "during_teardown_claim", { leaseId });
 
   const lease = await ctx.db.environmentLease.findUniqueOrThrow({ where: { id: leaseId } });
   // Renew the fence while the provider works, so a slow destroy is not taken over.

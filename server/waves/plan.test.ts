@@ -18,8 +18,8 @@ describe("planWave", () => {
     expect(plan.tasks).toHaveLength(tasks);
     expect(plan.tasks.flatMap((t) => t.faults).sort()).toEqual([...FAULT_NAMES].sort());
     expect(plan.kills.map((k) => k.kind).sort()).toEqual([...KILL_KINDS].sort());
-    const times = plan.kills.map((k) => k.atMs);
-    expect([...times].sort((a, b) => a - b)).toEqual(times);
+    // Each delay counts from its own target controller's readiness: short, not cumulative.
+    expect(plan.kills.every((k) => k.atMs >= 600 && k.atMs <= 2000)).toBe(true);
     expect(plan.kills.filter((k) => k.kind === "K4").every((k) => k.crashAt === "after_create" || k.crashAt === "during_teardown_claim")).toBe(true);
   });
 

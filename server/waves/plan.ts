@@ -29,7 +29,11 @@ export interface PlannedTask {
 
 export interface PlannedKill {
   kind: KillKind;
-  /** Milliseconds after the first controller is ready. */
+  /**
+   * Milliseconds after the controller it targets is ready (the first kill: the first
+   * controller; each later one: the controller the previous kill's restart brought up).
+   * The kill then also waits until that controller has work in flight to interrupt.
+   */
   atMs: number;
   /** K4's crash point: between an intent's commit and its lease's, or in a teardown claim. */
   crashAt?: "after_create" | "during_teardown_claim";
@@ -75,10 +79,10 @@ export function planWave(options: WaveOptions): WavePlan {
     const task = tasks[order[i % Math.max(1, order.length)]!];
     if (task && !task.faults.includes(fault)) task.faults.push(fault);
   });
-  // Kills in seeded order, spaced so that each restart has something in flight to interrupt.
-  const kills: PlannedKill[] = shuffle([...options.kills], random).map((kind, i) => ({
+  // Kills in seeded order, each a short seeded delay after its target controller is ready.
+  const kills: PlannedKill[] = shuffle([...options.kills], random).map((kind) => ({
     kind,
-    atMs: Math.round(1200 + i * 2600 + random() * 900),
+    atMs: Math.round(600 + random() * 1400),
     ...(kind === "K4" ? { crashAt: random() < 0.5 ? ("after_create" as const) : ("during_teardown_claim" as const) } : {}),
   }));
   return { seed: options.seed, tasks, kills, concurrency: options.concurrency };

@@ -18,6 +18,8 @@ export const waveListOutput = z.array(
     tasks: z.number().int(),
     tasksPassed: z.number().int(),
     kills: z.array(z.string()),
+    /** Of the planned kills, how many landed as planned; null for waves recorded before this was tracked or still running. */
+    killsLanded: z.number().int().nullable(),
     faults: z.array(z.string()),
     orphans: z.number().int(),
   }),
@@ -46,6 +48,7 @@ export async function listWaves(db: Db, scope: CompanyScope): Promise<z.infer<ty
       tasks: summary?.tasks ?? plan?.tasks?.length ?? config.tasks ?? 0,
       tasksPassed: summary?.tasksPassed ?? 0,
       kills: config.kills ?? plan?.kills?.map((k) => k.kind) ?? [],
+      killsLanded: summary?.kills ? Object.values(summary.kills).reduce((n, k) => n + (k?.landed ?? 0), 0) : null,
       faults: config.faults ?? [],
       orphans: Array.isArray(w.orphanSandboxes) ? w.orphanSandboxes.length : 0,
     };

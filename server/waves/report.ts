@@ -59,6 +59,39 @@ export const taskReportSchema = z.object({
 });
 export type TaskReport = z.infer<typeof taskReportSchema>;
 
+/** What became of one planned kill (issue 17: a kill counts only where it landed as planned). */
+export const killRecordSchema = z.object({
+  kind: z.enum(KILL_KINDS),
+  crashAt: z.enum(["after_create", "during_teardown_claim"]).optional(),
+  /** The planned delay after the controller it targets was ready. */
+  afterReadyMs: z.number(),
+  landed: z.boolean(),
+  /** When it fired, on the wave's clock; null when it never did. */
+  firedAtMs: z.number().nullable(),
+  /** The controller it stopped. */
+  targetPid: z.number().int().nullable(),
+  /** The run it interrupted: a run in flight (K1, K2, K15), or the run at the crash point (K4). */
+  interruptedRunId: z.string().nullable(),
+  /** K4: when the armed controller reached its crash point. */
+  crashPointAtMs: z.number().nullable(),
+  /** The controller started after it. */
+  restartPid: z.number().int().nullable(),
+  detail: z.string(),
+});
+export type KillRecord = z.infer<typeof killRecordSchema>;
+
+/** Whether one planned fault fired, and on which run. */
+export const faultRecordSchema = z.object({
+  task: z.string(),
+  fault: z.enum(FAULT_NAMES),
+  runId: z.string().nullable(),
+  fired: z.boolean(),
+  /** How many times the provider applied it. */
+  uses: z.number().int().min(0),
+  detail: z.string(),
+});
+export type FaultRecord = z.infer<typeof faultRecordSchema>;
+
 export const eventSchema = z.object({
   atMs: z.number(),
   kind: z.string(),
@@ -81,6 +114,9 @@ export const waveReportSchema = z.object({
   decoys: z.array(z.looseObject({ id: z.string(), kind: z.string(), intact: z.boolean() })),
   events: z.array(eventSchema),
   tasks: z.array(taskReportSchema).min(1),
+  /** Absent in reports made before kills were tracked: then nothing is known of them. */
+  kills: z.array(killRecordSchema).default([]),
+  faults: z.array(faultRecordSchema).default([]),
 });
 export type WaveReport = z.infer<typeof waveReportSchema>;
 
@@ -91,9 +127,22 @@ export interface WaveSummary {
   failureCodes: Record<string, number>;
   retries: number;
   orphans: number;
+  /** Per kill kind, planned and landed as planned. */
+  kills: Partial<Record<(typeof KILL_KINDS)[number], { planned: number; landed: number }>>;
+  faults: { planned: number; fired: number };
 }
 
-export function summarise(report: Pick<WaveReport, "tasks" | "orphanSandboxes">): WaveSummary {
+/** A wave passes when every task passes every check, nothing is left, and every planned kill and fault happened. */
+export function wavePassed(report: Pick<WaveReport, "tasks" | "orphanSandboxes" | "kills" | "faults">): boolean {
+  return (
+    report.tasks.every((t) => t.passed) &&
+    report.orphanSandboxes.length === 0 &&
+    report.kills.every((k) => k.landed) &&
+    report.faults.every((f) => f.fired)
+  );
+}
+
+export function summarise(report: Pick<WaveReport, "tasks" | "orphanSandboxes"> & Partial<Pick<WaveReport, "kills" | "faults">>): WaveSummary {
   const checks = Object.fromEntries(CHECK_IDS.map((c) => [c, { pass: 0, fail: 0 }])) as WaveSummary["checks"];
   const failureCodes: Record<string, number> = {};
   let retries = 0;
@@ -109,5 +158,26 @@ export function summarise(report: Pick<WaveReport, "tasks" | "orphanSandboxes">)
     failureCodes,
     retries,
     orphans: report.orphanSandboxes.length,
+    kills: killCounts(report.kills ?? []),
+    faults: { planned: (report.faults ?? []).length, fired: (report.faults ?? []).filter((f) => f.fired).length },
   };
+}
+
+export function killCounts(kills: readonly KillRecord[]): WaveSummary["kills"] {
+  const out: WaveSummary["kills"] = {};
+  for (const k of kills) {
+    const entry = (out[k.kind] ??= { planned: 0, landed: 0 });
+    entry.planned += 1;
+    if (k.landed) entry.landed += 1;
+  }
+  return out;
+}
+
+/** "K1 1/1 · K4 0/1", in the catalogue's kill order. */
+export function describeKills(counts: WaveSummary["kills"]): string {
+  const parts = KILL_KINDS.flatMap((kind) => {
+    const c = counts[kind];
+    return c ? [`${kind} ${c.landed}/${c.planned}`] : [];
+  });
+  return parts.join(" · ") || "none planned";
 }

@@ -18,8 +18,9 @@ import { buildLabels, creationName, LABEL_KEYS } from "../providers/labels";
 import { retryRun } from "../runs/retry";
 import { submitRun } from "../runs/submit";
 import { evaluateTask, type CollectedRun } from "./checks";
-import { planWave, waveId, type FaultName, type PlannedKill, type WaveOptions, type WavePlan } from "./plan";
-import { type WaveEvent, type WaveReport } from "./report";
+import { parseCrashLine } from "../controller/crash";
+import { planWave, waveId, type FaultName, type WaveOptions, type WavePlan } from "./plan";
+import { wavePassed, type FaultRecord, type KillRecord, type WaveEvent, type WaveReport } from "./report";
 import { recordWaveStart, storeWaveReport } from "./store";
 
 /**
@@ -55,7 +56,9 @@ export interface WaveProgress {
   elapsedMs: number;
   tasks: Array<{ key: string; status: string; turns: string; code: string | null }>;
   controller: number;
+  /** Kills fired so far; of them, landed as planned (a K4 lands when its crash point is reached). */
   killsDone: number;
+  killsLanded: number;
   killsPlanned: number;
 }
 
@@ -120,7 +123,8 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
     // ── controllers, kills and retries ──
     let generation = 0;
     const deaths = new Map<number, number>(); // pid → when it died (ms since t0)
-    const start = async (why: string, extra: Record<string, string> = {}, freshHome = false) => {
+    let live: LiveController | null = null;
+    const start = async (why: string, extra: Record<string, string> = {}, freshHome = false): Promise<LiveController> => {
       generation += 1;
       const dir = path.join(home, freshHome ? `home-${generation}` : "home");
       fs.mkdirSync(dir, { recursive: true });
@@ -138,17 +142,33 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       controller = p;
       void p.exited.then(() => deaths.set(p.pid, Date.now() - t0));
       await p.ready;
+      const bootId = p.output.map((l) => /^controller ready: bootId=(\S+)/.exec(l)?.[1]).find(Boolean) ?? null;
+      live = { handle: p, bootId, readyAtMs: Date.now() - t0, generation, killedByWave: false };
       note("controller", `#${generation} up (pid ${p.pid}, ${why}${extra.RUNWARDEN_CRASH_AT ? `, crashes at ${extra.RUNWARDEN_CRASH_AT}` : ""})`);
-      return p;
+      return live;
     };
-    const stop = async (p: ControllerProcessHandle, signal: NodeJS.Signals) => {
-      p.kill(signal);
-      await p.exited;
+    const stop = async (c: LiveController, signal: NodeJS.Signals) => {
+      c.killedByWave = true;
+      c.handle.kill(signal);
+      await c.handle.exited;
     };
 
     await start("first");
-    const pending: PlannedKill[] = [...plan.kills];
-    let killsDone = 0;
+    const records: KillRecord[] = plan.kills.map((k) => ({
+      kind: k.kind,
+      ...(k.crashAt ? { crashAt: k.crashAt } : {}),
+      afterReadyMs: k.atMs,
+      landed: false,
+      firedAtMs: null,
+      targetPid: null,
+      interruptedRunId: null,
+      crashPointAtMs: null,
+      restartPid: null,
+      detail: "not fired",
+    }));
+    let next = 0; // index of the next kill to fire
+    /** A K4 that fired: its armed controller has yet to reach the crash point. */
+    let armed: KillRecord | null = null;
     const retried = new Map<string, number>();
     const deadline = Date.now() + options.timeoutMs;
     let settledSince: number | null = null;
@@ -156,34 +176,78 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
     for (;;) {
       if (options.signal?.aborted) throw new Error("the wave was stopped before it finished");
       const elapsed = Date.now() - t0;
-      const current = controller as ControllerProcessHandle | null;
-      // An armed K4 controller crashes on its own; any unexpected exit is restarted too.
-      if (current && (current.child.exitCode !== null || current.child.signalCode !== null)) {
-        note("restart", `controller pid ${current.pid} exited (${current.child.signalCode ?? current.child.exitCode}); starting another`);
-        await start("after an exit");
+      const current = live as LiveController | null;
+      if (current && (current.handle.child.exitCode !== null || current.handle.child.signalCode !== null)) {
+        const crash = current.handle.output.map(parseCrashLine).find((c) => c !== null) ?? null;
+        if (armed && crash && !current.killedByWave) {
+          // K4 landed: the armed controller died at its crash point, by its own SIGKILL.
+          armed.landed = true;
+          armed.crashPointAtMs = deaths.get(current.handle.pid) ?? elapsed;
+          armed.interruptedRunId = crash.runId ?? (crash.leaseId ? await runOfLease(db, crash.leaseId) : null);
+          armed.detail = `crash point ${crash.point} reached${crash.runId ? ` in run ${crash.runId}` : ""}${crash.leaseId ? ` in the teardown of lease ${crash.leaseId}` : ""}`;
+          note("crash", `K4: controller pid ${current.handle.pid} reached its crash point ${crash.point}${crash.runId ? ` (run ${crash.runId})` : ""}`);
+          const restarted = await start("after the K4 crash");
+          armed.restartPid = restarted.handle.pid;
+          armed = null;
+        } else {
+          if (armed) {
+            armed.detail = `the armed controller exited (${current.handle.child.signalCode ?? current.handle.child.exitCode}) without reaching ${armed.crashAt}`;
+            armed = null;
+          }
+          note("restart", `controller pid ${current.handle.pid} exited (${current.handle.child.signalCode ?? current.handle.child.exitCode}); starting another`);
+          await start("after an exit");
+        }
       }
-      const kill = pending[0];
-      // A kill lands during a run: at its moment, once some run has its session open
-      // (or 5 s later whatever the runs are doing).
-      const inFlight = kill && elapsed >= kill.atMs ? (await db.run.count({ where: { waveId: id, phase: "session_open", status: "running" } })) > 0 : false;
-      if (kill && controller && elapsed >= kill.atMs && (inFlight || elapsed >= kill.atMs + 5000)) {
-        pending.shift();
-        killsDone += 1;
-        await performKill(kill, controller, stop, start, note);
+
+      const states = await taskStates(db, id);
+      const tasksDone = states.length === plan.tasks.length && states.every((s) => s.settled);
+      const target = live as LiveController | null;
+      if (armed && tasksDone && (await cleanupDone(db, instanceId))) {
+        // Nothing left that could create or tear down a sandbox: the crash point cannot be reached.
+        armed.detail = `crash point ${armed.crashAt} not reachable: every task had settled and nothing was left to create or tear down`;
+        note("kill", `K4 did not land: ${armed.detail}`);
+        armed = null;
+      }
+      const kill = records[next];
+      if (!armed && kill && target && elapsed - target.readyAtMs >= kill.afterReadyMs) {
+        // A kill lands on work in flight on the controller it targets, never on an idle one.
+        const inFlight = target.bootId
+          ? await db.run.findFirst({ where: { waveId: id, executorBootId: target.bootId, status: "running", phase: "session_open" }, select: { id: true } })
+          : null;
+        if (inFlight) {
+          next += 1;
+          kill.firedAtMs = elapsed;
+          kill.targetPid = target.handle.pid;
+          kill.interruptedRunId = inFlight.id;
+          const after = await performKill(kill, target, inFlight.id, stop, start, note);
+          kill.restartPid = after.handle.pid;
+          if (kill.kind === "K4") {
+            armed = kill;
+            kill.interruptedRunId = null; // the run the crash interrupts is known when it happens
+            kill.detail = `armed controller pid ${after.handle.pid} waits for ${kill.crashAt}`;
+          } else if (kill.kind === "K2") {
+            const suspended = await db.runEvent.count({ where: { runId: inFlight.id, type: "suspended", at: { gte: new Date(t0 + elapsed) } } });
+            kill.landed = suspended > 0;
+            kill.detail = kill.landed ? `drained: run ${inFlight.id} suspended` : `the drain did not suspend run ${inFlight.id}`;
+          } else {
+            kill.landed = true;
+            kill.detail = `interrupted run ${inFlight.id} in flight`;
+          }
+        }
       }
       await retryWhereOffered(db, plan, runsByTask, retried, options.retries, id, note);
 
-      const states = await taskStates(db, id);
       options.onProgress?.({
         id,
         elapsedMs: elapsed,
         tasks: states.map((s) => ({ key: s.key, status: s.status, turns: s.turns, code: s.code })),
         controller: generation,
-        killsDone,
+        killsDone: next,
+        killsLanded: records.filter((r) => r.landed).length,
         killsPlanned: plan.kills.length,
       });
       const allSettled = states.length === plan.tasks.length && states.every((s) => s.settled && (s.status === "succeeded" || (retried.get(s.key) ?? 0) >= options.retries || !s.canRetry));
-      if (allSettled) {
+      if (allSettled && !armed) {
         settledSince ??= Date.now();
         // Let the sweeps finish the cleanup before judging (bounded).
         if ((await cleanupDone(db, instanceId)) || Date.now() - settledSince > (options.quiesceMs ?? 20_000)) break;
@@ -196,8 +260,13 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       }
       await new Promise((r) => setTimeout(r, 200));
     }
-    for (const k of pending) note("kill", `${k.kind} skipped: every task had settled`);
-    if (controller) await stop(controller, "SIGTERM");
+    for (const k of records.slice(next)) {
+      k.detail = "never fired: every task settled before its target controller had work in flight";
+      note("kill", `${k.kind} did not land: ${k.detail}`);
+    }
+    if (armed) armed.detail = `the wave ended before the armed controller reached ${armed.crashAt}`;
+    const last = live as LiveController | null;
+    if (last) await stop(last, "SIGTERM");
 
     // ── judge ──
     const sandboxes = (await admin.sandboxes({ includeDestroyed: true })).filter((s) => s.labels[LABEL_KEYS.instance] === instanceId);
@@ -226,6 +295,8 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       .filter((s) => !decoyIds.has(s.id) && s.state !== "destroyed" && s.state !== "destroying")
       .map((s) => ({ id: s.id, name: s.name, state: s.state, run: s.labels[LABEL_KEYS.run] ?? null }));
     const reclaims = await reclaimTimes(db, instanceId, deaths, t0);
+    const faults = await faultRecords(admin, plan, runsByTask);
+    for (const f of faults.filter((x) => !x.fired)) note("fault", `${f.task} ${f.fault} did not fire: ${f.detail}`);
     const report: WaveReport = {
       id,
       seed: options.seed,
@@ -234,12 +305,14 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       startedAt: startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
       plan,
-      passed: tasks.every((t) => t.passed) && orphanSandboxes.length === 0,
+      passed: wavePassed({ tasks, orphanSandboxes, kills: records, faults }),
       orphanSandboxes,
       reclaims,
       decoys: decoyResults,
       events,
       tasks,
+      kills: records,
+      faults,
     };
     await storeWaveReport(db, report, { config: waveConfig(options) });
     // The decoys were the wave's own; it takes them away again, by id.
@@ -266,39 +339,73 @@ function waveConfig(o: WaveRunOptions) {
   return { tasks: o.tasks, kills: o.kills, faults: o.faults, concurrency: o.concurrency, retries: o.retries, timeoutMs: o.timeoutMs, breakRule: o.breakRule ?? null };
 }
 
+interface LiveController {
+  handle: ControllerProcessHandle;
+  bootId: string | null;
+  /** When it was ready, on the wave's clock: the next kill's delay counts from here. */
+  readyAtMs: number;
+  generation: number;
+  /** True once the wave itself signalled it (so its death is not a crash point). */
+  killedByWave: boolean;
+}
+
+/** Stops the target as the kill kind says and starts the controller that follows it. */
 async function performKill(
-  kill: PlannedKill,
-  current: ControllerProcessHandle,
-  stop: (p: ControllerProcessHandle, s: NodeJS.Signals) => Promise<void>,
-  start: (why: string, extra?: Record<string, string>, freshHome?: boolean) => Promise<ControllerProcessHandle>,
+  kill: KillRecord,
+  current: LiveController,
+  runId: string,
+  stop: (c: LiveController, s: NodeJS.Signals) => Promise<void>,
+  start: (why: string, extra?: Record<string, string>, freshHome?: boolean) => Promise<LiveController>,
   note: (kind: string, detail: string) => void,
-) {
+): Promise<LiveController> {
+  const pid = current.handle.pid;
   switch (kill.kind) {
     case "K1":
       await stop(current, "SIGKILL");
-      note("kill", `K1: SIGKILL pid ${current.pid}`);
-      await start("after K1");
-      return;
+      note("kill", `K1: SIGKILL pid ${pid} with run ${runId} in flight`);
+      return start("after K1");
     case "K2":
       await stop(current, "SIGTERM");
-      note("kill", `K2: SIGTERM pid ${current.pid}, drained`);
-      await start("after K2");
-      return;
+      note("kill", `K2: SIGTERM pid ${pid} with run ${runId} in flight, drained`);
+      return start("after K2");
     case "K4":
       await stop(current, "SIGKILL");
-      note("kill", `K4: SIGKILL pid ${current.pid}; the next controller dies at ${kill.crashAt}`);
-      await start("K4 armed", { RUNWARDEN_CRASH_AT: kill.crashAt ?? "after_create" });
-      return;
+      note("kill", `K4: SIGKILL pid ${pid} with run ${runId} in flight; the next controller dies at ${kill.crashAt}`);
+      return start("K4 armed", { RUNWARDEN_CRASH_AT: kill.crashAt ?? "after_create" });
     case "K15":
       await stop(current, "SIGKILL");
-      note("kill", `K15: SIGKILL pid ${current.pid}; restart with a fresh home`);
-      await start("after K15, fresh home", {}, true);
-      return;
+      note("kill", `K15: SIGKILL pid ${pid} with run ${runId} in flight; restart with a fresh home`);
+      return start("after K15, fresh home", {}, true);
     default: {
       const never: never = kill.kind;
       throw new Error(`unknown kill ${String(never)}`);
     }
   }
+}
+
+async function runOfLease(db: Db, leaseId: string): Promise<string | null> {
+  return (await db.environmentLease.findUnique({ where: { id: leaseId }, select: { runId: true } }))?.runId ?? null;
+}
+
+/** Whether each planned fault fired: the provider applied it (its rule's uses) to that task's run. */
+async function faultRecords(admin: EmulatorAdminClient, plan: WavePlan, runsByTask: Map<string, string>): Promise<FaultRecord[]> {
+  const rules = await admin.faults();
+  return plan.tasks.flatMap((task) =>
+    task.faults.map((fault) => {
+      const runId = runsByTask.get(task.key) ?? null;
+      const kind = faultRule(fault, runId ?? "").fault.kind;
+      const rule = rules.find((r) => r.match.runId === runId && r.fault.kind === kind);
+      const uses = rule?.used ?? 0;
+      return {
+        task: task.key,
+        fault,
+        runId,
+        fired: uses > 0,
+        uses,
+        detail: !rule ? "no such rule at the provider" : uses > 0 ? `applied ${uses} time(s) to run ${runId}` : `never applied to run ${runId}`,
+      };
+    }),
+  );
 }
 
 function faultRule(fault: FaultName, runId: string) {

@@ -1,7 +1,7 @@
 import type { Db, Prisma } from "../db/client";
 import { AppError } from "../errors";
 import type { WavePlan } from "./plan";
-import { CHECK_IDS, summarise, waveReportSchema, type WaveReport } from "./report";
+import { CHECK_IDS, summarise, wavePassed, waveReportSchema, type WaveReport } from "./report";
 import { inScope, type CompanyScope } from "../auth/roles";
 
 const asJson = (v: unknown) => v as Prisma.InputJsonValue;
@@ -63,8 +63,8 @@ export async function importWaveReport(db: Db, raw: unknown, scope: CompanyScope
   if (!inScope(scope, report.companyId)) throw new AppError("FORBIDDEN", `report.companyId: you cannot import waves of company ${report.companyId}`);
   const keys = report.tasks.map((t) => t.id);
   if (new Set(keys).size !== keys.length) throw new AppError("INVALID_INPUT", "report.tasks: task ids repeat");
-  const passed = report.tasks.every((t) => t.passed) && report.orphanSandboxes.length === 0;
-  if (passed !== report.passed) throw new AppError("INVALID_INPUT", `report.passed: says ${report.passed} but its tasks and orphans say ${passed}`);
+  const passed = wavePassed(report);
+  if (passed !== report.passed) throw new AppError("INVALID_INPUT", `report.passed: says ${report.passed} but its tasks, orphans, kills and faults say ${passed}`);
   for (const t of report.tasks) {
     const ok = CHECK_IDS.every((c) => t.checks[c].ok);
     if (ok !== t.passed) throw new AppError("INVALID_INPUT", `report.tasks.${t.id}.passed: says ${t.passed} but its checks say ${ok}`);

@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -50,8 +51,10 @@ async function wave(plan: Omit<WavePlan, "seed">, extra: Partial<WaveRunOptions>
   });
 }
 
+/** Failed checks, each with the wave's events when any failed (what a reader needs to see why). */
 function failing(report: WaveReport) {
-  return report.tasks.flatMap((t) => Object.entries(t.checks).filter(([, c]) => !c.ok).map(([id, c]) => `${t.id} ${id}: ${c.detail}`));
+  const failed = report.tasks.flatMap((t) => Object.entries(t.checks).filter(([, c]) => !c.ok).map(([id, c]) => `${t.id} ${id}: ${c.detail}`));
+  return failed.length ? [...failed, ...report.events.map((e) => `  ${(e.atMs / 1000).toFixed(1)} s ${e.kind}: ${e.detail}`)] : [];
 }
 
 describe("waves pass on the current engine", () => {
@@ -70,6 +73,9 @@ describe("waves pass on the current engine", () => {
     expect(failing(report)).toEqual([]);
     expect(report.passed).toBe(true);
     expect(report.events.some((e) => e.kind === "kill" && e.detail.startsWith(kind))).toBe(true);
+    expect(report.kills).toHaveLength(1);
+    expect(report.kills[0]).toMatchObject({ kind, landed: true });
+    expect(report.kills[0]!.interruptedRunId).toMatch(/^[0-9a-f-]{36}$/);
     expect(report.orphanSandboxes).toEqual([]);
     expect(report.decoys.every((d) => d.intact)).toBe(true);
   });
@@ -86,13 +92,25 @@ describe("waves pass on the current engine", () => {
       ],
       kills: [
         { kind: "K1", atMs: 800 },
-        { kind: "K4", atMs: 2500, crashAt: "after_create" },
-        { kind: "K15", atMs: 5000 },
-        { kind: "K2", atMs: 7500 },
+        { kind: "K4", atMs: 900, crashAt: "after_create" },
+        { kind: "K15", atMs: 700 },
+        { kind: "K2", atMs: 1000 },
       ],
       concurrency: 2,
-    });
+    }, { timeoutMs: 150_000 });
     expect(failing(report)).toEqual([]);
+    expect(report.kills.map((k) => [k.kind, k.landed])).toEqual([
+      ["K1", true],
+      ["K4", true],
+      ["K15", true],
+      ["K2", true],
+    ]);
+    expect(report.faults.map((f) => [f.fault, f.fired])).toEqual([
+      ["bind", true],
+      ["reject", true],
+      ["late", true],
+      ["unconnected", true],
+    ]);
     expect(report.passed).toBe(true);
     const codes = report.tasks.flatMap((t) => t.failureCodes);
     expect(codes).toContain("native_provider_startup_rejected");
@@ -104,6 +122,50 @@ describe("waves pass on the current engine", () => {
     expect(stored.tasks).toHaveLength(6);
     const rows = await h.db.db.chaosWaveTask.findMany({ where: { waveId: report.id }, include: { checks: true } });
     expect(rows.every((r) => r.checks.length === 6)).toBe(true);
+  });
+});
+
+describe("kills land where the plan puts them (issue 17)", () => {
+  it("all four kills land on a loaded machine: each on work in flight, K4 at its crash point", { timeout: 300_000 }, async () => {
+    // Load: a busy loop per core for the whole wave, so controllers take seconds to be
+    // ready — the condition under which kills timed from the wave's start fired back to back.
+    const burners = Array.from({ length: Math.max(2, os.availableParallelism()) }, () =>
+      spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }),
+    );
+    let report: WaveReport;
+    try {
+      report = await wave(
+        {
+          tasks: [task("t01"), task("t02", { sandboxMode: "per_turn" }), task("t03"), task("t04", { sandboxMode: "per_turn" }), task("t05"), task("t06")],
+          kills: [
+            { kind: "K1", atMs: 700 },
+            { kind: "K4", atMs: 600, crashAt: "after_create" },
+            { kind: "K15", atMs: 900 },
+            { kind: "K2", atMs: 800 },
+          ],
+          concurrency: 2,
+        },
+        { timeoutMs: 240_000 },
+      );
+    } finally {
+      for (const b of burners) b.kill("SIGKILL");
+    }
+    expect(report.kills.map((k) => `${k.kind} ${k.landed ? "landed" : `did not land: ${k.detail}`}`)).toEqual(["K1 landed", "K4 landed", "K15 landed", "K2 landed"]);
+    for (const k of report.kills) {
+      expect(k.firedAtMs).not.toBeNull();
+      expect(k.restartPid).not.toBeNull();
+      expect(k.interruptedRunId).toMatch(/^[0-9a-f-]{36}$/);
+    }
+    // The K4 crash point is in the report's events, after the K4 kill armed it and before the next kill.
+    const armedAt = report.events.findIndex((e) => e.kind === "kill" && e.detail.startsWith("K4:"));
+    const crashedAt = report.events.findIndex((e) => e.kind === "crash" && /reached its crash point after_create/.test(e.detail));
+    const nextKillAt = report.events.findIndex((e) => e.kind === "kill" && e.detail.startsWith("K15:"));
+    expect(armedAt).toBeGreaterThanOrEqual(0);
+    expect(crashedAt).toBeGreaterThan(armedAt);
+    expect(nextKillAt).toBeGreaterThan(crashedAt);
+    expect(report.kills[1]!.crashPointAtMs).toBeLessThan(report.kills[2]!.firedAtMs!);
+    expect(failing(report)).toEqual([]);
+    expect(report.passed).toBe(true);
   });
 });
 

@@ -38,6 +38,8 @@ function report(id: string, r2: boolean[], codes: string[][]): WaveReport {
     decoys: [],
     events: [],
     tasks,
+    kills: [],
+    faults: [],
   };
 }
 
