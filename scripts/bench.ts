@@ -7,6 +7,7 @@
  *   3. engine throughput: pure decisions per second.
  */
 import crypto from "node:crypto";
+import { Command, InvalidArgumentError } from "commander";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -34,6 +35,26 @@ import { createRunnerClient } from "../server/providers/runner";
 import { submitRun } from "../server/runs/submit";
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
+
+// `npm run bench -- --scale [N] [--json FILE] [--reps R]`: the figures at scale (issue 13).
+const cli = new Command("bench")
+  .option("--scale [runs]", "generate this many runs (default 1,000,000) and measure every page and sweep at N/10 and N", positiveInt)
+  .option("--json <file>", "with --scale: write the figures as JSON")
+  .option("--reps <n>", "with --scale: timed repetitions per figure", positiveInt, 30)
+  .parse(process.argv);
+const opts = cli.opts<{ scale?: number | true; json?: string; reps: number }>();
+if (opts.scale !== undefined) {
+  const { runScaleBench } = await import("./bench/scale");
+  await runScaleBench({ n: opts.scale === true ? 1_000_000 : opts.scale, json: opts.json, reps: opts.reps });
+  process.exit(0);
+}
+
+function positiveInt(value: string): number {
+  const n = Number(value.replaceAll("_", ""));
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError("must be a positive whole number");
+  return n;
+}
+
 const server = await openDatabase({ env, database: "postgres" });
 const stamp = `rwbench_${Date.now().toString(36)}`;
 const made: string[] = [];

@@ -1,0 +1,187 @@
+/**
+ * `npm run bench -- --scale N [--json FILE]` (issue 13): generates N runs (default 1,000,000)
+ * with their events, leases, intents, claims and proofs into a throwaway database, at N/10
+ * and at N, and prints each dashboard and sweep figure as ours against the raw SQL that
+ * returns the same rows in the same run (min, median, p95, and the ratio of the p95s).
+ */
+import fs from "node:fs";
+import pg from "pg";
+import { createDb, type Db } from "../../server/db/client";
+import { openDatabase } from "../../server/db/embedded";
+import { migrate } from "../../server/db/migrate";
+import { withDatabase } from "../../server/db/url";
+import { env } from "../../server/env";
+import { getRunDetail } from "../../server/runs/detail";
+import { encodeCursor } from "../../server/runs/cursor";
+import { failureGroups, listRuns, runFacets } from "../../server/runs/queries";
+import { compare, FIGURE_HEADER, formatFigure, type Figure } from "./measure";
+import { generateScaleData, OUR_INSTANCE } from "./scale-data";
+
+const say = (line = "") => process.stdout.write(`${line}\n`);
+const ALL = { all: true } as const;
+const COLUMNS =
+  "id, company_id, task_id, agent, provider, target, sandbox_mode, status, outcome, failure_code, owner, can_retry, provider_attempts, max_provider_attempts, restarts, previous_run_id, created_at, finished_at";
+
+export async function runScaleBench(options: { n: number; json?: string; reps: number }): Promise<Figure[]> {
+  const server = await openDatabase({ env, database: "postgres" });
+  const figures: Figure[] = [];
+  const sizes = [Math.max(1000, Math.round(options.n / 10)), options.n];
+  try {
+    for (const size of sizes) {
+      const name = `rwscale_${Date.now().toString(36)}_${size}`;
+      await admin(server.adminUrl, `CREATE DATABASE ${name}`);
+      const url = withDatabase(server.adminUrl, name);
+      try {
+        await migrate(url);
+        say(`\n── ${size.toLocaleString("en")} runs: generating into ${name}`);
+        const shape = await generateScaleData(url, size, say);
+        say(
+          `  ${shape.runs.toLocaleString("en")} runs, ${shape.events.toLocaleString("en")} events, ${shape.leases.toLocaleString("en")} leases, ` +
+            `${shape.intents.toLocaleString("en")} intents, ${shape.claims.toLocaleString("en")} claims, ${shape.proofs.toLocaleString("en")} proofs in ${shape.seconds.toFixed(0)} s`,
+        );
+        say(`\n${FIGURE_HEADER}`);
+        for await (const f of measureSize(url, size, options.reps)) {
+          figures.push(f);
+          say(formatFigure(f));
+        }
+      } finally {
+        await admin(server.adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      }
+    }
+  } finally {
+    await server.stop();
+  }
+  if (options.json) {
+    const out = figures.map((f) => ({
+      name: f.name,
+      size: f.size,
+      oursP95Ms: f.unit ? null : round(f.oursP95Ms),
+      rawP95Ms: f.unit ? null : round(f.rawP95Ms),
+      ratioP95: f.unit ? null : round(f.ratioP95),
+      ...(f.unit ? { value: f.value, unit: f.unit } : {}),
+      ...(f.note ? { note: f.note } : {}),
+    }));
+    fs.writeFileSync(options.json, `${JSON.stringify(out, null, 2)}\n`);
+    say(`\nfigures written to ${options.json}`);
+  }
+  return figures;
+}
+
+async function* measureSize(url: string, size: number, reps: number): AsyncGenerator<Figure> {
+  const db = createDb(url, { max: 4 });
+  const raw = new pg.Pool({ connectionString: url, max: 4 });
+  const q = async (sql: string, params: unknown[] = []) => (await raw.query(sql, params)).rows;
+  try {
+    const company = "co-0042";
+    const page = 25;
+    const order = "ORDER BY created_at DESC, id DESC";
+    const list = (name: string, input: Parameters<typeof listRuns>[2], where: string, params: unknown[]) =>
+      compare(name, size, () => listRuns(db, ALL, input), () => q(`SELECT ${COLUMNS} FROM runs ${where} ${order} LIMIT ${page + 1}`, params), { reps });
+
+    yield await list("runs.list first page", {}, "", []);
+    yield await list("runs.list company + status", { companyId: company, status: "failed" }, "WHERE company_id = $1 AND status = 'failed'", [company]);
+    yield await list("runs.list company + outcome", { companyId: company, outcome: "terminal_failure" }, "WHERE company_id = $1 AND outcome = 'terminal_failure'", [company]);
+    yield await list("runs.list company + provider + target", { companyId: company, provider: "codex", target: "local" }, "WHERE company_id = $1 AND provider = 'codex' AND target = 'local'", [company]);
+    yield await list("runs.list status", { status: "failed" }, "WHERE status = 'failed'", []);
+    yield await list("runs.list failure code", { failureCode: "native_provider_startup_rejected" }, "WHERE failure_code = 'native_provider_startup_rejected'", []);
+    yield await list("runs.list last 24 h", { range: "24h" }, "WHERE created_at >= now() - interval '24 hours'", []);
+
+    const [mid] = await q(`SELECT created_at, id FROM runs ${order} OFFSET $1 LIMIT 1`, [Math.floor(size / 2)]);
+    const midRow = mid as { created_at: Date; id: string };
+    yield await compare(
+      "runs.list deep page at 50 %",
+      size,
+      () => listRuns(db, ALL, { cursor: encodeCursor({ createdAt: midRow.created_at, id: midRow.id }) }),
+      () => q(`SELECT ${COLUMNS} FROM runs WHERE (created_at, id) < ($1, $2) ${order} LIMIT ${page + 1}`, [midRow.created_at, midRow.id]),
+      { reps },
+    );
+
+    const task = `task-${Math.floor(size / 40)}-1`;
+    yield await compare(
+      "runs.list search a task",
+      size,
+      () => listRuns(db, ALL, { search: task }),
+      () => q(`SELECT ${COLUMNS} FROM runs WHERE task_id ILIKE $1 ${order} LIMIT ${page + 1}`, [`%${task}%`]),
+      { reps },
+    );
+    const [someRun] = await q(`SELECT id FROM runs WHERE restarts > 0 ${order} OFFSET $1 LIMIT 1`, [Math.floor(size / 200)]);
+    const runId = (someRun as { id: string }).id;
+    yield await compare(
+      "runs.list search an exact run id",
+      size,
+      () => listRuns(db, ALL, { search: runId }),
+      () => q(`SELECT ${COLUMNS} FROM runs WHERE id = $1`, [runId]),
+      { reps },
+    );
+
+    yield await compare(
+      "runs.failureGroups",
+      size,
+      () => failureGroups(db, ALL, {}),
+      () =>
+        q(
+          `SELECT failure_code, count(*), max(created_at), count(*) FILTER (WHERE status = 'failed' AND NOT EXISTS (SELECT 1 FROM runs n WHERE n.previous_run_id = r.id))
+           FROM runs r WHERE failure_code IS NOT NULL GROUP BY failure_code`,
+        ),
+      { reps: Math.min(reps, 10) },
+    );
+    yield await compare(
+      "runs.facets",
+      size,
+      () => runFacets(db, ALL),
+      () =>
+        Promise.all([
+          q(`SELECT DISTINCT company_id FROM runs ORDER BY 1 LIMIT 200`),
+          q(`SELECT DISTINCT provider FROM runs ORDER BY 1 LIMIT 50`),
+          q(`SELECT DISTINCT failure_code FROM runs WHERE failure_code IS NOT NULL ORDER BY 1 LIMIT 100`),
+        ]),
+      { reps: Math.min(reps, 10) },
+    );
+    yield await compare(
+      "runs.countByStatus",
+      size,
+      () => countByStatus(db),
+      () => q(`SELECT status, count(*) FROM runs GROUP BY status`),
+      { reps: Math.min(reps, 10) },
+    );
+
+    yield await compare(
+      "runs.get of a restarted run",
+      size,
+      () => getRunDetail(db, ALL, runId),
+      () =>
+        Promise.all([
+          q(`SELECT * FROM runs WHERE id = $1`, [runId]),
+          q(`SELECT * FROM run_events WHERE run_id = $1 ORDER BY id`, [runId]),
+          q(`SELECT * FROM recovery_claims WHERE run_id = $1 ORDER BY created_at`, [runId]),
+          q(`SELECT * FROM proofs WHERE run_id = $1 OR claim_id IN (SELECT id FROM recovery_claims WHERE run_id = $1) ORDER BY evaluated_at`, [runId]),
+          q(`SELECT * FROM environment_leases WHERE run_id = $1 ORDER BY created_at`, [runId]),
+          q(`SELECT id, status, previous_run_id FROM runs WHERE id = (SELECT previous_run_id FROM runs WHERE id = $1) OR previous_run_id = $1`, [runId]),
+        ]),
+      { reps },
+    );
+    void OUR_INSTANCE;
+  } finally {
+    await db.$disconnect();
+    await raw.end();
+  }
+}
+
+/** What `runs.countByStatus` does (kept beside the router until it has a read model of its own). */
+async function countByStatus(db: Db) {
+  return db.run.groupBy({ by: ["status"], _count: { _all: true } });
+}
+
+async function admin(url: string, sql: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+function round(x: number): number {
+  return Math.round(x * 100) / 100;
+}
