@@ -10,7 +10,13 @@ test("pending intents show each creator's live verdict; Run sweep now shows what
     const { instanceId } = await trpcQuery<{ instanceId: string }>(page.request, "intents.list", {});
     // The running controller: alive, judged from the dashboard's host.
     const controller = await eventually("a controller record", () => db.controllerProcess.findFirst({ where: { instanceId, stoppedAt: null }, orderBy: { bootedAt: "desc" } }));
-    const identity = { bootId: controller.bootId, pid: controller.pid, startedAt: controller.startedAt.toISOString(), pidSpace: controller.pidSpace };
+    const identity = {
+      bootId: controller.bootId,
+      pid: controller.pid,
+      startedAt: controller.startedAt.toISOString(),
+      startTicks: controller.startTicks === null ? null : Number(controller.startTicks),
+      pidSpace: controller.pidSpace,
+    };
     const now = Date.now();
     const make = (key: string, creator: unknown, over: { runId?: string; settleDeadline?: Date } = {}) => {
       const id = crypto.randomUUID();

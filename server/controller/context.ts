@@ -21,7 +21,7 @@ export interface ControllerContext {
 }
 
 export function evidenceIdentity(p: ProcessIdentity): Identity {
-  return { bootId: p.bootId, pid: p.pid, startedAt: p.startedAt, pidSpace: p.pidSpace };
+  return { bootId: p.bootId, pid: p.pid, startedAt: p.startedAt, startTicks: p.startTicks, pidSpace: p.pidSpace };
 }
 
 export const REMOTE_CWD = "/home/sandbox/work";

@@ -38,6 +38,7 @@ export class Controller {
         instanceId: config.instanceId,
         pid: identity.pid,
         startedAt: new Date(identity.startedAt),
+        startTicks: identity.startTicks === null ? null : BigInt(identity.startTicks),
         hostname: identity.hostname,
         pidSpace: identity.pidSpace,
         home: config.home,

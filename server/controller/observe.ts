@@ -11,7 +11,7 @@ import { evidenceIdentity } from "./context";
  */
 export function probeFor(ctx: ControllerContext, record: PartialIdentity | null | undefined): Probe {
   if (!record?.pid || !record.pidSpace || record.pidSpace !== ctx.identity.pidSpace) {
-    return { readable: false, pidLive: false, liveStartedAt: null };
+    return { readable: false, pidLive: false, liveStartedAt: null, liveStartTicks: null };
   }
   return probePid(record.pid);
 }
@@ -23,6 +23,7 @@ export function asIdentity(value: unknown): PartialIdentity | null {
     bootId: typeof v.bootId === "string" ? v.bootId : null,
     pid: typeof v.pid === "number" ? v.pid : null,
     startedAt: typeof v.startedAt === "string" ? v.startedAt : null,
+    startTicks: typeof v.startTicks === "number" && Number.isInteger(v.startTicks) && v.startTicks >= 0 ? v.startTicks : null,
     pidSpace: typeof v.pidSpace === "string" ? v.pidSpace : null,
   };
 }

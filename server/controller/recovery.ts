@@ -34,7 +34,13 @@ export function executorStatus(ctx: ControllerContext, executor: ControllerProce
   if (executor.stoppedAt) {
     return { gone: true, restartKind: executor.stopReason === "drain" ? "graceful" : "hard", reason: `stopped:${executor.stopReason ?? "unknown"}` };
   }
-  const record = { bootId: executor.bootId, pid: executor.pid, startedAt: executor.startedAt.toISOString(), pidSpace: executor.pidSpace };
+  const record = {
+    bootId: executor.bootId,
+    pid: executor.pid,
+    startedAt: executor.startedAt.toISOString(),
+    startTicks: executor.startTicks === null ? null : Number(executor.startTicks),
+    pidSpace: executor.pidSpace,
+  };
   const judged = judgeExit(ctx, record);
   if (judged.verdict.verdict === "exited") {
     return { gone: true, restartKind: "hard", reason: `exited:${judged.verdict.reason}`, proof: judged };

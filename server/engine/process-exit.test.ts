@@ -47,6 +47,60 @@ const cases: { name: string; e: ProcessExitEvidence; verdict: string; reason: st
   { name: "the observer's pid but another start time (pid reused by the observer)", e: processExit({ record: identity({ pid: 5151 }), probe: { readable: true, pidLive: true, liveStartedAt: observer().startedAt } }), verdict: "exited", reason: "pid_recycled", steps: 7 },
 ];
 
+const TICKS_STEPS = [...ALL_STEPS.slice(0, 6), "same_start_ticks"];
+const ticksCases: { name: string; e: ProcessExitEvidence; verdict: string; reason: string; steps: string[] }[] = [
+  {
+    name: "equal ticks, wall clock 5 s apart (clock stepped)",
+    e: processExit({ record: identity({ startTicks: 91234 }), probe: { readable: true, pidLive: true, liveStartedAt: plus(T0, 5000), liveStartTicks: 91234 } }),
+    verdict: "alive",
+    reason: "same_process",
+    steps: TICKS_STEPS,
+  },
+  {
+    name: "different ticks, same wall clock second",
+    e: processExit({ record: identity({ startTicks: 91234 }), probe: { readable: true, pidLive: true, liveStartedAt: T0, liveStartTicks: 91235 } }),
+    verdict: "exited",
+    reason: "pid_recycled",
+    steps: TICKS_STEPS,
+  },
+  {
+    name: "equal ticks, the probe has no wall-clock start",
+    e: processExit({ record: identity({ startTicks: 7 }), probe: { readable: true, pidLive: true, liveStartedAt: null, liveStartTicks: 7 } }),
+    verdict: "alive",
+    reason: "same_process",
+    steps: TICKS_STEPS,
+  },
+  {
+    name: "the record has no ticks: the wall clock decides",
+    e: processExit({ record: identity({ startTicks: null }), probe: { readable: true, pidLive: true, liveStartedAt: plus(T0, 1000), liveStartTicks: 91234 } }),
+    verdict: "exited",
+    reason: "pid_recycled",
+    steps: ALL_STEPS,
+  },
+  {
+    name: "the record has no ticks and the probe only ticks",
+    e: processExit({ record: identity({ startTicks: null }), probe: { readable: true, pidLive: true, liveStartedAt: null, liveStartTicks: 91234 } }),
+    verdict: "unknown",
+    reason: "unreadable",
+    steps: ALL_STEPS,
+  },
+  {
+    name: "the observer's pid and ticks without boot id, wall clock apart",
+    e: processExit({ record: { pid: 5151, startedAt: plus(observer().startedAt, 3000), startTicks: 500, pidSpace: "ps-9f3a" }, observer: observer({ startTicks: 500 }) }),
+    verdict: "alive",
+    reason: "self",
+    steps: ALL_STEPS.slice(0, 3),
+  },
+];
+
+describe("process_exit: start ticks decide over the wall clock (§2.4)", () => {
+  test.each(ticksCases)("$name → $verdict ($reason)", ({ e, verdict, reason, steps }) => {
+    const v = judgeProcessExit(e);
+    expect(v).toMatchObject({ kind: "process_exit", verdict, reason });
+    expect(v.checks.map((c) => c.name)).toEqual(steps);
+  });
+});
+
 describe("process_exit (DOMAIN.md §2.4, in order)", () => {
   test.each(cases)("$name → $verdict ($reason)", ({ e, verdict, reason, steps }) => {
     const v = judgeProcessExit(e);

@@ -57,12 +57,22 @@ export function judgeProcessExit(e: ProcessExitEvidence): ProcessExitResult {
 
   // 6. A live pid whose start time cannot be read proves nothing.
   const liveStartedAt = probe.liveStartedAt ?? null;
-  checks.push(check("live_start_time_readable", liveStartedAt !== null, "a start time", liveStartedAt));
-  if (liveStartedAt === null) return done("unknown", "unreadable");
+  const liveTicks = probe.liveStartTicks ?? null;
+  checks.push(check("live_start_time_readable", liveStartedAt !== null || liveTicks !== null, "a start time", liveTicks ?? liveStartedAt));
+  if (liveStartedAt === null && liveTicks === null) return done("unknown", "unreadable");
 
-  // 7. The pid was reused by another process.
-  const same = Math.abs(at(liveStartedAt) - at(rec.startedAt)) < START_TIME_TOLERANCE_MS;
+  // 7. The pid was reused by another process: start ticks decide when both sides have them
+  // (a stepped wall clock moves startedAt, never the ticks); else startedAt within 1 s.
+  const recTicks = rec.startTicks ?? null;
+  if (recTicks !== null && liveTicks !== null) {
+    const sameTicks = recTicks === liveTicks;
+    checks.push(check("same_start_ticks", sameTicks, recTicks, liveTicks));
+    if (!sameTicks) return done("exited", "pid_recycled");
+    return done("alive", "same_process");
+  }
+  const same = liveStartedAt !== null && Math.abs(at(liveStartedAt) - at(rec.startedAt)) < START_TIME_TOLERANCE_MS;
   checks.push(check("same_start_time", same, rec.startedAt, liveStartedAt));
+  if (liveStartedAt === null) return done("unknown", "unreadable");
   if (!same) return done("exited", "pid_recycled");
 
   return done("alive", "same_process");
@@ -74,7 +84,9 @@ export function judgeProcessExit(e: ProcessExitEvidence): ProcessExitResult {
  */
 function isSelf(record: PartialIdentity & { pid: number; startedAt: string }, observer: Identity): boolean {
   if (record.bootId != null && record.bootId === observer.bootId) return true;
-  return record.pid === observer.pid && Math.abs(at(record.startedAt) - at(observer.startedAt)) < START_TIME_TOLERANCE_MS;
+  if (record.pid !== observer.pid) return false;
+  if (record.startTicks != null && observer.startTicks != null) return record.startTicks === observer.startTicks;
+  return Math.abs(at(record.startedAt) - at(observer.startedAt)) < START_TIME_TOLERANCE_MS;
 }
 
 /** Judge a stored identity as creation_intent and teardown_fence need it. */

@@ -33,6 +33,7 @@ const identityArb: fc.Arbitrary<Identity> = fc.record({
   bootId: fc.constantFrom("b-1", "b-2", "b-3"),
   pid: fc.integer({ min: 1, max: 4 }),
   startedAt: anyTime,
+  startTicks: fc.option(fc.integer({ min: 0, max: 3 }), { nil: null }),
   pidSpace,
 });
 
@@ -42,6 +43,7 @@ const partialIdentityArb: fc.Arbitrary<PartialIdentity | null> = fc.option(
       bootId: fc.option(fc.constantFrom("b-1", "b-2", "b-3"), { nil: null }),
       pid: fc.option(fc.integer({ min: 1, max: 4 }), { nil: null }),
       startedAt: fc.option(anyTime, { nil: null }),
+      startTicks: fc.option(fc.integer({ min: 0, max: 3 }), { nil: null }),
       pidSpace: fc.option(pidSpace, { nil: null }),
     },
     { requiredKeys: [] },
@@ -50,7 +52,12 @@ const partialIdentityArb: fc.Arbitrary<PartialIdentity | null> = fc.option(
 );
 
 const probeArb: fc.Arbitrary<Probe | null> = fc.option(
-  fc.record({ readable: fc.boolean(), pidLive: fc.boolean(), liveStartedAt: fc.option(anyTime, { nil: null }) }),
+  fc.record({
+    readable: fc.boolean(),
+    pidLive: fc.boolean(),
+    liveStartedAt: fc.option(anyTime, { nil: null }),
+    liveStartTicks: fc.option(fc.integer({ min: 0, max: 3 }), { nil: null }),
+  }),
   { nil: null, freq: 8 },
 );
 
@@ -123,7 +130,9 @@ describe("properties", () => {
       if (v.verdict !== "exited") return;
       expect(record?.pidSpace).toBe(observer.pidSpace);
       expect(probe?.readable).toBe(true);
-      if (v.reason === "pid_recycled") {
+      if (v.reason === "pid_recycled" && record?.startTicks != null && probe?.liveStartTicks != null) {
+        expect(probe.liveStartTicks).not.toBe(record.startTicks);
+      } else if (v.reason === "pid_recycled") {
         expect(Math.abs(Date.parse(probe?.liveStartedAt ?? "") - Date.parse(record?.startedAt ?? ""))).toBeGreaterThanOrEqual(1000);
       } else {
         expect([v.reason, probe?.pidLive]).toEqual(["pid_gone", false]);

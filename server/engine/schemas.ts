@@ -29,6 +29,8 @@ export const identitySchema = z.object({
   bootId: id,
   pid: z.number().int().positive(),
   startedAt: isoTime,
+  /** Kernel start time in clock ticks since boot: when both sides carry it, it decides (§2.4). */
+  startTicks: z.number().int().nonnegative().nullish(),
   pidSpace: id,
 });
 export type Identity = z.infer<typeof identitySchema>;
@@ -38,6 +40,7 @@ export const partialIdentitySchema = z.object({
   bootId: id.nullish(),
   pid: z.number().int().positive().nullish(),
   startedAt: isoTime.nullish(),
+  startTicks: z.number().int().nonnegative().nullish(),
   pidSpace: id.nullish(),
 });
 export type PartialIdentity = z.infer<typeof partialIdentitySchema>;
@@ -47,6 +50,7 @@ export const probeSchema = z.object({
   readable: z.boolean(),
   pidLive: z.boolean(),
   liveStartedAt: isoTime.nullish(),
+  liveStartTicks: z.number().int().nonnegative().nullish(),
 });
 export type Probe = z.infer<typeof probeSchema>;
 

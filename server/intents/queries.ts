@@ -38,7 +38,9 @@ export const intentRow = z.object({
   run: z.object({ id: z.string(), status: z.enum(RunStatus) }).nullable(),
   createdAt: z.date(),
   ageSeconds: z.number().int(),
-  creator: z.object({ bootId: z.string().nullable(), pid: z.number().nullable(), startedAt: z.string().nullable(), pidSpace: z.string().nullable() }).nullable(),
+  creator: z
+    .object({ bootId: z.string().nullable(), pid: z.number().nullable(), startedAt: z.string().nullable(), startTicks: z.number().nullable(), pidSpace: z.string().nullable() })
+    .nullable(),
   /** process_exit on the recorded creator, judged now by this process. */
   creatorVerdict: judgementSchema,
   /** creation_intent without an inspection: `wait`, `inspect` or `commit`; null unless pending. */
@@ -113,7 +115,9 @@ export async function listIntents(db: Db, observer: ControllerContext, scope: Co
         run: runById.get(i.runId) ?? null,
         createdAt: i.createdAt,
         ageSeconds: Math.max(0, Math.floor((now.getTime() - i.createdAt.getTime()) / 1000)),
-        creator: creator ? { bootId: creator.bootId ?? null, pid: creator.pid ?? null, startedAt: creator.startedAt ?? null, pidSpace: creator.pidSpace ?? null } : null,
+        creator: creator
+          ? { bootId: creator.bootId ?? null, pid: creator.pid ?? null, startedAt: creator.startedAt ?? null, startTicks: creator.startTicks ?? null, pidSpace: creator.pidSpace ?? null }
+          : null,
         creatorVerdict: creatorVerdict(observer, creator),
         sweepWould: pending ? { verdict: pending.verdict, reason: pending.reason } : null,
         nextAttemptAt: i.nextAttemptAt,

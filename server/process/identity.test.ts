@@ -63,6 +63,12 @@ describe("process identity", () => {
     // And it is close to when we spawned it (the kernel's boot time is whole seconds).
     expect(Math.abs(Date.parse(identity.startedAt) - spawnedAt)).toBeLessThan(2000);
     expect(identity).toMatchObject({ pid: child.pid, bootId: "b-child", hostname: os.hostname() });
+    // The kernel's ticks are what identify it (§2.4): the same on every read, unlike btime.
+    if (process.platform === "linux") {
+      expect(identity.startTicks).toEqual(expect.any(Number));
+      expect(probe.liveStartTicks).toBe(identity.startTicks);
+      expect(probePid(process.pid).liveStartTicks).not.toBe(identity.startTicks);
+    }
   });
 
   it("probes a killed child as gone (pid_gone input)", async () => {
@@ -70,7 +76,7 @@ describe("process identity", () => {
     expect(probePid(child.pid).pidLive).toBe(true);
     child.kill("SIGKILL");
     await exited(child);
-    expect(probePid(child.pid)).toEqual({ readable: true, pidLive: false, liveStartedAt: null });
+    expect(probePid(child.pid)).toEqual({ readable: true, pidLive: false, liveStartedAt: null, liveStartTicks: null });
   });
 
   it("gives a recorded start 2 s off a live pid's start time (pid_recycled input)", async () => {
@@ -84,8 +90,8 @@ describe("process identity", () => {
 
   it("answers not-live for pids that do not exist or are invalid", () => {
     // Above the kernel's pid_max (at most 2^22 on Linux).
-    expect(probePid(4_194_304 + 17)).toEqual({ readable: true, pidLive: false, liveStartedAt: null });
-    expect(probePid(0)).toEqual({ readable: true, pidLive: false, liveStartedAt: null });
+    expect(probePid(4_194_304 + 17)).toEqual({ readable: true, pidLive: false, liveStartedAt: null, liveStartTicks: null });
+    expect(probePid(0)).toEqual({ readable: true, pidLive: false, liveStartedAt: null, liveStartTicks: null });
     expect(probePid(-5).pidLive).toBe(false);
   });
 
@@ -96,13 +102,13 @@ describe("process identity", () => {
     await new Promise((r) => parent.once("spawn", r));
     const zombie = await waitFor(() => findZombieChild(parent.pid ?? -1), 5000);
     expect(zombie).not.toBeNull();
-    expect(probePid(zombie ?? -1)).toEqual({ readable: true, pidLive: false, liveStartedAt: null });
+    expect(probePid(zombie ?? -1)).toEqual({ readable: true, pidLive: false, liveStartedAt: null, liveStartTicks: null });
   }, 15_000);
 
   it("reports an unreadable process table as readable: false", () => {
     const fake = fs.mkdtempSync(path.join(os.tmpdir(), "rw-noproc-"));
     try {
-      expect(probePid(process.pid, { procRoot: fake, platform: "linux" })).toEqual({ readable: false, pidLive: false, liveStartedAt: null });
+      expect(probePid(process.pid, { procRoot: fake, platform: "linux" })).toEqual({ readable: false, pidLive: false, liveStartedAt: null, liveStartTicks: null });
     } finally {
       fs.rmSync(fake, { recursive: true, force: true });
     }

@@ -15,6 +15,8 @@ export interface ProcessIdentity {
   pid: number;
   /** ISO-8601, whole-second precision at best (the kernel's boot time is in seconds). */
   startedAt: string;
+  /** Kernel start time in clock ticks since boot (Linux); null where only `ps` is available. */
+  startTicks: number | null;
   pidSpace: string;
   hostname: string;
 }
@@ -26,6 +28,8 @@ export interface PidProbe {
   pidLive: boolean;
   /** ISO-8601 start time of the live pid; null when it is gone or its start is unreadable. */
   liveStartedAt: string | null;
+  /** The live pid's start in clock ticks since boot (Linux); what decides a reuse (§2.4). */
+  liveStartTicks: number | null;
 }
 
 export interface ProcSource {
@@ -90,7 +94,7 @@ function startTimeFromTicks(startTicks: number, bootTime: number): Date {
  * dead task) counts as gone; an unreadable process table → `readable: false`.
  */
 export function probePid(pid: number, source: ProcSource = DEFAULT_SOURCE): PidProbe {
-  if (!Number.isInteger(pid) || pid <= 0) return { readable: true, pidLive: false, liveStartedAt: null };
+  if (!Number.isInteger(pid) || pid <= 0) return { readable: true, pidLive: false, liveStartedAt: null, liveStartTicks: null };
   if (source.platform !== "linux") return probeWithPs(pid);
   let bootTime: number;
   try {
@@ -98,7 +102,7 @@ export function probePid(pid: number, source: ProcSource = DEFAULT_SOURCE): PidP
     // /proc must show this very process, else it is not the table we think (hidepid, not mounted).
     fs.accessSync(`${source.procRoot}/self/stat`, fs.constants.R_OK);
   } catch {
-    return { readable: false, pidLive: false, liveStartedAt: null };
+    return { readable: false, pidLive: false, liveStartedAt: null, liveStartTicks: null };
   }
   let text: string;
   try {
@@ -106,17 +110,17 @@ export function probePid(pid: number, source: ProcSource = DEFAULT_SOURCE): PidP
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // ESRCH: the task exited between lookup and read.
-    if (code === "ENOENT" || code === "ESRCH") return { readable: true, pidLive: false, liveStartedAt: null };
-    return { readable: false, pidLive: false, liveStartedAt: null };
+    if (code === "ENOENT" || code === "ESRCH") return { readable: true, pidLive: false, liveStartedAt: null, liveStartTicks: null };
+    return { readable: false, pidLive: false, liveStartedAt: null, liveStartTicks: null };
   }
   let fields: StatFields;
   try {
     fields = parseStat(text);
   } catch {
-    return { readable: false, pidLive: false, liveStartedAt: null };
+    return { readable: false, pidLive: false, liveStartedAt: null, liveStartTicks: null };
   }
-  if (fields.state === "Z" || fields.state === "X" || fields.state === "x") return { readable: true, pidLive: false, liveStartedAt: null };
-  return { readable: true, pidLive: true, liveStartedAt: startTimeFromTicks(fields.startTicks, bootTime).toISOString() };
+  if (fields.state === "Z" || fields.state === "X" || fields.state === "x") return { readable: true, pidLive: false, liveStartedAt: null, liveStartTicks: null };
+  return { readable: true, pidLive: true, liveStartedAt: startTimeFromTicks(fields.startTicks, bootTime).toISOString(), liveStartTicks: fields.startTicks };
 }
 
 /** Portable fallback: `ps -o stat=,lstart= -p <pid>` (macOS, BSD). */
@@ -134,15 +138,15 @@ function probeWithPs(pid: number): PidProbe {
     // ps exits 1 with no output when the pid does not exist.
     const status = (err as { status?: number }).status;
     const stdout = String((err as { stdout?: unknown }).stdout ?? "");
-    if (status === 1 && stdout.trim() === "") return { readable: true, pidLive: false, liveStartedAt: null };
-    return { readable: false, pidLive: false, liveStartedAt: null };
+    if (status === 1 && stdout.trim() === "") return { readable: true, pidLive: false, liveStartedAt: null, liveStartTicks: null };
+    return { readable: false, pidLive: false, liveStartedAt: null, liveStartTicks: null };
   }
   const line = out.trim();
-  if (!line) return { readable: true, pidLive: false, liveStartedAt: null };
+  if (!line) return { readable: true, pidLive: false, liveStartedAt: null, liveStartTicks: null };
   const [stat = "", ...start] = line.split(/\s+/);
-  if (stat.startsWith("Z")) return { readable: true, pidLive: false, liveStartedAt: null };
+  if (stat.startsWith("Z")) return { readable: true, pidLive: false, liveStartedAt: null, liveStartTicks: null };
   const started = Date.parse(start.join(" "));
-  return { readable: true, pidLive: true, liveStartedAt: Number.isFinite(started) ? new Date(started).toISOString() : null };
+  return { readable: true, pidLive: true, liveStartedAt: Number.isFinite(started) ? new Date(started).toISOString() : null, liveStartTicks: null };
 }
 
 /**
@@ -204,6 +208,7 @@ export function readProcessIdentity(options: { pid?: number; bootId?: string; so
     bootId: options.bootId ?? (own ? ownBootId() : crypto.randomUUID()),
     pid,
     startedAt,
+    startTicks: probe.liveStartTicks,
     pidSpace: pidSpaceKey(source),
     hostname: os.hostname(),
   };

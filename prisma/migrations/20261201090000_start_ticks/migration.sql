@@ -1,0 +1,1 @@
+ALTER TABLE "controller_processes" ADD COLUMN "start_ticks" BIGINT;
