@@ -4,10 +4,16 @@ import { readChecks } from "./readings";
 import { decideCreationIntent } from "./creation-intent";
 import { evaluateLeaseBinding } from "./lease-binding";
 import { parseEvidence } from "./decide";
-import fs from "node:fs";
-import path from "node:path";
+import creationExited from "./fixtures/creation-intent-creator-exited.json";
+import leaseReplacement from "./fixtures/lease-binding-replacement.json";
+import pidRecycled from "./fixtures/process-exit-pid-recycled.json";
 
-const fixture = (name: string) => JSON.parse(fs.readFileSync(path.join(__dirname, "fixtures", name), "utf8")) as Record<string, unknown>;
+const FIXTURES: Record<string, unknown> = {
+  "process-exit-pid-recycled.json": pidRecycled,
+  "lease-binding-replacement.json": leaseReplacement,
+  "creation-intent-creator-exited.json": creationExited,
+};
+const fixture = (name: string) => FIXTURES[name] as Record<string, unknown>;
 
 describe("readChecks", () => {
   it("reads process_exit's pid_live answered no as the question that proved the exit, not as a failure", () => {
