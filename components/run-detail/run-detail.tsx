@@ -193,8 +193,8 @@ export function RunDetail({ id }: { id: string }) {
         }
       >
         <p className="mb-3 text-xs text-zinc-700 dark:text-zinc-300">
-          Each decision exactly as the engine recorded it. The download is a JSON array of the evidence bundles; each element (or a single proof&apos;s bundle) is accepted by{" "}
-          <code>npm run -s runwarden -- decide FILE</code>.
+          Each decision exactly as the engine recorded it. The download is a JSON array of the evidence bundles; the file as it is (or a single proof&apos;s bundle) is accepted by{" "}
+          <code>npm run -s runwarden -- decide FILE</code>, one verdict per bundle.
         </p>
         {d.proofs.length === 0 ? (
           <Empty>No proofs recorded for this run.</Empty>
