@@ -52,12 +52,12 @@ export function WaveCompare() {
                 <thead className="bg-zinc-50 dark:bg-zinc-900">
                   <tr>
                     <th scope="col" className={thClass}>Check</th>
-                    <th scope="col" className={`${thClass} normal-case`}>
+                    <th scope="col" className={thClass.replace("uppercase", "normal-case")}>
                       <Link className="underline" href={`/waves/${encodeURIComponent(compare.data.a.id)}`}>
                         {compare.data.a.id}
                       </Link>
                     </th>
-                    <th scope="col" className={`${thClass} normal-case`}>
+                    <th scope="col" className={thClass.replace("uppercase", "normal-case")}>
                       <Link className="underline" href={`/waves/${encodeURIComponent(compare.data.b.id)}`}>
                         {compare.data.b.id}
                       </Link>
