@@ -14,9 +14,9 @@ test("the overview says what needs attention, each a link to the filtered page; 
     // An orphan of this instance (our labels, no records) with a price per hour.
     const { instanceId } = await trpcQuery<{ instanceId: string }>(page.request, "intents.list", {});
     await plant(baseURL, { name: `e2e-home-orphan-${t}`, labels: { "runwarden.instance": instanceId, "runwarden.company": `co-e2e-home-${t}` }, cpu: 2, memory: 4, disk: 10 });
-    // The newest wave, and it failed.
+    // The newest wave (this spec runs before the waves spec stores any), and it failed.
     const waveId = `Wave-Home-${t}`;
-    await db.chaosWave.create({ data: { id: waveId, seed: 7, instanceId: `wave-${t}`, companyId: null, status: "failed", passed: false, plan: {}, config: { tasks: 4 }, summary: { tasks: 4, tasksPassed: 1 }, startedAt: new Date(Date.now() + 60_000) } });
+    await db.chaosWave.create({ data: { id: waveId, seed: 7, instanceId: `wave-${t}`, companyId: null, status: "failed", passed: false, plan: {}, config: { tasks: 4 }, summary: { tasks: 4, tasksPassed: 1 }, startedAt: new Date() } });
 
     const waiting = await db.run.count({ where: { status: "failed", canRetry: true, failureCode: REJECTED, nextRun: null } });
     await page.goto("/");
