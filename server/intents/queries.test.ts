@@ -45,7 +45,7 @@ describe("what the sweep would do with a pending intent, before asking the provi
   });
 
   it("reads a stored identity leniently: a wrong or missing field is null, not an error", () => {
-    expect(asPartialIdentity({ bootId: "b", pid: "12", startedAt: 5 })).toEqual({ bootId: "b", pid: null, startedAt: null, pidSpace: null });
+    expect(asPartialIdentity({ bootId: "b", pid: "12", startedAt: 5 })).toEqual({ bootId: "b", pid: null, startedAt: null, startTicks: null, pidSpace: null });
     expect(asPartialIdentity(null)).toBeNull();
     expect(judgePendingIntent(observer, intent(null, later), false, NOW)).toMatchObject({ verdict: "wait", creatorVerdict: { verdict: "unknown", reason: "unidentified" } });
   });
