@@ -1,3 +1,5 @@
+import { isJudgement, readChecks, type CheckReading } from "@/server/engine/readings";
+import { assertNever } from "@/server/engine/checks";
 import { Badge, JsonValue, TableWrap, tableClass, tdClass, thClass } from "./ui";
 
 export interface CheckRow {
@@ -7,41 +9,79 @@ export interface CheckRow {
   actual?: unknown;
 }
 
-/** Every check of a verdict as the engine recorded it: expected, actual, pass. */
-export function ChecksTable({ checks, label }: { checks: CheckRow[]; label: string }) {
+/** Which way one check pointed, in words (server/engine/readings.ts says why it differs by kind). */
+function Reading({ reading }: { reading: CheckReading }) {
+  switch (reading.kind) {
+    case "went_on":
+      return <span className="text-xs text-zinc-700 dark:text-zinc-300">→ next check</span>;
+    case "decided":
+      return (
+        <Badge tone="info">
+          → {reading.verdict}
+          {reading.reason ? ` (${reading.reason})` : ""}
+        </Badge>
+      );
+    case "held":
+      return <Badge tone="good">✓ holds</Badge>;
+    case "refused":
+      return <Badge tone="bad">✗ does not hold</Badge>;
+    default:
+      return assertNever(reading);
+  }
+}
+
+/**
+ * Every check of a verdict as the engine recorded it: what was expected, what was observed,
+ * and which way it pointed. A judgement's "no" is an answer, not a failure (process_exit's
+ * pid_live "no" is what proves an exit); only a gate's unmet condition reads as one.
+ */
+export function ChecksTable({ checks, label, proof }: { checks: CheckRow[]; label: string; proof: { kind: string; verdict: string; reason: string | null } }) {
   if (checks.length === 0) return <p className="text-sm text-zinc-700 dark:text-zinc-300">No checks were recorded.</p>;
+  const judgement = isJudgement(proof.kind);
+  const readings = readChecks(proof, checks);
   return (
     <TableWrap label={label}>
       <table className={tableClass} data-testid="checks">
         <thead className="bg-zinc-50 dark:bg-zinc-900">
           <tr>
             <th scope="col" className={thClass}>
-              Check
+              {judgement ? "Question" : "Condition"}
             </th>
             <th scope="col" className={thClass}>
               Expected
             </th>
             <th scope="col" className={thClass}>
-              Actual
+              Observed
             </th>
+            {judgement ? (
+              <th scope="col" className={thClass}>
+                Answer
+              </th>
+            ) : null}
             <th scope="col" className={thClass}>
-              Pass
+              {judgement ? "Pointed to" : "Result"}
             </th>
           </tr>
         </thead>
         <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
-          {checks.map((c, i) => (
-            <tr key={`${c.name}-${i}`} data-check={c.name}>
-              <td className={`${tdClass} font-mono text-xs`}>{c.name}</td>
-              <td className={`${tdClass} text-xs`}>
-                <JsonValue value={"expected" in c ? c.expected : undefined} />
-              </td>
-              <td className={`${tdClass} text-xs`}>
-                <JsonValue value={"actual" in c ? c.actual : undefined} />
-              </td>
-              <td className={tdClass}>{c.ok ? <Badge tone="good">✓ pass</Badge> : <Badge tone="bad">✗ fail</Badge>}</td>
-            </tr>
-          ))}
+          {checks.map((c, i) => {
+            const reading = readings[i] ?? { kind: "went_on" };
+            return (
+              <tr key={`${c.name}-${i}`} data-check={c.name} data-reading={reading.kind}>
+                <td className={`${tdClass} font-mono text-xs`}>{c.name}</td>
+                <td className={`${tdClass} text-xs`}>
+                  <JsonValue value={"expected" in c ? c.expected : undefined} />
+                </td>
+                <td className={`${tdClass} text-xs`}>
+                  <JsonValue value={"actual" in c ? c.actual : undefined} />
+                </td>
+                {judgement ? <td className={`${tdClass} text-xs`}>{c.ok ? "yes" : "no"}</td> : null}
+                <td className={tdClass}>
+                  <Reading reading={reading} />
+                </td>
+              </tr>
+            );
+          })}
         </tbody>
       </table>
     </TableWrap>

@@ -15,6 +15,7 @@ export function TextFilter({
   placeholder,
   list,
   options,
+  maxLength,
 }: {
   id: string;
   label: string;
@@ -23,12 +24,14 @@ export function TextFilter({
   placeholder?: string;
   list?: string;
   options?: string[];
+  /** The server's limit for this filter (server/limits.ts). */
+  maxLength: number;
 }) {
   // Keyed by the applied value so a change elsewhere (clear, back button) resets the draft.
-  return <Draft key={value ?? ""} id={id} label={label} value={value} onApply={onApply} placeholder={placeholder} list={list} options={options} />;
+  return <Draft key={value ?? ""} id={id} label={label} value={value} onApply={onApply} placeholder={placeholder} list={list} options={options} maxLength={maxLength} />;
 }
 
-function Draft({ id, label, value, onApply, placeholder, list, options }: Parameters<typeof TextFilter>[0]) {
+function Draft({ id, label, value, onApply, placeholder, list, options, maxLength }: Parameters<typeof TextFilter>[0]) {
   const [draft, setDraft] = useState(value ?? "");
   const apply = () => {
     const next = draft.trim() || null;
@@ -45,6 +48,7 @@ function Draft({ id, label, value, onApply, placeholder, list, options }: Parame
         value={draft}
         placeholder={placeholder}
         list={list}
+        maxLength={maxLength}
         onChange={(e) => setDraft(e.target.value)}
         onBlur={apply}
         onKeyDown={(e) => {

@@ -128,3 +128,16 @@ test("older entries: a stable cursor pages through the log, and new entries appe
     await db.$disconnect();
   }
 });
+
+test("a person added (user.add) is named by email as the target, not by their id", async ({ page }) => {
+  const db = e2eDb();
+  try {
+    const viewer = await db.user.findUniqueOrThrow({ where: { email: ACCOUNTS.viewer.email } });
+    await page.goto("/audit?action=user.add");
+    const target = page.getByTestId("target-label").filter({ hasText: ACCOUNTS.viewer.email }).first();
+    await expect(target).toBeVisible();
+    await expect(target).toHaveAttribute("title", viewer.id);
+  } finally {
+    await db.$disconnect();
+  }
+});

@@ -14,9 +14,14 @@ test("evaluating evidence: a stored bundle gives its verdict and checks; a bad o
     await page.getByRole("button", { name: "Evaluate" }).click();
     const verdict = page.getByTestId("verdict");
     await expect(verdict).toContainText(proof.verdict);
-    for (const c of proof.checks as Array<{ name: string; ok: boolean }>) {
-      await expect(verdict.locator(`tr[data-check="${c.name}"]`)).toContainText(c.ok ? "pass" : "fail");
+    // startup_failure is a judgement: each answer is yes or no, the last one decided.
+    const checks = proof.checks as Array<{ name: string; ok: boolean }>;
+    for (const [i, c] of checks.entries()) {
+      const row = verdict.locator(`tr[data-check="${c.name}"]`);
+      await expect(row).toContainText(c.ok ? "yes" : "no");
+      await expect(row).toHaveAttribute("data-reading", i === checks.length - 1 ? "decided" : "went_on");
     }
+    await expect(verdict.locator(`tr[data-check="${checks.at(-1)!.name}"]`)).toContainText(`→ ${proof.verdict}`);
     await expectAccessible(page);
     await screenshot(page, "evidence");
 

@@ -1,28 +1,58 @@
 import { expect, test } from "@playwright/test";
+import { describeFailure } from "../server/engine";
 import { e2eDb } from "./db";
+import { expectAccessible, plant, rejectedRun, screenshot, tag, trpcQuery } from "./support";
 
-test("the home page shows run counts read from PostgreSQL through tRPC", async ({ page }) => {
+const REJECTED = "native_provider_startup_rejected";
+
+test("the overview says what needs attention, each a link to the filtered page; status counts are links", async ({ page, baseURL }) => {
   const db = e2eDb();
   try {
-    await db.instance.upsert({ where: { id: "inst-e2e" }, create: { id: "inst-e2e", name: "e2e" }, update: {} });
-    const base = { instanceId: "inst-e2e", companyId: "co-e2e", agent: "planner", provider: "codex", target: "remote" as const, sandboxMode: "per_turn" as const };
-    const tag = Date.now().toString(36);
-    await db.run.createMany({
-      data: [
-        { ...base, taskId: `home-${tag}-1`, status: "running" },
-        { ...base, taskId: `home-${tag}-2`, status: "failed", outcome: "terminal_failure" },
-      ],
-    });
+    const t = tag();
+    // A run the provider rejected: a failure waiting for Retry.
+    await rejectedRun(db, baseURL, page.request);
+    // An orphan of this instance (our labels, no records) with a price per hour.
+    const { instanceId } = await trpcQuery<{ instanceId: string }>(page.request, "intents.list", {});
+    await plant(baseURL, { name: `e2e-home-orphan-${t}`, labels: { "runwarden.instance": instanceId, "runwarden.company": `co-e2e-home-${t}` }, cpu: 2, memory: 4, disk: 10 });
+    // The newest wave (this spec runs before the waves spec stores any), and it failed.
+    const waveId = `Wave-Home-${t}`;
+    await db.chaosWave.create({ data: { id: waveId, seed: 7, instanceId: `wave-${t}`, companyId: null, status: "failed", passed: false, plan: {}, config: { tasks: 4 }, summary: { tasks: 4, tasksPassed: 1 }, startedAt: new Date() } });
+
+    const waiting = await db.run.count({ where: { status: "failed", canRetry: true, failureCode: REJECTED, nextRun: null } });
+    await page.goto("/");
+    await expect(page.getByRole("heading", { name: "Overview", level: 1 })).toBeVisible();
+
+    const retry = page.getByTestId("attention-retry");
+    await expect(retry).toHaveAttribute("data-attention", "yes");
+    const group = retry.getByRole("link", { name: new RegExp(REJECTED) });
+    await expect(group).toContainText(`${waiting} ×`);
+    await expect(retry).toContainText(describeFailure(REJECTED)!.message);
+
+    const orphans = page.getByTestId("attention-orphans");
+    await expect(orphans).toHaveAttribute("data-attention", "yes");
+    await expect(orphans.getByTestId("orphans-hourly")).toContainText(/\$\d+\.\d+ an hour/);
+    await expect(orphans.getByRole("link").first()).toHaveAttribute("href", "/orphans");
+
+    const wave = page.getByTestId("attention-wave");
+    await expect(wave.getByRole("link", { name: waveId })).toHaveAttribute("href", `/waves/${waveId}`);
+    await expect(wave).toContainText("1 of 4 tasks passed");
+    await expect(page.getByTestId("attention-intents")).toBeVisible();
+
+    // Status counts read from PostgreSQL, each a link to its runs.
     const expected = await db.run.groupBy({ by: ["status"], _count: { _all: true } });
-    const total = expected.reduce((n, r) => n + r._count._all, 0);
+    for (const row of expected) await expect(page.getByTestId(`count-${row.status}`)).toContainText(String(row._count._all));
+    await expectAccessible(page);
+    await screenshot(page, "overview");
+
+    await group.click();
+    await expect(page).toHaveURL(new RegExp(`/runs\\?.*code=${REJECTED}`));
+    await expect(page.getByLabel("Failure code")).toHaveValue(REJECTED);
+    await expect(page.getByLabel("Status")).toHaveValue("failed");
 
     await page.goto("/");
-    await expect(page.getByRole("heading", { name: "Overview" })).toBeVisible();
-    await expect(page.getByTestId("runs-total")).toHaveText(`${total} runs in all.`);
-    for (const row of expected) {
-      await expect(page.getByTestId(`count-${row.status}`)).toContainText(String(row._count._all));
-    }
-    await page.screenshot({ path: "e2e/screenshots/home.png", fullPage: true });
+    await page.getByTestId("count-failed").click();
+    await expect(page).toHaveURL(/\/runs\?status=failed$/);
+    await expect(page.getByLabel("Status")).toHaveValue("failed");
   } finally {
     await db.$disconnect();
   }

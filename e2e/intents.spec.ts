@@ -56,6 +56,10 @@ test("pending intents show each creator's live verdict; Run sweep now shows what
     // Whichever sweep (this one or the controller's) got there first, the abandoned intent is settled.
     await eventually("the abandoned intent to be resolved", async () => (await db.sandboxCreationIntent.findUniqueOrThrow({ where: { id: gone.id } })).status === "resolved_absent");
     await expect(row(gone.id)).toContainText("resolved_absent");
+    // The last inspection reads in words; the record as stored is folded away.
+    const inspection = row(gone.id).getByTestId("last-inspection");
+    await expect(inspection).toContainText("No sandbox with its exact name existed at the provider.");
+    await expect(inspection).not.toHaveText(/"found"/, { useInnerText: true });
     await expect(row(alive.id)).toContainText("pending");
     expect(await db.auditEntry.count({ where: { action: "sweep.run" } })).toBeGreaterThan(0);
 

@@ -1,4 +1,5 @@
 import { expect, test } from "@playwright/test";
+import { BOARD_COMPANY, stateFile } from "./accounts";
 import { e2eDb } from "./db";
 import { emulatorSandboxes, expectAccessible, plant, screenshot, tag, trpcQuery } from "./support";
 
@@ -62,5 +63,23 @@ test("reclaiming orphans shows the dry run before anything is destroyed, then de
     await expect(page.getByTestId("orphans-table").locator(`tr[data-sandbox-id="${left.id}"]`)).toHaveCount(0);
   } finally {
     await db.$disconnect();
+  }
+});
+
+test("a person who sees one company is not told every sandbox is held when other companies' sandboxes exist", async ({ page, browser, baseURL }) => {
+  const board = await browser.newContext({ storageState: stateFile("board") });
+  try {
+    const t = tag();
+    const { instanceId } = await trpcQuery<{ instanceId: string }>(page.request, "intents.list", {});
+    // An orphan of another company: the board member of company A is not shown it.
+    await plant(baseURL, { name: `e2e-not-yours-${t}`, labels: { "runwarden.instance": instanceId, "runwarden.company": `co-e2e-elsewhere-${t}` }, cpu: 1 });
+    const p = await board.newPage();
+    await p.goto("/orphans");
+    const empty = p.getByText(/^No orphaned sandboxes/);
+    await expect(empty).toContainText(`No orphaned sandboxes of your company (${BOARD_COMPANY})`);
+    await expect(empty).toContainText("Sandboxes of other companies are not shown to you.");
+    await expect(empty).not.toContainText("every sandbox");
+  } finally {
+    await board.close();
   }
 });

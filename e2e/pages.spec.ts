@@ -1,8 +1,11 @@
 import { expect, test } from "@playwright/test";
 import { e2eDb } from "./db";
-import { expectAccessible } from "./support";
+import { stateFile } from "./accounts";
+import { expectAccessible, rejectedRun, tag } from "./support";
 
 test("every page is accessible (axe: no serious or critical violation, light and dark) and errors are shown, not blank", async ({ page }) => {
+  // Twenty axe passes (ten pages, light and dark): 40 s on an idle machine, 2.7 min measured under load.
+  test.setTimeout(300_000);
   const db = e2eDb();
   try {
     const anyRun = await db.run.findFirst({ orderBy: { createdAt: "desc" } });
@@ -23,4 +26,72 @@ test("every page is accessible (axe: no serious or critical violation, light and
   } finally {
     await db.$disconnect();
   }
+});
+
+test("malformed addresses and unknown objects answer 404/400 with a page, never a bare 500; another company's run is a 404 too", async ({ page, browser, baseURL }) => {
+  const db = e2eDb();
+  const board = await browser.newContext({ storageState: stateFile("board") });
+  try {
+    for (const path of ["/runs/%ff", "/waves/%ff"]) {
+      const res = await page.goto(path);
+      expect(res!.status(), path).toBe(404);
+      await expect(page.getByRole("heading", { name: "Not found" })).toBeVisible();
+    }
+    const api = await page.request.get("/api/trpc/%ff");
+    expect(api.status()).toBe(400);
+    expect(((await api.json()) as { error: { message: string } }).error.message).toContain("malformed address");
+
+    // Unknown ids: a real 404 status with the not-found page, not a 200 that says so later.
+    for (const path of ["/runs/00000000-0000-4000-8000-000000000000", "/runs/not-a-uuid", `/waves/no-such-wave-${tag()}`]) {
+      const res = await page.goto(path);
+      expect(res!.status(), path).toBe(404);
+      await expect(page.getByRole("heading", { name: "Not found" })).toBeVisible();
+      await expect(page.getByText("Loading…")).toHaveCount(0);
+    }
+
+    // Another company's run is exactly as missing for a board member of company A.
+    const other = await rejectedRun(db, baseURL, page.request);
+    const boardPage = await board.newPage();
+    const res = await boardPage.goto(`/runs/${other.id}`);
+    expect(res!.status()).toBe(404);
+    await expect(boardPage.getByRole("heading", { name: "Not found" })).toBeVisible();
+  } finally {
+    await board.close();
+    await db.$disconnect();
+  }
+});
+
+test("a 4xx is shown once and stays: no retries, no polling, no flicker back to Loading…; inputs carry the server's limits", async ({ page }) => {
+  const calls: string[] = [];
+  page.on("request", (r) => {
+    const url = new URL(r.url());
+    if (url.pathname.startsWith("/api/trpc/")) calls.push(url.pathname);
+  });
+  for (const { path, procedure, alert } of [
+    { path: "/runs?cursor=garbage", procedure: "runs.list", alert: "Could not load the runs." },
+    { path: "/audit?before=abc", procedure: "audit.list", alert: "Could not load the audit log." },
+    { path: `/runs?q=${"x".repeat(5000)}`, procedure: "runs.list", alert: "Could not load the runs." },
+  ]) {
+    calls.length = 0;
+    await page.goto(path);
+    const error = page.getByRole("alert").filter({ hasText: alert }).first();
+    await expect(error).toBeVisible();
+    const loading = page.getByRole("status").filter({ hasText: "Loading" });
+    // Longer than the pages' polling interval (4 s) and the client's retry delay.
+    const seenLoading: boolean[] = [];
+    for (let i = 0; i < 10; i++) {
+      await page.waitForTimeout(1_000);
+      seenLoading.push(await loading.isVisible());
+      await expect(error).toBeVisible();
+    }
+    expect(seenLoading.some(Boolean), `${path}: went back to Loading…`).toBe(false);
+    const failing = calls.filter((c) => c.includes(procedure));
+    expect(failing.length, `${path}: ${procedure} asked ${failing.length} times in 10 s`).toBeLessThanOrEqual(1);
+  }
+
+  // A person cannot type more than the server accepts.
+  await page.goto("/runs");
+  await expect(page.getByLabel("Run or task id")).toHaveAttribute("maxlength", "200");
+  await page.goto("/intents");
+  await expect(page.getByLabel("Search")).toHaveAttribute("maxlength", "200");
 });

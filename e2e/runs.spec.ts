@@ -1,8 +1,8 @@
 import { expect, test } from "@playwright/test";
 import fs from "node:fs";
-import { describeFailure, safeDecide } from "../server/engine";
+import { describeFailure, judgeProcessExit, safeDecide } from "../server/engine";
 import { e2eDb } from "./db";
-import { expectAccessible, rejectedRun, screenshot } from "./support";
+import { eventually, expectAccessible, rejectedRun, screenshot, tag } from "./support";
 
 const REJECTED = "native_provider_startup_rejected";
 
@@ -24,8 +24,10 @@ test("a run stopped by a startup rejection shows the plain reason, its proof's c
     expect(checks.length).toBeGreaterThan(0);
     const card = page.locator('[data-testid="proof"][data-proof-kind="startup_failure"]').first();
     await expect(card).toContainText(proof.verdict);
-    for (const c of checks) {
-      await expect(card.locator(`tr[data-check="${c.name}"]`).first()).toContainText(c.ok ? "pass" : "fail");
+    for (const [i, c] of checks.entries()) {
+      const row = card.locator(`tr[data-check="${c.name}"]`).first();
+      await expect(row).toContainText(c.ok ? "yes" : "no");
+      await expect(row).toHaveAttribute("data-reading", i === checks.length - 1 ? "decided" : "went_on");
     }
     await expect(page.getByTestId("timeline")).toContainText("startup_failed");
     await expect(page.getByTestId("leases")).toContainText("created");
@@ -53,6 +55,18 @@ test("a run stopped by a startup rejection shows the plain reason, its proof's c
     expect(successors).toHaveLength(1);
     await expect(page.getByTestId("retry-successor")).toContainText(successors[0]!.id);
     expect(await db.run.count({ where: { companyId: run.companyId, taskId: run.taskId } })).toBe(2);
+
+    // The old run follows its successor, live: which run, its status and code; this run's own
+    // "then Retry" gives way (the provider rejects the successor too: the fault stays).
+    const successor = successors[0]!;
+    await eventually("the successor's rejection", async () => (await db.run.findUniqueOrThrow({ where: { id: successor.id } })).status === "failed");
+    await expect(page.getByTestId("successor-status")).toContainText("failed");
+    await expect(page.getByTestId("successor-status")).toContainText(REJECTED);
+    await expect(page.getByTestId("successor-reason")).toHaveText(entry.message);
+    await expect(page.getByTestId("next-action")).toHaveCount(0);
+    await expect(page.getByRole("button", { name: "Retry", exact: true })).toHaveCount(0);
+    await expectAccessible(page);
+    await screenshot(page, "run-retried");
 
     // The successor's page links back to this run.
     await page.getByTestId("retry-successor").getByRole("link").click();
@@ -102,6 +116,38 @@ test("the runs list: filters survive a reload, failure codes explain themselves,
     await expect(page.getByTestId("failure-groups")).toBeVisible();
     await expectAccessible(page);
     await screenshot(page, "runs");
+  } finally {
+    await db.$disconnect();
+  }
+});
+
+test("a process_exit proof that proved a controller exited reads as the answer that proved it, not as a failure", async ({ page }) => {
+  const db = e2eDb();
+  try {
+    const t = tag();
+    const evidence = {
+      kind: "process_exit" as const,
+      record: { bootId: `b-old-${t}`, pid: 4242, startedAt: "2026-11-12T00:28:11.000Z", pidSpace: "ps-e2e" },
+      observer: { bootId: `b-new-${t}`, pid: 5151, startedAt: "2026-11-12T01:08:00.412Z", pidSpace: "ps-e2e" },
+      probe: { readable: true, pidLive: false },
+    };
+    const verdict = judgeProcessExit(evidence);
+    expect(verdict).toMatchObject({ verdict: "exited", reason: "pid_gone" });
+    await db.instance.upsert({ where: { id: "inst-e2e" }, create: { id: "inst-e2e", name: "e2e" }, update: {} });
+    const run = await db.run.create({ data: { instanceId: "inst-e2e", companyId: "co-e2e", taskId: `exit-${t}`, agent: "planner", provider: "codex", target: "remote", sandboxMode: "warm", status: "suspended" } });
+    await db.proof.create({ data: { kind: "process_exit", verdict: verdict.verdict, reason: verdict.reason, checks: verdict.checks, evidence, output: verdict, runId: run.id, evaluatedBy: `b-new-${t}` } });
+
+    await page.goto(`/runs/${run.id}`);
+    const card = page.locator('[data-testid="proof"][data-proof-kind="process_exit"]');
+    const pidLive = card.locator('tr[data-check="pid_live"]');
+    await expect(pidLive).toHaveAttribute("data-reading", "decided");
+    await expect(pidLive).toContainText("no");
+    await expect(pidLive).toContainText("→ exited (pid_gone)");
+    await expect(card).not.toContainText("fail");
+    for (const c of verdict.checks.slice(0, -1)) await expect(card.locator(`tr[data-check="${c.name}"]`)).toContainText("→ next check");
+    await expectAccessible(page);
+    await card.scrollIntoViewIfNeeded();
+    await screenshot(page, "process-exit-proof");
   } finally {
     await db.$disconnect();
   }

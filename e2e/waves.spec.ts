@@ -76,6 +76,8 @@ test("an imported variant compares against it: pass rates, the changed check, co
   before.tasks[0]!.passed = false;
   before.tasks[0]!.failureCodes = ["native_runner_staged_attachment_recovery_unproven"];
   before.passed = false;
+  // A task only the "before" wave ran: summarised in one line, not one "absent" per check.
+  before.tasks.push({ ...structuredClone(report.tasks[1]!), id: "t99" });
 
   await page.goto("/waves");
   const importer = page.getByRole("region", { name: "Import a report" });
@@ -90,8 +92,15 @@ test("an imported variant compares against it: pass rates, the changed check, co
   await page.getByLabel(`Select ${report.id} for comparison`).check();
   await page.getByRole("link", { name: "Compare the two selected waves" }).click();
   const total = report.tasks.length;
-  await expect(page.getByTestId("compare-headline")).toContainText(`${total - 1} of ${total} before, ${total} of ${total} after`);
+  await expect(page.getByTestId("compare-headline")).toContainText(`${total} of ${total + 1} before, ${total} of ${total} after`);
   await expect(page.getByTestId("compare-changed")).toContainText("t01 R2 self-healed");
+  await expect(page.getByTestId("compare-only-a")).toHaveText(`1 task only in ${before.id} (absent after): t99`);
+  await expect(page.getByTestId("compare-changed")).not.toContainText("absent →");
+  await expect(page.getByTestId("compare-changed")).not.toContainText("→ absent");
+  // Wave ids are shown as they are spelled, never upper-cased by the table's header style.
+  const header = page.getByRole("columnheader", { name: before.id });
+  await expect(header).toBeVisible();
+  await expect(header).toHaveCSS("text-transform", "none");
   await expect(page.getByTestId("compare-codes")).toContainText("native_runner_staged_attachment_recovery_unproven");
   await page.reload();
   await expect(page.getByTestId("compare-changed")).toContainText("t01 R2");

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { auditExportFilename, auditExportResponse, parseAuditExportQuery } from "./audit-log";
+import { auditExportFilename, auditExportResponse, listAudit, parseAuditExportQuery } from "./audit-log";
 import { authFor } from "./auth/auth";
 import { addUser } from "./auth/users";
 import { withTestDatabase } from "./test/context";
@@ -109,5 +109,17 @@ describe("parseAuditExportQuery", () => {
   });
   it("names files by the moment, without characters a file system refuses", () => {
     expect(auditExportFilename("json", NOW)).toBe("runwarden-audit-20300131T123456Z.json");
+  });
+});
+
+describe("listAudit", () => {
+  it("names a person who is the target (user.add) by email, keeping the id", async () => {
+    const { db } = t.current;
+    const added = await db.user.findUniqueOrThrow({ where: { email: "board-a@example.com" } });
+    const page = await listAudit(db, { all: true }, { action: "user.add" });
+    const entry = page.items.find((e) => e.targetId === added.id);
+    expect(entry).toMatchObject({ targetType: "user", targetId: added.id, targetLabel: "board-a@example.com" });
+    const run = (await listAudit(db, { all: true }, { action: "run.retry" })).items[0];
+    expect(run?.targetLabel).toBeNull();
   });
 });

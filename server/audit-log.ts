@@ -4,15 +4,16 @@ import type { CompanyScope } from "./auth/roles";
 import { sessionUser } from "./auth/users";
 import type { Db, Prisma } from "./db/client";
 import { AppError } from "./errors";
+import { FILTER_MAX } from "./limits";
 
 /** The audit log's read model: filters, a stable cursor, and exports. */
 
 export const auditFilterInput = z.object({
-  actor: z.string().trim().min(1).max(200).optional(),
-  action: z.string().trim().min(1).max(100).optional(),
+  actor: z.string().trim().min(1).max(FILTER_MAX.actor).optional(),
+  action: z.string().trim().min(1).max(FILTER_MAX.action).optional(),
   outcome: z.enum(["ok", "refused", "error"]).optional(),
-  targetType: z.string().trim().min(1).max(50).optional(),
-  targetId: z.string().trim().min(1).max(200).optional(),
+  targetType: z.string().trim().min(1).max(FILTER_MAX.targetType).optional(),
+  targetId: z.string().trim().min(1).max(FILTER_MAX.targetId).optional(),
   from: z.date().optional(),
   to: z.date().optional(),
 });
@@ -39,7 +40,10 @@ const entry = z.object({
 });
 export type AuditRow = z.infer<typeof entry>;
 
-export const auditListOutput = z.object({ items: z.array(entry), nextCursor: z.string().nullable() });
+/** An entry as the page shows it: a person's email for a target that is a person's id. */
+const listedEntry = entry.extend({ targetLabel: z.string().nullable() });
+
+export const auditListOutput = z.object({ items: z.array(listedEntry), nextCursor: z.string().nullable() });
 
 /** Entries about a company are seen by that company's people; the rest only by all-company ones. */
 function where(scope: CompanyScope, f: AuditFilter): Prisma.AuditEntryWhereInput {
@@ -71,7 +75,14 @@ export async function listAudit(db: Db, scope: CompanyScope, raw: z.input<typeof
   });
   const more = rows.length > input.pageSize;
   const items = rows.slice(0, input.pageSize).map(toRow);
-  return { items, nextCursor: more ? (items.at(-1)?.id ?? null) : null };
+  // People are recorded by id (an email can change); the page names them by email.
+  const userIds = [...new Set(items.flatMap((e) => (e.targetType === "user" && e.targetId ? [e.targetId] : [])))];
+  const users = userIds.length ? await db.user.findMany({ where: { id: { in: userIds } }, select: { id: true, email: true } }) : [];
+  const emailOf = new Map(users.map((u) => [u.id, u.email]));
+  return {
+    items: items.map((e) => ({ ...e, targetLabel: e.targetType === "user" && e.targetId ? (emailOf.get(e.targetId) ?? null) : null })),
+    nextCursor: more ? (items.at(-1)?.id ?? null) : null,
+  };
 }
 
 export const AUDIT_EXPORT_LIMIT = 10_000;

@@ -1,8 +1,10 @@
 import "server-only";
 
 import { dehydrate, HydrationBoundary } from "@tanstack/react-query";
+import { TRPCError } from "@trpc/server";
 import { createTRPCOptionsProxy } from "@trpc/tanstack-react-query";
 import { headers } from "next/headers";
+import { notFound } from "next/navigation";
 import { cache } from "react";
 import { appRouter } from "@/server/trpc/root";
 import { createTRPCContext } from "@/server/trpc/trpc";
@@ -18,4 +20,19 @@ export const trpc = createTRPCOptionsProxy({
 
 export function HydrateClient({ children }: { children: React.ReactNode }) {
   return <HydrationBoundary state={dehydrate(getQueryClient())}>{children}</HydrationBoundary>;
+}
+
+/**
+ * Prefetches one object's query for a detail page and answers HTTP 404 (the not-found
+ * page) when the id is malformed, unknown or another company's. It runs before anything is
+ * streamed (no loading boundary sits above a detail page), so the status is really 404.
+ * Any other error is left for the page to show.
+ */
+export async function prefetchOrNotFound<T>(fetch: () => Promise<T>): Promise<T | null> {
+  try {
+    return await fetch();
+  } catch (err) {
+    if (err instanceof TRPCError && (err.code === "NOT_FOUND" || err.code === "BAD_REQUEST")) notFound();
+    return null;
+  }
 }

@@ -1,18 +1,16 @@
-import { RunStatusCounts } from "@/components/run-status-counts";
+import { Overview } from "@/components/overview/overview";
+import { PageHeader } from "@/components/ui";
 import { getQueryClient, HydrateClient, trpc } from "@/trpc/server";
 
 // Reads the database on every request; nothing here can be prerendered at build time.
 export const dynamic = "force-dynamic";
 
 export default async function HomePage() {
-  await getQueryClient().prefetchQuery(trpc.runs.countByStatus.queryOptions());
+  await getQueryClient().prefetchQuery(trpc.overview.get.queryOptions({}));
   return (
     <HydrateClient>
-      <h1 className="text-2xl font-semibold">Overview</h1>
-      <p className="mt-1 text-sm text-zinc-600 dark:text-zinc-400">
-        Runs known to this control plane, by status.
-      </p>
-      <RunStatusCounts />
+      <PageHeader title="Overview">What needs attention now, each a link to the runs, intents, orphans or wave behind it.</PageHeader>
+      <Overview />
     </HydrateClient>
   );
 }

@@ -7,6 +7,7 @@ import { LIVE } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
 import { DateTimeFilter } from "../datetime-filter";
+import { FILTER_MAX } from "@/server/limits";
 import { SelectFilter, TextFilter } from "../text-filter";
 import { Badge, buttonClass, Empty, ErrorNotice, JsonBlock, linkClass, Loading, RelativeTime, Section, TableWrap, tableClass, tdClass, type Tone, TableHead } from "../ui";
 import { AUDIT_FILTERS, AUDIT_OUTCOMES, auditExportHref, auditSearchParams, toAuditListInput, type AuditValues } from "./search-params";
@@ -31,11 +32,11 @@ export function AuditView() {
   return (
     <>
       <form aria-label="Filters" className="flex flex-wrap items-end gap-3" onSubmit={(e) => e.preventDefault()}>
-        <TextFilter id="f-audit-actor" label="Actor" value={values.actor} onApply={(actor) => setFilter({ actor })} placeholder="part of an email" />
-        <TextFilter id="f-audit-action" label="Action" value={values.action} onApply={(action) => setFilter({ action })} list="audit-actions" options={actions} />
+        <TextFilter id="f-audit-actor" maxLength={FILTER_MAX.actor} label="Actor" value={values.actor} onApply={(actor) => setFilter({ actor })} placeholder="part of an email" />
+        <TextFilter id="f-audit-action" maxLength={FILTER_MAX.action} label="Action" value={values.action} onApply={(action) => setFilter({ action })} list="audit-actions" options={actions} />
         <SelectFilter id="f-audit-outcome" label="Outcome" value={values.outcome} options={AUDIT_OUTCOMES.map((o) => ({ value: o, label: o }))} onChange={(outcome) => setFilter({ outcome })} />
-        <TextFilter id="f-audit-target-type" label="Target type" value={values.targetType} onApply={(targetType) => setFilter({ targetType })} placeholder="run, procedure, user…" />
-        <TextFilter id="f-audit-target-id" label="Target id" value={values.targetId} onApply={(targetId) => setFilter({ targetId })} />
+        <TextFilter id="f-audit-target-type" maxLength={FILTER_MAX.targetType} label="Target type" value={values.targetType} onApply={(targetType) => setFilter({ targetType })} placeholder="run, procedure, user…" />
+        <TextFilter id="f-audit-target-id" maxLength={FILTER_MAX.targetId} label="Target id" value={values.targetId} onApply={(targetId) => setFilter({ targetId })} />
         <DateTimeFilter id="f-audit-from" label="From" value={values.from} onChange={(from) => setFilter({ from })} />
         <DateTimeFilter id="f-audit-to" label="To" value={values.to} onChange={(to) => setFilter({ to })} />
         <button
@@ -106,6 +107,10 @@ function Target({ e }: { e: Entry }) {
       <Link href={`/waves/${encodeURIComponent(e.targetId)}`} className={`${linkClass} font-mono`}>
         {e.targetId}
       </Link>
+    ) : e.targetLabel ? (
+      <span title={e.targetId} data-testid="target-label">
+        {e.targetLabel}
+      </span>
     ) : (
       <span className="font-mono">{e.targetId}</span>
     );

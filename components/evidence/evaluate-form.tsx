@@ -127,7 +127,7 @@ function VerdictView({ verdict }: { verdict: Verdict }) {
         {tail?.message ? <p className="mt-4 text-sm">{tail.message}</p> : null}
         {tail?.nextAction ? <p className="mt-1 text-sm text-zinc-700 dark:text-zinc-300">Next: {tail.nextAction}</p> : null}
         <div className="mt-4">
-          <ChecksTable checks={verdict.checks} label="Checks of the verdict" />
+          <ChecksTable checks={verdict.checks} label="Checks of the verdict" proof={verdict} />
         </div>
       </div>
     </Section>

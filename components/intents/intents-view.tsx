@@ -9,6 +9,7 @@ import { LIVE } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
 import { usePermission } from "../auth/access";
+import { FILTER_MAX } from "@/server/limits";
 import { SelectFilter, TextFilter } from "../text-filter";
 import { Badge, buttonClass, Empty, ErrorNotice, JsonValue, linkClass, Loading, RelativeTime, Section, shortId, statusTone, TableWrap, tableClass, tdClass, type Tone, TableHead } from "../ui";
 import { INTENT_STATUSES, intentsSearchParams, toIntentListInput } from "./search-params";
@@ -64,8 +65,8 @@ export function IntentsView() {
           options={INTENT_STATUSES.filter((s) => s !== "all").map((s) => ({ value: s, label: `${s.replace("_", " ")}${list.data ? ` (${list.data.byStatus[s]})` : ""}` }))}
           onChange={(status) => void setValues({ status: status ?? "all", cursor: null })}
         />
-        <TextFilter id="f-intent-company" label="Company" value={values.company} onApply={(company) => void setValues({ company, cursor: null })} />
-        <TextFilter id="f-intent-q" label="Search" value={values.q} onApply={(q) => void setValues({ q, cursor: null })} placeholder="operation, name or run id" />
+        <TextFilter id="f-intent-company" maxLength={FILTER_MAX.companyId} label="Company" value={values.company} onApply={(company) => void setValues({ company, cursor: null })} />
+        <TextFilter id="f-intent-q" maxLength={FILTER_MAX.search} label="Search" value={values.q} onApply={(q) => void setValues({ q, cursor: null })} placeholder="operation, name or run id" />
       </form>
 
       <SweepNow />
@@ -144,7 +145,24 @@ function IntentsTable({ items }: { items: Intent[] }) {
                 <RelativeTime date={i.settleDeadline} />
               </td>
               <td className={`${tdClass} tabular-nums`}>{i.attempts}</td>
-              <td className={`${tdClass} max-w-xs text-xs`}>{i.lastInspection == null ? "—" : <JsonValue value={i.lastInspection} />}</td>
+              <td className={`${tdClass} max-w-xs text-xs`} data-testid="last-inspection">
+                {i.lastInspectionText == null ? (
+                  "—"
+                ) : (
+                  <>
+                    <p>{i.lastInspectionText}</p>
+                    {i.lastInspectedAt ? (
+                      <p className="text-zinc-700 dark:text-zinc-300">
+                        <RelativeTime date={i.lastInspectedAt} />
+                      </p>
+                    ) : null}
+                    <details className="mt-1">
+                      <summary className="cursor-pointer text-zinc-700 dark:text-zinc-300">as recorded</summary>
+                      <JsonValue value={i.lastInspection} />
+                    </details>
+                  </>
+                )}
+              </td>
             </tr>
           ))}
         </tbody>

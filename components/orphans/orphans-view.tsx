@@ -9,7 +9,8 @@ import { confirmWord, OWNERSHIP_VERDICTS } from "@/server/sandboxes/confirm";
 import { LIVE } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
-import { usePermission } from "../auth/access";
+import { useMe, usePermission } from "../auth/access";
+import { FILTER_MAX } from "@/server/limits";
 import { SelectFilter, TextFilter } from "../text-filter";
 import { orphansSearchParams, toOrphanListInput } from "./search-params";
 import { Badge, buttonClass, Empty, ErrorNotice, formatDuration, formatUsd, inputClass, linkClass, Loading, RelativeTime, Section, shortId, TableWrap, tableClass, tdClass, thClass, type Tone } from "../ui";
@@ -32,6 +33,19 @@ interface Work {
 }
 const fresh = (key: string): Work => ({ key, selected: new Set(), plan: null, typed: "" });
 
+/**
+ * Says only what this person can know: someone who sees some companies sees only their
+ * sandboxes, so "every sandbox is held" would be a claim about ones they are not shown.
+ */
+function emptyMessage(instanceId: string, held: number, companies: string[] | "all" | null): string {
+  const heldText = held === 0 ? "none is held by a live run either" : `${held} ${held === 1 ? "is" : "are"} held by live runs`;
+  if (companies === "all") {
+    return held === 0 ? `No orphaned sandboxes: instance ${instanceId} has no sandboxes at the provider.` : `No orphaned sandboxes: every sandbox of instance ${instanceId} (${held}) is held by a live run.`;
+  }
+  const whose = companies && companies.length ? `of your compan${companies.length === 1 ? "y" : "ies"} (${companies.join(", ")})` : "of your companies";
+  return `No orphaned sandboxes ${whose}: ${heldText}. Sandboxes of other companies are not shown to you.`;
+}
+
 export function OrphansView() {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
@@ -46,6 +60,7 @@ export function OrphansView() {
   const [result, setResult] = useState<Reclaim | null>(null);
   const inFlight = useRef(false);
   const can = usePermission("orphans.reclaim", "reclaim sandboxes or run their dry run");
+  const me = useMe();
 
   const shown = list.data?.items ?? [];
   const shownIds = new Set(shown.map((o) => o.id));
@@ -96,8 +111,8 @@ export function OrphansView() {
           options={OWNERSHIP_VERDICTS.map((v) => ({ value: v, label: `${VERDICT_LABEL[v]}${list.data ? ` (${list.data.byVerdict[v]})` : ""}` }))}
           onChange={(verdict) => void setValues({ verdict })}
         />
-        <TextFilter id="f-orphan-company" label="Company" value={values.company} onApply={(company) => void setValues({ company })} />
-        <TextFilter id="f-orphan-q" label="Search" value={values.q} onApply={(q) => void setValues({ q })} placeholder="sandbox name or id" />
+        <TextFilter id="f-orphan-company" maxLength={FILTER_MAX.companyId} label="Company" value={values.company} onApply={(company) => void setValues({ company })} />
+        <TextFilter id="f-orphan-q" maxLength={FILTER_MAX.search} label="Search" value={values.q} onApply={(q) => void setValues({ q })} placeholder="sandbox name or id" />
       </form>
 
       <Section
@@ -116,7 +131,7 @@ export function OrphansView() {
         ) : list.isError ? (
           <ErrorNotice title="Could not list the orphaned sandboxes." error={list.error} />
         ) : shown.length === 0 ? (
-          <Empty>{values.verdict || values.company || values.q ? "No orphaned sandboxes match these filters." : `No orphaned sandboxes: every sandbox of instance ${list.data.instanceId} is held by a live run.`}</Empty>
+          <Empty>{values.verdict || values.company || values.q ? "No orphaned sandboxes match these filters." : emptyMessage(list.data.instanceId, list.data.held, me.data?.companies ?? null)}</Empty>
         ) : (
           <TableWrap label="Orphaned sandboxes">
             <table className={tableClass} data-testid="orphans-table">

@@ -45,6 +45,39 @@ function download(filename: string, value: unknown) {
   URL.revokeObjectURL(url);
 }
 
+/** The run that replaced this one (and the newest down the Retry chain), live. */
+function Successor({ current, successorId }: { current: NonNullable<Detail["retry"]["current"]>; successorId: string }) {
+  const later = current.hops > 1;
+  return (
+    <div className="flex flex-col gap-1 text-sm" data-testid="successor">
+      <p data-testid="retry-successor">
+        Retried: run{" "}
+        <Link href={`/runs/${successorId}`} className={`${linkClass} font-mono`} title={successorId}>
+          {successorId}
+        </Link>{" "}
+        replaced this one.
+        {later ? (
+          <>
+            {" "}
+            It was retried in turn; the newest run is{" "}
+            <Link href={`/runs/${current.id}`} className={`${linkClass} font-mono`} title={current.id}>
+              {shortId(current.id)}
+            </Link>
+            .
+          </>
+        ) : null}
+      </p>
+      <p className="flex flex-wrap items-center gap-2" data-testid="successor-status">
+        <span>{later ? "The newest run" : "That run"} is</span>
+        <Badge tone={statusTone(current.status)}>{current.status}</Badge>
+        {current.failureCode ? <span className="font-mono text-xs">{current.failureCode}</span> : null}
+      </p>
+      {current.failureMessage ? <p data-testid="successor-reason">{current.failureMessage}</p> : null}
+      {current.nextAction ? <p className="text-zinc-800 dark:text-zinc-200">Next, on that run: {current.nextAction}</p> : null}
+    </div>
+  );
+}
+
 export function RunDetail({ id }: { id: string }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
@@ -54,7 +87,9 @@ export function RunDetail({ id }: { id: string }) {
   if (detail.isPending) return <Loading label="Loading the run…" />;
   if (detail.isError) return <ErrorNotice title="Could not load this run." error={detail.error} />;
   const d = detail.data;
-  const { reason, next } = plainState(d);
+  const current = d.retry.current;
+  // Once retried, this run's own next step is done: what matters is the run that replaced it.
+  const { reason, next } = current ? { reason: d.failure ? d.failure.message : plainState(d).reason, next: null } : plainState(d);
 
   /** The stored bundles, each one accepted by `runwarden decide`. */
   const fetchBundles = () => queryClient.fetchQuery({ ...trpc.runs.evidence.queryOptions({ id }), staleTime: 0 });
@@ -116,9 +151,7 @@ export function RunDetail({ id }: { id: string }) {
             ) : null}
           </p>
         ) : null}
-        <div className="mt-4">
-          <RetryPanel detail={d} />
-        </div>
+        <div className="mt-4">{current ? <Successor current={current} successorId={d.retry.successorId ?? current.id} /> : <RetryPanel detail={d} />}</div>
       </div>
 
       <dl className="mt-6 grid grid-cols-2 gap-4 sm:grid-cols-3 lg:grid-cols-6">
@@ -160,8 +193,8 @@ export function RunDetail({ id }: { id: string }) {
         }
       >
         <p className="mb-3 text-xs text-zinc-700 dark:text-zinc-300">
-          Each decision exactly as the engine recorded it. The download is a JSON array of the evidence bundles; each element (or a single proof&apos;s bundle) is accepted by{" "}
-          <code>npm run -s runwarden -- decide FILE</code>.
+          Each decision exactly as the engine recorded it. The download is a JSON array of the evidence bundles; the file as it is (or a single proof&apos;s bundle) is accepted by{" "}
+          <code>npm run -s runwarden -- decide FILE</code>, one verdict per bundle.
         </p>
         {d.proofs.length === 0 ? (
           <Empty>No proofs recorded for this run.</Empty>
@@ -183,7 +216,7 @@ export function RunDetail({ id }: { id: string }) {
                 </div>
                 {p.failure ? <p className="mt-2 text-sm">{p.failure.message}</p> : null}
                 <div className="mt-3">
-                  {p.checks ? <ChecksTable checks={p.checks} label={`Checks of the ${p.kind} proof`} /> : <JsonBlock value={p.checksRaw} label="Checks as stored (not a list of checks)" />}
+                  {p.checks ? <ChecksTable checks={p.checks} label={`Checks of the ${p.kind} proof`} proof={p} /> : <JsonBlock value={p.checksRaw} label="Checks as stored (not a list of checks)" />}
                 </div>
               </li>
             ))}

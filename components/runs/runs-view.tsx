@@ -6,6 +6,7 @@ import { FAILURE_CODES } from "@/server/engine/catalogue";
 import { LIVE } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import { DateTimeFilter } from "../datetime-filter";
+import { FILTER_MAX } from "@/server/limits";
 import { SelectFilter, TextFilter } from "../text-filter";
 import { buttonClass, ErrorNotice, inputClass, Loading, Section } from "../ui";
 import { FailureGroups } from "./failure-groups";
@@ -33,13 +34,13 @@ export function RunsView() {
         <SelectFilter id="f-status" label="Status" value={values.status} options={RUN_STATUSES.map((s) => ({ value: s, label: s }))} onChange={(status) => setFilter({ status })} />
         <SelectFilter id="f-outcome" label="Outcome" value={values.outcome} options={OUTCOMES.map((o) => ({ value: o, label: o.replace("_", " ") }))} onChange={(outcome) => setFilter({ outcome })} />
         <SelectFilter id="f-code" label="Failure code" value={values.code} options={codes.map((c) => ({ value: c, label: c }))} onChange={(code) => setFilter({ code })} />
-        <TextFilter id="f-company" label="Company" value={values.company} onApply={(company) => setFilter({ company })} list="companies" options={facets.data?.companies} />
-        <TextFilter id="f-provider" label="Provider" value={values.provider} onApply={(provider) => setFilter({ provider })} list="providers" options={facets.data?.providers} />
+        <TextFilter id="f-company" maxLength={FILTER_MAX.companyId} label="Company" value={values.company} onApply={(company) => setFilter({ company })} list="companies" options={facets.data?.companies} />
+        <TextFilter id="f-provider" maxLength={FILTER_MAX.provider} label="Provider" value={values.provider} onApply={(provider) => setFilter({ provider })} list="providers" options={facets.data?.providers} />
         <SelectFilter id="f-target" label="Target" value={values.target} options={TARGETS.map((t) => ({ value: t, label: t }))} onChange={(target) => setFilter({ target })} />
         <SelectFilter id="f-range" label="Created" value={values.range} allLabel="Any time" options={TIME_RANGES.map((r) => ({ value: r, label: RANGE_LABELS[r] }))} onChange={(range) => setFilter({ range })} />
         <DateTimeFilter id="f-from" label="From" value={values.from} onChange={(from) => setFilter({ from })} />
         <DateTimeFilter id="f-to" label="To" value={values.to} onChange={(to) => setFilter({ to })} />
-        <TextFilter id="f-search" label="Run or task id" value={values.q} onApply={(q) => setFilter({ q })} placeholder="run id or part of a task id" />
+        <TextFilter id="f-search" maxLength={FILTER_MAX.search} label="Run or task id" value={values.q} onApply={(q) => setFilter({ q })} placeholder="run id or part of a task id" />
         <button
           type="button"
           className={buttonClass.secondary}
@@ -49,6 +50,17 @@ export function RunsView() {
           Clear filters
         </button>
       </form>
+
+      {/* Above the list: what went wrong, by code, is what a board user comes for. */}
+      <Section title="Failures by code" id="failure-groups">
+        {groups.isPending ? (
+          <Loading label="Loading failure groups…" />
+        ) : groups.isError ? (
+          <ErrorNotice title="Could not load the failure groups." error={groups.error} />
+        ) : (
+          <FailureGroups groups={groups.data} values={values} />
+        )}
+      </Section>
 
       <Section
         title="Runs"
@@ -91,15 +103,6 @@ export function RunsView() {
         )}
       </Section>
 
-      <Section title="Failures by code" id="failure-groups">
-        {groups.isPending ? (
-          <Loading label="Loading failure groups…" />
-        ) : groups.isError ? (
-          <ErrorNotice title="Could not load the failure groups." error={groups.error} />
-        ) : (
-          <FailureGroups groups={groups.data} values={values} />
-        )}
-      </Section>
     </>
   );
 }

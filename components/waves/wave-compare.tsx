@@ -5,6 +5,7 @@ import Link from "next/link";
 import { useQueryStates } from "nuqs";
 import { CHECK_IDS, CHECK_TITLES } from "@/server/waves/report";
 import { useTRPC } from "@/trpc/react";
+import type { RouterOutputs } from "@/trpc/types";
 import { Badge, Empty, ErrorNotice, inputClass, Loading, Section, TableWrap, tableClass, tdClass, thClass } from "../ui";
 import { compareParams } from "./search-params";
 
@@ -51,12 +52,12 @@ export function WaveCompare() {
                 <thead className="bg-zinc-50 dark:bg-zinc-900">
                   <tr>
                     <th scope="col" className={thClass}>Check</th>
-                    <th scope="col" className={thClass}>
+                    <th scope="col" className={thClass.replace("uppercase", "normal-case")}>
                       <Link className="underline" href={`/waves/${encodeURIComponent(compare.data.a.id)}`}>
                         {compare.data.a.id}
                       </Link>
                     </th>
-                    <th scope="col" className={thClass}>
+                    <th scope="col" className={thClass.replace("uppercase", "normal-case")}>
                       <Link className="underline" href={`/waves/${encodeURIComponent(compare.data.b.id)}`}>
                         {compare.data.b.id}
                       </Link>
@@ -92,17 +93,7 @@ export function WaveCompare() {
             </TableWrap>
           </Section>
           <Section title="Checks that changed" id="changed">
-            {compare.data.changed.length === 0 ? (
-              <Empty>Every task&apos;s checks came out the same.</Empty>
-            ) : (
-              <ul className="space-y-1 text-sm" data-testid="compare-changed">
-                {compare.data.changed.map((c) => (
-                  <li key={`${c.task}-${c.check}`}>
-                    <span className="font-mono">{c.task}</span> {c.check} {CHECK_TITLES[c.check]}: {label(c.a)} → {label(c.b)}
-                  </li>
-                ))}
-              </ul>
-            )}
+            <ChangedChecks data={compare.data} />
           </Section>
           <Section title="Failure codes" id="codes">
             {compare.data.codes.length === 0 ? (
@@ -121,6 +112,38 @@ export function WaveCompare() {
         </>
       )}
     </>
+  );
+}
+
+type Compared = RouterOutputs["waves"]["compare"];
+
+/**
+ * Checks that changed, task by task. A task only one wave ran is one line ("only before:
+ * …"), not a line per check saying "absent".
+ */
+function ChangedChecks({ data }: { data: Compared }) {
+  const onlyA = [...new Set(data.changed.filter((c) => c.b === null).map((c) => c.task))];
+  const onlyB = [...new Set(data.changed.filter((c) => c.a === null).map((c) => c.task))];
+  const changed = data.changed.filter((c) => c.a !== null && c.b !== null);
+  if (changed.length === 0 && onlyA.length === 0 && onlyB.length === 0) return <Empty>Every task&apos;s checks came out the same.</Empty>;
+  return (
+    <ul className="space-y-1 text-sm" data-testid="compare-changed">
+      {changed.map((c) => (
+        <li key={`${c.task}-${c.check}`}>
+          <span className="font-mono">{c.task}</span> {c.check} {CHECK_TITLES[c.check]}: {label(c.a)} → {label(c.b)}
+        </li>
+      ))}
+      {onlyA.length ? (
+        <li data-testid="compare-only-a">
+          {onlyA.length} task{onlyA.length === 1 ? "" : "s"} only in <span className="font-mono">{data.a.id}</span> (absent after): <span className="font-mono">{onlyA.join(", ")}</span>
+        </li>
+      ) : null}
+      {onlyB.length ? (
+        <li data-testid="compare-only-b">
+          {onlyB.length} task{onlyB.length === 1 ? "" : "s"} only in <span className="font-mono">{data.b.id}</span> (absent before): <span className="font-mono">{onlyB.join(", ")}</span>
+        </li>
+      ) : null}
+    </ul>
   );
 }
 

@@ -108,7 +108,8 @@ describe.concurrent("runwarden decide (child process)", () => {
       }),
       line: "runwarden decide: evidence.claim.remote.providerLeaseId: expected string",
     },
-    { name: "a JSON array", content: "[]", line: "runwarden decide: evidence: expected object" },
+    { name: "an empty JSON array", content: "[]", line: "runwarden decide: empty array: expected at least one evidence bundle" },
+    { name: "an array with a bad bundle", content: JSON.stringify([{ kind: "process_exit" }, 7]), line: "runwarden decide: bundle 1 of 2: evidence.observer: expected object (missing)" },
     { name: "a missing file", file: "does-not-exist.json", line: /^runwarden decide: cannot read .*does-not-exist\.json: no such file$/ },
   ])("$name → exit 2, one line on stderr naming it, nothing on stdout", async ({ name, content, file, line }) => {
     const target = file ? path.join(tmp, file) : await tempFile(`${name.replace(/\W+/g, "-")}.json`, content ?? "");
@@ -138,6 +139,23 @@ describe.concurrent("runwarden decide (child process)", () => {
     const r = await runwarden(["decide", "-"], JSON.stringify({ ...bundle, exportedAt: "2026-11-12T01:00:00.000Z", note: { by: "op" } }));
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ verdict: "admitted" });
+  });
+
+  test("a JSON array of bundles (the console's Download evidence file) gives one verdict line per bundle, in order", async () => {
+    const files = ["startup-failure-remote-permission.json", "process-exit-pid-recycled.json", "teardown-fence-claimer-exited.json"];
+    const bundles = await Promise.all(files.map(async (f) => JSON.parse(await readFile(path.join(FIXTURES, f), "utf8")) as unknown));
+    const file = await tempFile("runwarden-evidence-run.json", `${JSON.stringify(bundles, null, 2)}\n`);
+    const r = await runwarden(["decide", file]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines).toHaveLength(files.length);
+    lines.forEach((line, i) => expect(JSON.parse(line)).toMatchObject(EXPECTED[files[i]!]!));
+
+    const explained = await runwarden(["decide", "--explain", file]);
+    expect(explained.code).toBe(0);
+    expect(explained.stdout.match(/^verdict: /gm)).toHaveLength(files.length);
+    expect(explained.stdout).toMatch(/^bundle 3 of 3$/m);
   });
 
   test("--explain prints a table with every check, then the decision", async () => {

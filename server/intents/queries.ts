@@ -5,6 +5,8 @@ import { asIdentity, intentEvidence, judgeExit } from "../controller/observe";
 import { decideCreationIntent, PROCESS_EXIT_REASONS, PROCESS_EXIT_VERDICTS, type PartialIdentity } from "../engine";
 import { afterCursor, cursorInput, PAGE_ORDER, pageOf } from "../runs/cursor";
 import { companyWhere, type CompanyScope } from "../auth/roles";
+import { FILTER_MAX } from "../limits";
+import { describeInspection } from "./inspection";
 
 /**
  * Sandbox-creation intents of this instance for the dashboard, each with the engine's
@@ -18,9 +20,9 @@ const text = (max: number) => z.string().trim().min(1).max(max);
 
 export const intentListInput = z.object({
   status: z.enum(INTENT_STATUS_FILTERS).default("pending"),
-  companyId: text(120).optional(),
+  companyId: text(FILTER_MAX.companyId).optional(),
   /** Part of an operation id, a creation name or a run id. */
-  search: text(200).optional(),
+  search: text(FILTER_MAX.search).optional(),
   cursor: cursorInput.optional(),
   pageSize: z.number().int().min(5).max(200).default(50),
 });
@@ -49,6 +51,8 @@ export const intentRow = z.object({
   settleDeadline: z.date(),
   attempts: z.number().int(),
   lastInspection: z.unknown(),
+  /** The last inspection in words (server/intents/inspection.ts); null when never inspected. */
+  lastInspectionText: z.string().nullable(),
   lastInspectedAt: z.date().nullable(),
   resolvedAt: z.date().nullable(),
   leaseId: z.string().nullable(),
@@ -124,6 +128,7 @@ export async function listIntents(db: Db, observer: ControllerContext, scope: Co
         settleDeadline: i.settleDeadline,
         attempts: i.attempts,
         lastInspection: i.lastInspection,
+        lastInspectionText: describeInspection(i.lastInspection),
         lastInspectedAt: i.lastInspectedAt,
         resolvedAt: i.resolvedAt,
         leaseId: i.lease?.id ?? null,

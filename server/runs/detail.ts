@@ -73,6 +73,11 @@ export const runDetailOutput = z.object({
     blocker: z.string().nullable(),
     /** The one run a Retry made, if any. */
     successorId: z.string().nullable(),
+    /**
+     * The run that now carries the task: the successor, or the newest run down the Retry
+     * chain, read live, with its code's sentence. Null while this run was not retried.
+     */
+    current: runLink.extend({ failureMessage: z.string().nullable(), nextAction: z.string().nullable(), hops: z.number().int().min(1) }).nullable(),
   }),
   events: z.array(z.object({ id: z.string(), type: z.string(), at: z.date(), bootId: z.string().nullable(), data: z.unknown() })),
   /** True when the timeline has more events than shown (the newest are kept). */
@@ -197,7 +202,7 @@ export async function getRunDetail(db: Db, scope: CompanyScope, id: string): Pro
       finishedAt: run.finishedAt,
     },
     failure: describeFailure(run.failureCode),
-    retry: { blocker, successorId: run.nextRun?.id ?? null },
+    retry: { blocker, successorId: run.nextRun?.id ?? null, current: currentRun(lineage.next) },
     events: events.reverse().map((e) => ({ id: e.id.toString(), type: e.type, at: e.at, bootId: e.bootId, data: e.data })),
     eventsTruncated: eventCount > events.length,
     claims: claims.map((c) => ({
@@ -247,6 +252,14 @@ async function otherActiveRun(db: Db, run: { id: string; companyId: string; task
     select: { id: true, status: true },
   });
   return other ? `Task ${run.taskId} already has a run that is ${other.status} (${other.id}).` : null;
+}
+
+/** The newest run of the Retry chain after this one, as the old run's page reports it. */
+function currentRun(next: Array<z.infer<typeof runLink>>) {
+  const last = next.at(-1);
+  if (!last) return null;
+  const entry = describeFailure(last.failureCode);
+  return { ...last, failureMessage: entry?.message ?? null, nextAction: entry?.nextAction ?? null, hops: next.length };
 }
 
 async function readLineage(db: Db, previousId: string | null, nextId: string | null) {

@@ -3,6 +3,7 @@ import { ExecutionTarget, OutcomeClass, Prisma, RunStatus, type Db } from "../db
 import { describeFailure } from "../engine";
 import { afterCursor, cursorInput, PAGE_ORDER, pageOf } from "./cursor";
 import { companyWhere, type CompanyScope } from "../auth/roles";
+import { FILTER_MAX } from "../limits";
 
 /**
  * Read models of runs for the dashboard: the filtered, keyset-paged list, failures grouped
@@ -19,16 +20,16 @@ const text = (max: number) => z.string().trim().min(1).max(max);
 export const runFilterShape = {
   status: z.enum(RunStatus).optional(),
   outcome: z.enum(OutcomeClass).optional(),
-  failureCode: text(200).optional(),
-  companyId: text(120).optional(),
-  provider: text(40).optional(),
+  failureCode: text(FILTER_MAX.failureCode).optional(),
+  companyId: text(FILTER_MAX.companyId).optional(),
+  provider: text(FILTER_MAX.provider).optional(),
   target: z.enum(ExecutionTarget).optional(),
   /** Created within the last hour / day / week / month, measured when the query runs. */
   range: z.enum(TIME_RANGES).optional(),
   createdFrom: z.date().optional(),
   createdTo: z.date().optional(),
   /** A whole run id, or part of a task id. */
-  search: text(200).optional(),
+  search: text(FILTER_MAX.search).optional(),
 };
 
 const fromBeforeTo = (v: { createdFrom?: Date | undefined; createdTo?: Date | undefined }) => !v.createdFrom || !v.createdTo || v.createdFrom <= v.createdTo;
@@ -175,6 +176,23 @@ export async function failureGroups(db: Db, scope: CompanyScope, raw: z.input<ty
       ];
     })
     .sort((a, b) => b.count - a.count || a.code.localeCompare(b.code));
+}
+
+export const runStatusCountsOutput = z.object({
+  total: z.number().int(),
+  byStatus: z.record(z.enum(RunStatus), z.number().int()),
+});
+
+/** How many runs of this person's companies are in each status (every status present). */
+export async function runStatusCounts(db: Db, scope: CompanyScope): Promise<z.infer<typeof runStatusCountsOutput>> {
+  const rows = await db.run.groupBy({ by: ["status"], where: companyWhere(scope), _count: { _all: true } });
+  const byStatus = Object.fromEntries(Object.values(RunStatus).map((s) => [s, 0])) as Record<RunStatus, number>;
+  let total = 0;
+  for (const row of rows) {
+    byStatus[row.status] = row._count._all;
+    total += row._count._all;
+  }
+  return { total, byStatus };
 }
 
 export const runFacetsOutput = z.object({ companies: z.array(z.string()), providers: z.array(z.string()), failureCodes: z.array(z.string()) });

@@ -12,6 +12,7 @@ import { instanceScope, LABEL_KEYS, normaliseLabels } from "../providers/labels"
 import type { SandboxView } from "../providers/types";
 import { confirmWord, OWNERSHIP_VERDICTS, type OwnershipVerdict } from "./confirm";
 import { inScope, type CompanyScope } from "../auth/roles";
+import { FILTER_MAX } from "../limits";
 
 /**
  * Orphaned sandboxes (DOMAIN.md §5 R4): this instance's sandboxes — listed by its instance
@@ -191,9 +192,9 @@ const text = (max: number) => z.string().trim().min(1).max(max);
 
 export const orphanListInput = z.object({
   verdict: z.enum(OWNERSHIP_VERDICTS).optional(),
-  companyId: text(120).optional(),
+  companyId: text(FILTER_MAX.companyId).optional(),
   /** Part of a sandbox name or id. */
-  search: text(200).optional(),
+  search: text(FILTER_MAX.search).optional(),
 });
 export type OrphanListInput = z.input<typeof orphanListInput>;
 

@@ -35,6 +35,7 @@ const POLICY: Record<string, Role> = {
   "users.add": "admin",
   "audit.list": "viewer",
   "me.get": "viewer",
+  "overview.get": "viewer",
 };
 
 let h: ControllerHarness;

@@ -7,6 +7,7 @@ import { wavesRouter } from "./routers/waves";
 import { auditRouter } from "./routers/audit";
 import { usersRouter } from "./routers/users";
 import { meRouter } from "./routers/me";
+import { overviewRouter } from "./routers/overview";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 export const appRouter = createTRPCRouter({
@@ -19,6 +20,7 @@ export const appRouter = createTRPCRouter({
   users: usersRouter,
   audit: auditRouter,
   me: meRouter,
+  overview: overviewRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,29 +1,29 @@
 import { z } from "zod";
-import type { Db } from "../db/client";
+import type { ChaosWave, Db } from "../db/client";
 import { AppError } from "../errors";
 import { CHECK_IDS, type CheckId, type WaveReport, type WaveSummary, waveReportSchema } from "./report";
 import { companyWhere, inScope, type CompanyScope } from "../auth/roles";
 
 /** The dashboard's read model of chaos waves: list, one wave, and two side by side. */
 
-export const waveListOutput = z.array(
-  z.object({
-    id: z.string(),
-    seed: z.number().int(),
-    status: z.string(),
-    passed: z.boolean().nullable(),
-    imported: z.boolean(),
-    startedAt: z.date(),
-    finishedAt: z.date().nullable(),
-    tasks: z.number().int(),
-    tasksPassed: z.number().int(),
-    kills: z.array(z.string()),
-    /** Of the planned kills, how many landed as planned; null for waves recorded before this was tracked or still running. */
-    killsLanded: z.number().int().nullable(),
-    faults: z.array(z.string()),
-    orphans: z.number().int(),
-  }),
-);
+export const waveListItem = z.object({
+  id: z.string(),
+  seed: z.number().int(),
+  status: z.string(),
+  passed: z.boolean().nullable(),
+  imported: z.boolean(),
+  startedAt: z.date(),
+  finishedAt: z.date().nullable(),
+  tasks: z.number().int(),
+  tasksPassed: z.number().int(),
+  kills: z.array(z.string()),
+  /** Of the planned kills, how many landed as planned; null for waves recorded before this was tracked or still running. */
+  killsLanded: z.number().int().nullable(),
+  faults: z.array(z.string()),
+  orphans: z.number().int(),
+});
+
+export const waveListOutput = z.array(waveListItem);
 
 interface StoredConfig {
   kills?: string[];
@@ -33,26 +33,34 @@ interface StoredConfig {
 
 export async function listWaves(db: Db, scope: CompanyScope): Promise<z.infer<typeof waveListOutput>> {
   const waves = await db.chaosWave.findMany({ where: companyWhere(scope), orderBy: [{ startedAt: "desc" }, { id: "desc" }], take: 200 });
-  return waves.map((w) => {
-    const summary = w.summary as Partial<WaveSummary> | null;
-    const config = (w.config ?? {}) as StoredConfig;
-    const plan = w.plan as { tasks?: unknown[]; kills?: Array<{ kind: string }>; faults?: string[] } | null;
-    return {
-      id: w.id,
-      seed: w.seed,
-      status: w.status,
-      passed: w.passed,
-      imported: w.imported,
-      startedAt: w.startedAt,
-      finishedAt: w.finishedAt,
-      tasks: summary?.tasks ?? plan?.tasks?.length ?? config.tasks ?? 0,
-      tasksPassed: summary?.tasksPassed ?? 0,
-      kills: config.kills ?? plan?.kills?.map((k) => k.kind) ?? [],
-      killsLanded: summary?.kills ? Object.values(summary.kills).reduce((n, k) => n + (k?.landed ?? 0), 0) : null,
-      faults: config.faults ?? [],
-      orphans: Array.isArray(w.orphanSandboxes) ? w.orphanSandboxes.length : 0,
-    };
-  });
+  return waves.map(toListItem);
+}
+
+/** The newest wave this person may see, as the list shows it. */
+export async function latestWave(db: Db, scope: CompanyScope): Promise<z.infer<typeof waveListItem> | null> {
+  const w = await db.chaosWave.findFirst({ where: companyWhere(scope), orderBy: [{ startedAt: "desc" }, { id: "desc" }] });
+  return w ? toListItem(w) : null;
+}
+
+function toListItem(w: ChaosWave): z.infer<typeof waveListItem> {
+  const summary = w.summary as Partial<WaveSummary> | null;
+  const config = (w.config ?? {}) as StoredConfig;
+  const plan = w.plan as { tasks?: unknown[]; kills?: Array<{ kind: string }>; faults?: string[] } | null;
+  return {
+    id: w.id,
+    seed: w.seed,
+    status: w.status,
+    passed: w.passed,
+    imported: w.imported,
+    startedAt: w.startedAt,
+    finishedAt: w.finishedAt,
+    tasks: summary?.tasks ?? plan?.tasks?.length ?? config.tasks ?? 0,
+    tasksPassed: summary?.tasksPassed ?? 0,
+    kills: config.kills ?? plan?.kills?.map((k) => k.kind) ?? [],
+    killsLanded: summary?.kills ? Object.values(summary.kills).reduce((n, k) => n + (k?.landed ?? 0), 0) : null,
+    faults: config.faults ?? [],
+    orphans: Array.isArray(w.orphanSandboxes) ? w.orphanSandboxes.length : 0,
+  };
 }
 
 export const waveIdInput = z.object({ id: z.string().trim().min(1).max(80) });

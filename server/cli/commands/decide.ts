@@ -38,17 +38,32 @@ async function readBundle(file: string, io: CliIO): Promise<unknown> {
   }
 }
 
-/** `runwarden decide FILE`: the verdict of one evidence bundle (EVIDENCE.md). */
+/**
+ * `runwarden decide FILE`: the verdict of one evidence bundle (EVIDENCE.md), or of each
+ * bundle of a JSON array (the console's "Download evidence" file), one line per bundle in
+ * the array's order. Every bundle is validated before any verdict is printed, so a bad one
+ * is named by its position and nothing half-printed is left to misread.
+ */
 export function registerDecide(program: Command, io: CliIO): void {
   program
     .command("decide")
-    .description("evaluate an evidence bundle and print its verdict as one JSON line")
-    .argument("<file>", "evidence bundle as JSON, or - for standard input")
+    .description("evaluate an evidence bundle (or a JSON array of them) and print each verdict as one JSON line")
+    .argument("<file>", "evidence bundle as JSON (or an array of bundles), or - for standard input")
     .option("--explain", "print the checks as a table for a person instead of JSON")
     .action(async (file: string, opts: { explain?: boolean }) => {
-      const bundle = await readBundle(file, io);
-      const result = safeDecide(bundle);
-      if (!result.ok) fail(result.error.message);
-      io.stdout(opts.explain ? explainVerdict(result.verdict) : `${JSON.stringify(result.verdict)}\n`);
+      const input = await readBundle(file, io);
+      const many = Array.isArray(input);
+      const bundles: unknown[] = many ? input : [input];
+      if (bundles.length === 0) fail("empty array: expected at least one evidence bundle");
+      const verdicts = bundles.map((bundle, i) => {
+        const result = safeDecide(bundle);
+        if (!result.ok) fail(many ? `bundle ${i + 1} of ${bundles.length}: ${result.error.message}` : result.error.message);
+        return result.verdict;
+      });
+      if (!opts.explain) {
+        io.stdout(verdicts.map((v) => `${JSON.stringify(v)}\n`).join(""));
+        return;
+      }
+      io.stdout(verdicts.map((v, i) => (many ? `bundle ${i + 1} of ${verdicts.length}\n${explainVerdict(v)}` : explainVerdict(v))).join("\n"));
     });
 }

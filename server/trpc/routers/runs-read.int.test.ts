@@ -186,7 +186,7 @@ describe("runs.get and runs.evidence", () => {
     const d = await caller().runs.get({ id: second.id });
     expect(d.run).toMatchObject({ id: second.id, status: "failed", failureCode: REJECTED });
     expect(d.failure).toMatchObject({ code: REJECTED, canRetry: true, nextAction: describeFailure(REJECTED)!.nextAction });
-    expect(d.retry).toEqual({ blocker: null, successorId: null });
+    expect(d.retry).toEqual({ blocker: null, successorId: null, current: null });
     expect(d.events.map((e) => e.type)).toEqual(["created", "startup_failed"]);
     expect(d.claims).toEqual([expect.objectContaining({ id: claim.id, kind: "bootstrap_incomplete", proofIds: [d.proofs[0]!.id] })]);
     expect(d.proofs[0]!.checks).toEqual(checks);
@@ -199,6 +199,11 @@ describe("runs.get and runs.evidence", () => {
     const back = await caller().runs.get({ id: first.id });
     expect(back.lineage.next.map((r) => r.id)).toEqual([second.id]);
     expect(back.retry.successorId).toBe(second.id);
+    // The old run follows its successor: its live status and code, with the code's sentence.
+    expect(back.retry.current).toMatchObject({ id: second.id, status: "failed", failureCode: REJECTED, failureMessage: describeFailure(REJECTED)!.message, hops: 1 });
+    await t.current.db.run.update({ where: { id: second.id }, data: { status: "running", failureCode: null, outcome: null } });
+    expect((await caller().runs.get({ id: first.id })).retry.current).toMatchObject({ id: second.id, status: "running", failureCode: null, failureMessage: null });
+    await t.current.db.run.update({ where: { id: second.id }, data: { status: "failed", failureCode: REJECTED, outcome: "terminal_failure" } });
 
     const bundles = await caller().runs.evidence({ id: second.id });
     expect(bundles).toHaveLength(1);

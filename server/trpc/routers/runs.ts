@@ -2,18 +2,13 @@ import { z } from "zod";
 import { RunStatus } from "../../db/client";
 import { teardownLease } from "../../controller/teardown";
 import { getRunDetail, runDetailOutput, runEvidence, runEvidenceOutput, runIdInput } from "../../runs/detail";
-import { failureGroups, failureGroupsOutput, listRuns, runFacets, runFacetsOutput, runFilterInput, runListInput, runListOutput } from "../../runs/queries";
+import { failureGroups, failureGroupsOutput, listRuns, runFacets, runFacetsOutput, runFilterInput, runListInput, runListOutput, runStatusCounts, runStatusCountsOutput } from "../../runs/queries";
 import { retryRun } from "../../runs/retry";
 import { submitRun, submitRunInput } from "../../runs/submit";
 import { boardProcedure, createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 import { writeAudit } from "../../audit";
-import { companyWhere, inScope } from "../../auth/roles";
+import { inScope } from "../../auth/roles";
 import { AppError } from "../../errors";
-
-const statusCounts = z.object({
-  total: z.number().int(),
-  byStatus: z.record(z.enum(RunStatus), z.number().int()),
-});
 
 export const runSummary = z.object({
   id: z.string(),
@@ -35,16 +30,7 @@ const pick = (r: z.infer<typeof runSummary>) => ({
 
 export const runsRouter = createTRPCRouter({
   /** How many runs are in each status. */
-  countByStatus: viewerProcedure.output(statusCounts).query(async ({ ctx }) => {
-    const rows = await ctx.db.run.groupBy({ by: ["status"], where: companyWhere(ctx.scope), _count: { _all: true } });
-    const byStatus = Object.fromEntries(Object.values(RunStatus).map((s) => [s, 0])) as Record<RunStatus, number>;
-    let total = 0;
-    for (const row of rows) {
-      byStatus[row.status] = row._count._all;
-      total += row._count._all;
-    }
-    return { total, byStatus };
-  }),
+  countByStatus: viewerProcedure.output(runStatusCountsOutput).query(({ ctx }) => runStatusCounts(ctx.db, ctx.scope)),
 
   /** Runs, newest first, filtered, one page at a time (keyset cursor over createdAt, id). */
   list: viewerProcedure

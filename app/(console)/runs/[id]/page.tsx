@@ -1,8 +1,6 @@
-import { TRPCError } from "@trpc/server";
 import type { Metadata } from "next";
-import { notFound } from "next/navigation";
 import { RunDetail } from "@/components/run-detail/run-detail";
-import { getQueryClient, HydrateClient, trpc } from "@/trpc/server";
+import { getQueryClient, HydrateClient, prefetchOrNotFound, trpc } from "@/trpc/server";
 
 export const dynamic = "force-dynamic";
 
@@ -13,12 +11,8 @@ export async function generateMetadata({ params }: { params: Promise<{ id: strin
 
 export default async function RunPage({ params }: { params: Promise<{ id: string }> }) {
   const { id } = await params;
-  try {
-    await getQueryClient().fetchQuery(trpc.runs.get.queryOptions({ id }));
-  } catch (err) {
-    // A malformed or unknown id is a missing page; anything else the page shows itself.
-    if (err instanceof TRPCError && (err.code === "NOT_FOUND" || err.code === "BAD_REQUEST")) notFound();
-  }
+  // A malformed, unknown or another company's id is HTTP 404; anything else the page shows.
+  await prefetchOrNotFound(() => getQueryClient().fetchQuery(trpc.runs.get.queryOptions({ id })));
   return (
     <HydrateClient>
       <RunDetail id={id} />

@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
 import { WaveDetail } from "@/components/waves/wave-detail";
-import { getQueryClient, HydrateClient, trpc } from "@/trpc/server";
+import { getQueryClient, HydrateClient, prefetchOrNotFound, trpc } from "@/trpc/server";
 
 export const dynamic = "force-dynamic";
 
@@ -10,7 +10,8 @@ export async function generateMetadata({ params }: { params: Promise<{ id: strin
 
 export default async function WavePage({ params }: { params: Promise<{ id: string }> }) {
   const { id } = await params;
-  await getQueryClient().prefetchQuery(trpc.waves.get.queryOptions({ id }));
+  // A malformed, unknown or another company's id is HTTP 404; anything else the page shows.
+  await prefetchOrNotFound(() => getQueryClient().fetchQuery(trpc.waves.get.queryOptions({ id })));
   return (
     <HydrateClient>
       <WaveDetail id={id} />

@@ -1,0 +1,148 @@
+"use client";
+
+import { useQuery } from "@tanstack/react-query";
+import Link from "next/link";
+import type { ReactNode } from "react";
+import { LIVE } from "@/trpc/live";
+import { useTRPC } from "@/trpc/react";
+import { serializeRunsSearch } from "../runs/search-params";
+import { Badge, ErrorNotice, formatUsd, linkClass, Loading, RelativeTime, statusTone } from "../ui";
+
+const ORDER = ["queued", "starting", "running", "suspended", "succeeded", "failed", "cancelled"] as const;
+
+type RunsSearch = Parameters<typeof serializeRunsSearch>[1];
+const runsHref = (patch: NonNullable<RunsSearch>) => `/runs${serializeRunsSearch(patch)}`;
+
+function Card({ title, testId, tone, children }: { title: string; testId: string; tone: "calm" | "attention"; children: ReactNode }) {
+  return (
+    <li
+      data-testid={testId}
+      data-attention={tone === "attention" ? "yes" : "no"}
+      className={`rounded-lg border p-4 ${tone === "attention" ? "border-amber-400 bg-amber-50 dark:border-amber-700 dark:bg-amber-950" : "border-zinc-200 dark:border-zinc-800"}`}
+    >
+      <h3 className="text-sm font-semibold">{title}</h3>
+      <div className="mt-2 text-sm">{children}</div>
+    </li>
+  );
+}
+
+/** What needs someone now, each with a link to the list that shows it; then runs by status. */
+export function Overview() {
+  const trpc = useTRPC();
+  const overview = useQuery({ ...trpc.overview.get.queryOptions({}), ...LIVE });
+
+  if (overview.isPending) return <Loading label="Loading the overview…" />;
+  if (overview.isError) return <ErrorNotice title="Could not load the overview." error={overview.error} />;
+  const o = overview.data;
+  const waiting = o.awaitingRetry.reduce((n, g) => n + g.count, 0);
+
+  return (
+    <>
+      <section aria-labelledby="attention-heading" className="mt-6">
+        <h2 id="attention-heading" className="text-lg font-semibold">
+          Needs attention
+        </h2>
+        <ul className="mt-3 grid gap-3 md:grid-cols-2">
+          <Card title="Failed runs waiting for Retry" testId="attention-retry" tone={waiting ? "attention" : "calm"}>
+            {waiting === 0 ? (
+              <p>No failed run waits for Retry.</p>
+            ) : (
+              <ul className="flex flex-col gap-2">
+                {o.awaitingRetry.map((g) => (
+                  <li key={g.code}>
+                    <Link href={runsHref({ status: "failed", code: g.code })} className={`${linkClass} font-medium`} data-testid="retry-group">
+                      {g.count} × <span className="font-mono text-xs">{g.code}</span>
+                    </Link>
+                    <p className="text-xs text-zinc-700 dark:text-zinc-300">{g.message}</p>
+                  </li>
+                ))}
+              </ul>
+            )}
+          </Card>
+
+          <Card title="Creation intents past their wait" testId="attention-intents" tone={o.overdueIntents.count ? "attention" : "calm"}>
+            {o.overdueIntents.count === 0 ? (
+              <p>No pending intent is past its wait.</p>
+            ) : (
+              <p>
+                <Link href="/intents?status=pending" className={`${linkClass} font-medium`}>
+                  {o.overdueIntents.count} pending intent{o.overdueIntents.count === 1 ? "" : "s"}
+                </Link>{" "}
+                waited longer than they should; the oldest was due <RelativeTime date={o.overdueIntents.oldestDueAt} />.
+              </p>
+            )}
+          </Card>
+
+          <Card title="Orphaned sandboxes" testId="attention-orphans" tone={o.orphans?.count ? "attention" : "calm"}>
+            {o.orphans === null ? (
+              <p role="alert">Could not list the provider&apos;s sandboxes: {o.orphansError}</p>
+            ) : o.orphans.count === 0 ? (
+              <p>No orphaned sandbox is costing money.</p>
+            ) : (
+              <>
+                <p>
+                  <Link href="/orphans" className={`${linkClass} font-medium`}>
+                    {o.orphans.count} orphan{o.orphans.count === 1 ? "" : "s"}
+                  </Link>{" "}
+                  at risk: <span className="font-semibold tabular-nums" data-testid="orphans-hourly">{formatUsd(o.orphans.hourlyCost)} an hour</span>.
+                </p>
+                {o.orphans.byVerdict.reclaimable ? (
+                  <p className="mt-1 text-xs">
+                    <Link href="/orphans?verdict=reclaimable" className={linkClass}>
+                      {o.orphans.byVerdict.reclaimable} reclaimable
+                    </Link>
+                  </p>
+                ) : null}
+              </>
+            )}
+          </Card>
+
+          <Card title="Last restart-chaos wave" testId="attention-wave" tone={o.lastWave && o.lastWave.passed === false ? "attention" : "calm"}>
+            {o.lastWave === null ? (
+              <p>No wave yet.</p>
+            ) : (
+              <p className="flex flex-wrap items-center gap-2">
+                <Link href={`/waves/${encodeURIComponent(o.lastWave.id)}`} className={`${linkClass} font-mono text-xs`}>
+                  {o.lastWave.id}
+                </Link>
+                <Badge tone={o.lastWave.passed === true ? "good" : o.lastWave.passed === false ? "bad" : "info"}>{o.lastWave.passed === null ? o.lastWave.status : o.lastWave.passed ? "passed" : "failed"}</Badge>
+                <span>
+                  {o.lastWave.tasksPassed} of {o.lastWave.tasks} tasks passed · <RelativeTime date={o.lastWave.startedAt} />
+                </span>
+              </p>
+            )}
+          </Card>
+        </ul>
+      </section>
+
+      <section aria-labelledby="status-heading" className="mt-8">
+        <h2 id="status-heading" className="text-lg font-semibold">
+          Runs by status
+        </h2>
+        <p className="mt-1 text-sm" data-testid="runs-total">
+          {o.runs.total === 0 ? (
+            "No runs yet."
+          ) : (
+            <Link href="/runs" className={linkClass}>{`${o.runs.total} run${o.runs.total === 1 ? "" : "s"} in all.`}</Link>
+          )}
+        </p>
+        <ul className="mt-3 grid grid-cols-2 gap-3 sm:grid-cols-4 lg:grid-cols-7">
+          {ORDER.map((status) => (
+            <li key={status}>
+              <Link
+                href={runsHref({ status })}
+                data-testid={`count-${status}`}
+                className="block rounded border border-zinc-200 p-3 hover:border-blue-400 focus-visible:outline-2 dark:border-zinc-800"
+              >
+                <span className="flex items-center justify-between">
+                  <Badge tone={statusTone(status)}>{status}</Badge>
+                </span>
+                <span className="mt-1 block text-2xl font-semibold tabular-nums">{o.runs.byStatus[status]}</span>
+              </Link>
+            </li>
+          ))}
+        </ul>
+      </section>
+    </>
+  );
+}

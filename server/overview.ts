@@ -1,0 +1,75 @@
+import { z } from "zod";
+import { RunStatus, type Db } from "./db/client";
+import type { ControllerContext } from "./controller/context";
+import { describeFailure } from "./engine";
+import { companyWhere, type CompanyScope } from "./auth/roles";
+import { runStatusCounts, runStatusCountsOutput } from "./runs/queries";
+import { listOrphans } from "./sandboxes/orphans";
+import { OWNERSHIP_VERDICTS } from "./sandboxes/confirm";
+import { latestWave, waveListItem } from "./waves/queries";
+
+/**
+ * The overview's read model: what needs someone's attention now, each part counted so the
+ * page can link to the filtered list that shows it. Read per request; nothing is cached.
+ */
+
+export const overviewInput = z.object({}).strict().default({});
+
+export const overviewOutput = z.object({
+  at: z.date(),
+  runs: runStatusCountsOutput,
+  /** Terminal failures that offer Retry and were not retried yet, by code (most first). */
+  awaitingRetry: z.array(z.object({ code: z.string(), count: z.number().int(), message: z.string(), nextAction: z.string() })),
+  /** Pending creation intents of this instance whose wait is over (nextAttemptAt passed). */
+  overdueIntents: z.object({ count: z.number().int(), oldestDueAt: z.date().nullable() }),
+  /** This instance's orphaned sandboxes and what they cost; null with `error` when the provider could not be listed. */
+  orphans: z
+    .object({
+      count: z.number().int(),
+      /** USD per hour, all orphans. */
+      hourlyCost: z.number(),
+      byVerdict: z.record(z.enum(OWNERSHIP_VERDICTS), z.number().int()),
+    })
+    .nullable(),
+  orphansError: z.string().nullable(),
+  lastWave: waveListItem.nullable(),
+});
+export type Overview = z.infer<typeof overviewOutput>;
+
+export async function getOverview(db: Db, service: ControllerContext, scope: CompanyScope, instanceId: string, now = new Date()): Promise<Overview> {
+  const mine = companyWhere(scope);
+  const [runs, retryGroups, overdue, orphans, lastWave] = await Promise.all([
+    runStatusCounts(db, scope),
+    db.run.groupBy({
+      by: ["failureCode"],
+      where: { AND: [mine, { status: RunStatus.failed, canRetry: true, failureCode: { not: null }, nextRun: null }] },
+      _count: { _all: true },
+    }),
+    db.sandboxCreationIntent.aggregate({
+      where: { AND: [mine, { instanceId, status: "pending", nextAttemptAt: { lte: now } }] },
+      _count: { _all: true },
+      _min: { nextAttemptAt: true },
+    }),
+    // The provider may be away; the rest of the overview is still worth showing.
+    listOrphans(db, service, scope, instanceId, {}, now).then(
+      (list) => ({ ok: true as const, list }),
+      (err: unknown) => ({ ok: false as const, error: err instanceof Error ? err.message : String(err) }),
+    ),
+    latestWave(db, scope),
+  ]);
+  const awaitingRetry = retryGroups
+    .flatMap((g) => {
+      const entry = describeFailure(g.failureCode);
+      return entry ? [{ code: entry.code, count: g._count._all, message: entry.message, nextAction: entry.nextAction }] : [];
+    })
+    .sort((a, b) => b.count - a.count || a.code.localeCompare(b.code));
+  return {
+    at: now,
+    runs,
+    awaitingRetry,
+    overdueIntents: { count: overdue._count._all, oldestDueAt: overdue._min.nextAttemptAt },
+    orphans: orphans.ok ? { count: orphans.list.totals.count, hourlyCost: orphans.list.totals.hourlyCost, byVerdict: orphans.list.byVerdict } : null,
+    orphansError: orphans.ok ? null : orphans.error,
+    lastWave,
+  };
+}
