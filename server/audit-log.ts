@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { writeAudit } from "./audit";
+import { openCursor, sealCursor } from "./runs/cursor";
+import { text } from "./text";
 import type { CompanyScope } from "./auth/roles";
 import { sessionUser } from "./auth/users";
 import type { Db, Prisma } from "./db/client";
@@ -8,19 +10,23 @@ import { AppError } from "./errors";
 /** The audit log's read model: filters, a stable cursor, and exports. */
 
 export const auditFilterInput = z.object({
-  actor: z.string().trim().min(1).max(200).optional(),
-  action: z.string().trim().min(1).max(100).optional(),
+  actor: text(200).optional(),
+  action: text(100).optional(),
   outcome: z.enum(["ok", "refused", "error"]).optional(),
-  targetType: z.string().trim().min(1).max(50).optional(),
-  targetId: z.string().trim().min(1).max(200).optional(),
+  targetType: text(50).optional(),
+  targetId: text(200).optional(),
   from: z.date().optional(),
   to: z.date().optional(),
 });
 export type AuditFilter = z.infer<typeof auditFilterInput>;
 
 export const auditListInput = auditFilterInput.extend({
-  /** The id of the last entry of the previous page (entries go newest first). */
-  cursor: z.string().regex(/^\d+$/, "expected an entry id").optional(),
+  /** The previous page's `nextCursor`: its last entry's id, sealed (entries go newest first). */
+  cursor: z
+    .string()
+    .max(200)
+    .refine((c) => /^\d{1,19}$/.test(openCursor(c) ?? ""), "not a cursor of this list (open the first page again)")
+    .optional(),
   pageSize: z.number().int().min(1).max(200).default(50),
 });
 
@@ -65,13 +71,14 @@ export async function listAudit(db: Db, scope: CompanyScope, raw: z.input<typeof
   const input = auditListInput.parse(raw);
   if (input.from && input.to && input.from > input.to) throw new AppError("INVALID_INPUT", "from: must be before to");
   const rows = await db.auditEntry.findMany({
-    where: { AND: [where(scope, input), input.cursor ? { id: { lt: BigInt(input.cursor) } } : {}] },
+    where: { AND: [where(scope, input), input.cursor ? { id: { lt: BigInt(openCursor(input.cursor)!) } } : {}] },
     orderBy: { id: "desc" },
     take: input.pageSize + 1,
   });
   const more = rows.length > input.pageSize;
   const items = rows.slice(0, input.pageSize).map(toRow);
-  return { items, nextCursor: more ? (items.at(-1)?.id ?? null) : null };
+  const last = items.at(-1);
+  return { items, nextCursor: more && last ? sealCursor(last.id) : null };
 }
 
 export const AUDIT_EXPORT_LIMIT = 10_000;

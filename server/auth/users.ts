@@ -3,14 +3,15 @@ import { z } from "zod";
 import { writeAudit, type Actor } from "../audit";
 import type { Db } from "../db/client";
 import { AppError } from "../errors";
+import { text } from "../text";
 import { authFor } from "./auth";
 import { ALL_COMPANIES, inScope, isRole, ROLES, scopeOf, type CompanyScope, type Role, type SessionUser } from "./roles";
 
 export const addUserInput = z.object({
-  email: z.email().transform((e) => e.toLowerCase()),
-  name: z.string().trim().min(1).max(120).optional(),
+  email: text(254).pipe(z.email()).transform((e) => e.toLowerCase()),
+  name: text(120).optional(),
   role: z.enum(ROLES),
-  companies: z.array(z.string().trim().min(1).max(120)).min(1, "at least one company (or * for all)"),
+  companies: z.array(text(120)).max(100).min(1, "at least one company (or * for all)"),
   password: z.string().min(10, "at least 10 characters").max(200).optional(),
 });
 export type AddUserInput = z.input<typeof addUserInput>;
