@@ -22,10 +22,10 @@ export function stateFile(who: Who): string {
 }
 
 /**
- * Sign-in allows 5 attempts a minute per client, and every browser test is the same client.
+ * Sign-in backs off after 5 attempts per client, and every browser test is the same client.
  * The tests that sign in through the page start from a clean count in their throwaway
  * database (the limit itself is tested by the sign-in spec and server/auth/auth.int.test.ts).
  */
 export async function resetSignInLimits(db: Db): Promise<void> {
-  await db.rateLimit.deleteMany({ where: { key: { endsWith: "/sign-in/email" } } }); // per address and per account
+  await db.rateLimit.deleteMany({ where: { key: { startsWith: "signin:" } } }); // per account, address, pair and device
 }

@@ -8,7 +8,7 @@ export default async function globalSetup() {
   try {
     for (const a of Object.values(ACCOUNTS)) {
       if (await db.user.findUnique({ where: { email: a.email }, select: { id: true } })) continue;
-      await addUser(db, { email: a.email, role: a.role, companies: [...a.companies], password: a.password }, { id: "e2e:global-setup", role: "admin" });
+      await addUser(db, { email: a.email, role: a.role, companies: [...a.companies], password: a.password }, { id: "e2e:global-setup", role: "admin" }, { all: true });
     }
   } finally {
     await db.$disconnect();

@@ -31,8 +31,8 @@ function exportAs(cookie: string | null, query: string) {
 beforeAll(async () => {
   const { db } = t.current;
   const admin = { id: "test", role: "admin" };
-  await addUser(db, { email: "board-a@example.com", role: "board", companies: ["co-a"], password: "board a password" }, admin);
-  await addUser(db, { email: "ops@example.com", role: "operator", companies: ["*"], password: "operator password" }, admin);
+  await addUser(db, { email: "board-a@example.com", role: "board", companies: ["co-a"], password: "board a password" }, admin, { all: true });
+  await addUser(db, { email: "ops@example.com", role: "operator", companies: ["*"], password: "operator password" }, admin, { all: true });
   boardCookie = await signIn("board-a@example.com", "board a password", "203.0.113.21");
   operatorCookie = await signIn("ops@example.com", "operator password", "203.0.113.22");
   await db.auditEntry.createMany({

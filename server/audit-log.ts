@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { writeAudit } from "./audit";
+import { openCursor, sealCursor } from "./runs/cursor";
+import { text } from "./text";
 import type { CompanyScope } from "./auth/roles";
 import { sessionUser } from "./auth/users";
 import type { Db, Prisma } from "./db/client";
@@ -9,19 +11,23 @@ import { FILTER_MAX } from "./limits";
 /** The audit log's read model: filters, a stable cursor, and exports. */
 
 export const auditFilterInput = z.object({
-  actor: z.string().trim().min(1).max(FILTER_MAX.actor).optional(),
-  action: z.string().trim().min(1).max(FILTER_MAX.action).optional(),
+  actor: text(FILTER_MAX.actor).optional(),
+  action: text(FILTER_MAX.action).optional(),
   outcome: z.enum(["ok", "refused", "error"]).optional(),
-  targetType: z.string().trim().min(1).max(FILTER_MAX.targetType).optional(),
-  targetId: z.string().trim().min(1).max(FILTER_MAX.targetId).optional(),
+  targetType: text(FILTER_MAX.targetType).optional(),
+  targetId: text(FILTER_MAX.targetId).optional(),
   from: z.date().optional(),
   to: z.date().optional(),
 });
 export type AuditFilter = z.infer<typeof auditFilterInput>;
 
 export const auditListInput = auditFilterInput.extend({
-  /** The id of the last entry of the previous page (entries go newest first). */
-  cursor: z.string().regex(/^\d+$/, "expected an entry id").optional(),
+  /** The previous page's `nextCursor`: its last entry's id, sealed (entries go newest first). */
+  cursor: z
+    .string()
+    .max(200)
+    .refine((c) => /^\d{1,19}$/.test(openCursor(c) ?? ""), "not a cursor of this list (open the first page again)")
+    .optional(),
   pageSize: z.number().int().min(1).max(200).default(50),
 });
 
@@ -69,19 +75,20 @@ export async function listAudit(db: Db, scope: CompanyScope, raw: z.input<typeof
   const input = auditListInput.parse(raw);
   if (input.from && input.to && input.from > input.to) throw new AppError("INVALID_INPUT", "from: must be before to");
   const rows = await db.auditEntry.findMany({
-    where: { AND: [where(scope, input), input.cursor ? { id: { lt: BigInt(input.cursor) } } : {}] },
+    where: { AND: [where(scope, input), input.cursor ? { id: { lt: BigInt(openCursor(input.cursor)!) } } : {}] },
     orderBy: { id: "desc" },
     take: input.pageSize + 1,
   });
   const more = rows.length > input.pageSize;
   const items = rows.slice(0, input.pageSize).map(toRow);
   // People are recorded by id (an email can change); the page names them by email.
+  const last = items.at(-1);
   const userIds = [...new Set(items.flatMap((e) => (e.targetType === "user" && e.targetId ? [e.targetId] : [])))];
   const users = userIds.length ? await db.user.findMany({ where: { id: { in: userIds } }, select: { id: true, email: true } }) : [];
   const emailOf = new Map(users.map((u) => [u.id, u.email]));
   return {
     items: items.map((e) => ({ ...e, targetLabel: e.targetType === "user" && e.targetId ? (emailOf.get(e.targetId) ?? null) : null })),
-    nextCursor: more ? (items.at(-1)?.id ?? null) : null,
+    nextCursor: more && last ? sealCursor(last.id) : null,
   };
 }
 

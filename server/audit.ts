@@ -1,4 +1,5 @@
 import type { Db, Prisma } from "./db/client";
+import { storable } from "./text";
 
 type Tx = Db | Prisma.TransactionClient;
 
@@ -18,19 +19,33 @@ export interface AuditInput {
   detail?: unknown;
 }
 
-/** Every mutation through the API writes one (DOMAIN.md §1 "Audit entry"). */
+/** Entries written per actor object: the tRPC layer gives each request its own actor. */
+const written = new WeakMap<Actor, number>();
+
+/** How many audit entries were written for this actor object (see writeAudit). */
+export function auditsWrittenBy(actor: Actor): number {
+  return written.get(actor) ?? 0;
+}
+
+/**
+ * Every mutation through the API writes one (DOMAIN.md §1 "Audit entry"). Whatever the
+ * input holds is stored: NUL, which PostgreSQL refuses in text and JSON, is kept escaped
+ * (issue 16.3), so a refusal can never be hidden by what was refused.
+ */
 export async function writeAudit(db: Tx, actor: Actor, entry: AuditInput): Promise<void> {
+  written.set(actor, (written.get(actor) ?? 0) + 1);
+  const s = (v: string) => storable(v) as string;
   await db.auditEntry.create({
     data: {
-      actor: actor.id,
-      role: actor.role,
-      action: entry.action,
-      targetType: entry.targetType,
-      targetId: entry.targetId ?? null,
-      companyId: entry.companyId ?? null,
-      input: (entry.input ?? undefined) as Prisma.InputJsonValue | undefined,
+      actor: s(actor.id),
+      role: s(actor.role),
+      action: s(entry.action),
+      targetType: s(entry.targetType),
+      targetId: entry.targetId == null ? null : s(entry.targetId),
+      companyId: entry.companyId == null ? null : s(entry.companyId),
+      input: (storable(entry.input ?? undefined) ?? undefined) as Prisma.InputJsonValue | undefined,
       outcome: entry.outcome,
-      detail: (entry.detail ?? undefined) as Prisma.InputJsonValue | undefined,
+      detail: (storable(entry.detail ?? undefined) ?? undefined) as Prisma.InputJsonValue | undefined,
     },
   });
 }

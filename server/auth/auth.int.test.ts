@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { withTestDatabase } from "../test/context";
-import { authFor, SIGN_IN_LIMIT } from "./auth";
+import { authFor, SIGN_IN_BACKOFF } from "./auth";
 import { handleAuthRequest } from "./handler";
 import { addUser, sessionUser } from "./users";
 
@@ -10,12 +10,22 @@ const t = withTestDatabase();
 const admin = { id: "test", role: "admin" };
 const ORIGIN = "http://localhost:3000";
 
-function signIn(email: string, password: string, ip = "203.0.113.7") {
+function signIn(email: string, password: string, ip = "203.0.113.7", cookie?: string) {
   return handleAuthRequest(t.current.db,
     new Request(`${ORIGIN}/api/auth/sign-in/email`, {
       method: "POST",
-      headers: { "content-type": "application/json", origin: ORIGIN, "x-forwarded-for": ip },
+      headers: { "content-type": "application/json", origin: ORIGIN, "x-forwarded-for": ip, ...(cookie ? { cookie } : {}) },
       body: JSON.stringify({ email, password }),
+    }),
+  );
+}
+
+function signInForm(email: string, password: string, ip: string) {
+  return handleAuthRequest(t.current.db,
+    new Request(`${ORIGIN}/api/auth/sign-in/email`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: ORIGIN, "x-forwarded-for": ip },
+      body: new URLSearchParams({ email, password }).toString(),
     }),
   );
 }
@@ -26,7 +36,7 @@ function cookieOf(res: Response): string {
 
 describe("sign-in", () => {
   it("signs a person in with email and password; the session names their role and companies", async () => {
-    await addUser(t.current.db, { email: "Board@Example.com", role: "board", companies: ["co-a"], password: "correct horse battery" }, admin);
+    await addUser(t.current.db, { email: "Board@Example.com", role: "board", companies: ["co-a"], password: "correct horse battery" }, admin, { all: true });
     const res = await signIn("board@example.com", "correct horse battery");
     expect(res.status).toBe(200);
     const setCookie = res.headers.getSetCookie().join("\n");
@@ -40,7 +50,7 @@ describe("sign-in", () => {
   });
 
   it("refuses a wrong password, and stores no password in clear", async () => {
-    await addUser(t.current.db, { email: "v@example.com", role: "viewer", companies: ["co-a"], password: "the right one!" }, admin);
+    await addUser(t.current.db, { email: "v@example.com", role: "viewer", companies: ["co-a"], password: "the right one!" }, admin, { all: true });
     expect((await signIn("v@example.com", "the wrong one", "203.0.113.8")).status).toBe(401);
     const account = await t.current.db.account.findFirstOrThrow({ where: { user: { email: "v@example.com" } } });
     expect(account.password).not.toContain("the right one");
@@ -61,23 +71,59 @@ describe("sign-in", () => {
   });
 
   it("rate-limits sign-in attempts per client", async () => {
-    await addUser(t.current.db, { email: "o@example.com", role: "operator", companies: ["*"], password: "operator password" }, admin);
+    await addUser(t.current.db, { email: "o@example.com", role: "operator", companies: ["*"], password: "operator password" }, admin, { all: true });
     const statuses: number[] = [];
-    for (let i = 0; i < SIGN_IN_LIMIT.max + 2; i++) statuses.push((await signIn("o@example.com", `guess ${i}`, "198.51.100.9")).status);
-    expect(statuses.slice(0, SIGN_IN_LIMIT.max).every((s) => s === 401)).toBe(true);
+    for (let i = 0; i < SIGN_IN_BACKOFF.free + 2; i++) statuses.push((await signIn("o@example.com", `guess ${i}`, "198.51.100.9")).status);
+    expect(statuses.slice(0, SIGN_IN_BACKOFF.free).every((s) => s === 401)).toBe(true);
     expect(statuses.at(-1)).toBe(429);
     // Another client is not held back by it.
-    await addUser(t.current.db, { email: "p@example.com", role: "operator", companies: ["*"], password: "second password" }, admin);
+    await addUser(t.current.db, { email: "p@example.com", role: "operator", companies: ["*"], password: "second password" }, admin, { all: true });
     expect((await signIn("p@example.com", "second password", "198.51.100.10")).status).toBe(200);
   });
 
   it("limits attempts on one account whatever address each attempt claims", async () => {
-    await addUser(t.current.db, { email: "target@example.com", role: "admin", companies: ["*"], password: "the real password" }, admin);
+    await addUser(t.current.db, { email: "target@example.com", role: "admin", companies: ["*"], password: "the real password" }, admin, { all: true });
     const statuses: number[] = [];
-    for (let i = 0; i < SIGN_IN_LIMIT.max + 2; i++) statuses.push((await signIn("Target@Example.com", `guess ${i}`, `192.0.2.${i + 1}`)).status);
-    expect(statuses.slice(0, SIGN_IN_LIMIT.max).every((s) => s === 401)).toBe(true);
+    for (let i = 0; i < SIGN_IN_BACKOFF.free + 2; i++) statuses.push((await signIn("Target@Example.com", `guess ${i}`, `192.0.2.${i + 1}`)).status);
+    expect(statuses.slice(0, SIGN_IN_BACKOFF.free).every((s) => s === 401)).toBe(true);
     expect(statuses.at(-1)).toBe(429);
-    // Even the right password waits out the window: the account is what is protected.
-    expect((await signIn("target@example.com", "the real password", "192.0.2.200")).status).toBe(429);
+  });
+
+  // Issue 16.2: better-auth also takes form bodies, which were never counted.
+  it("counts every attempt whatever its encoding: a form-encoded body is refused, never checked", async () => {
+    await addUser(t.current.db, { email: "form@example.com", role: "admin", companies: ["*"], password: "the form password" }, admin, { all: true });
+    const statuses: number[] = [];
+    for (let i = 0; i < SIGN_IN_BACKOFF.free + 3; i++) statuses.push((await signInForm("form@example.com", i === SIGN_IN_BACKOFF.free + 2 ? "the form password" : `guess ${i}`, `192.0.2.${100 + i}`)).status);
+    expect(statuses.every((s) => s === 415 || s === 429)).toBe(true);
+    expect(await t.current.db.session.count({ where: { user: { email: "form@example.com" } } })).toBe(0);
+  });
+
+  it("backs off exponentially per account and address: 1 s, then 2 s, …", async () => {
+    await addUser(t.current.db, { email: "slow@example.com", role: "viewer", companies: ["co-a"], password: "slow password!" }, admin, { all: true });
+    for (let i = 0; i < SIGN_IN_BACKOFF.free; i++) expect((await signIn("slow@example.com", `guess ${i}`, "198.51.100.50")).status).toBe(401);
+    const first = await signIn("slow@example.com", "guess", "198.51.100.50");
+    expect(first.status).toBe(429);
+    expect(Number(first.headers.get("retry-after"))).toBe(1);
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await signIn("slow@example.com", "guess again", "198.51.100.50")).status).toBe(401);
+    const second = await signIn("slow@example.com", "guess", "198.51.100.50");
+    expect(second.status).toBe(429);
+    expect(Number(second.headers.get("retry-after"))).toBe(2);
+  });
+
+  it("strangers guessing from forged addresses never hold the owner out of a browser they signed in from", async () => {
+    await addUser(t.current.db, { email: "owner@example.com", role: "admin", companies: ["*"], password: "the owner password" }, admin, { all: true });
+    const first = await signIn("owner@example.com", "the owner password", "203.0.113.99");
+    expect(first.status).toBe(200);
+    const device = first.headers.getSetCookie().map((c) => c.split(";")[0]).find((c) => c?.startsWith("runwarden.device="));
+    expect(device).toBeTruthy();
+    const statuses: number[] = [];
+    for (let i = 0; i < SIGN_IN_BACKOFF.free + 5; i++) statuses.push((await signIn("owner@example.com", `guess ${i}`, `192.0.2.${150 + i}`)).status);
+    expect(statuses.at(-1)).toBe(429);
+    // The owner's browser, even from the address the strangers forged last, gets in at once.
+    expect((await signIn("owner@example.com", "the owner password", `192.0.2.${150 + SIGN_IN_BACKOFF.free + 4}`, device)).status).toBe(200);
+    // A forged or foreign device cookie counts for nothing.
+    const forged = `runwarden.device=${Buffer.from("owner@example.com|x|bad").toString("base64url")}`;
+    expect((await signIn("owner@example.com", "the owner password", "192.0.2.250", forged)).status).toBe(429);
   });
 });

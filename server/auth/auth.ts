@@ -42,7 +42,11 @@ export function authSecret(): string {
   }
 }
 
-export const SIGN_IN_LIMIT = { window: 60, max: 5 };
+/**
+ * Sign-in back-off (server/auth/handler.ts): `free` attempts per key, then each waits
+ * 2^(n-free) s after the previous, at most `maxMs`; a key quiet for `resetMs` starts over.
+ */
+export const SIGN_IN_BACKOFF = { free: 5, maxMs: 15 * 60_000, resetMs: 60 * 60_000 };
 
 export function createAuth(db: Db) {
   return betterAuth({
@@ -65,7 +69,8 @@ export function createAuth(db: Db) {
       storage: "database",
       window: 60,
       max: 300,
-      customRules: { "/sign-in/email": SIGN_IN_LIMIT },
+      // Sign-in is throttled in front of better-auth (handler.ts), per account, address and device.
+      customRules: { "/sign-in/email": false },
     },
     advanced: {
       cookiePrefix: "runwarden",

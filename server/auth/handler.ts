@@ -1,36 +1,101 @@
 import crypto from "node:crypto";
 import type { Db } from "../db/client";
-import { authFor, SIGN_IN_LIMIT } from "./auth";
+import { authFor, authSecret, publicUrl, SIGN_IN_BACKOFF } from "./auth";
 
 /**
- * better-auth limits sign-in per client address, which it reads from X-Forwarded-For — a
- * header a client can forge on every attempt. So sign-in is also limited per account, by
- * the email being tried: guessing one person's password stays at SIGN_IN_LIMIT a minute
- * whatever address each attempt claims. Stored in `rate_limits`, shared by every process.
+ * Sign-in throttling (issue 16.2), in front of better-auth, for every attempt:
+ * - Only JSON bodies are accepted (the dashboard sends JSON); any other encoding is refused
+ *   with 415 before better-auth sees it, so no attempt escapes the count.
+ * - Attempts back off exponentially per key: after `free` attempts since the key's last
+ *   success, each next attempt waits 1 s, 2 s, 4 s … (at most `maxMs`) after the previous.
+ *   Keys: the (account, address) pair, the address, and the account. The address comes from
+ *   X-Forwarded-For, which a client can forge, so the account's key is what really slows
+ *   guessing one person's password.
+ * - A browser that has signed in to the account before carries a signed device cookie; its
+ *   attempts are counted per (account, device) only, so strangers hammering the account
+ *   never hold its owner out. (OWASP's "device cookies".)
+ * Counters live in `rate_limits`, shared by every dashboard process.
  */
 export async function handleAuthRequest(db: Db, request: Request): Promise<Response> {
-  if (request.method === "POST" && new URL(request.url).pathname.endsWith("/sign-in/email")) {
-    const body = (await request.clone().json().catch(() => null)) as { email?: unknown } | null;
-    const email = typeof body?.email === "string" ? body.email.trim().toLowerCase() : null;
-    if (email && (await countAttempt(db, `account:${email}/sign-in/email`)) > SIGN_IN_LIMIT.max) {
+  if (request.method !== "POST" || !new URL(request.url).pathname.endsWith("/sign-in/email")) return authFor(db).handler(request);
+
+  const type = (request.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+  if (type !== "application/json") {
+    return Response.json({ code: "UNSUPPORTED_MEDIA_TYPE", message: "sign-in takes a JSON body (content-type: application/json)" }, { status: 415 });
+  }
+  const body = (await request.clone().json().catch(() => null)) as { email?: unknown } | null;
+  const email = typeof body?.email === "string" ? body.email.trim().toLowerCase() : null;
+  // Without an email better-auth refuses the request without looking at any password.
+  if (!email) return authFor(db).handler(request);
+
+  const device = deviceOf(request.headers.get("cookie"), email);
+  const address = (request.headers.get("x-forwarded-for") ?? request.headers.get("x-real-ip") ?? "unknown").split(",")[0]!.trim() || "unknown";
+  const keys = device ? [`signin:device:${email}|${device}`] : [`signin:pair:${email}|${address}`, `signin:address:${address}`, `signin:account:${email}`];
+  for (const key of keys) {
+    const wait = await reserveAttempt(db, key);
+    if (wait > 0) {
       return Response.json(
-        { code: "TOO_MANY_REQUESTS", message: "Too many sign-in attempts for this account; wait a minute and try again." },
-        { status: 429, headers: { "retry-after": String(SIGN_IN_LIMIT.window) } },
+        { code: "TOO_MANY_REQUESTS", message: `Too many sign-in attempts; try again in ${Math.ceil(wait / 1000)} s.` },
+        { status: 429, headers: { "retry-after": String(Math.ceil(wait / 1000)) } },
       );
     }
   }
-  return authFor(db).handler(request);
+  const response = await authFor(db).handler(request);
+  if (response.status !== 200) return response;
+  // A success clears this client's own counters (not the account's: strangers' attempts still count) …
+  await db.rateLimit.deleteMany({ where: { key: { in: keys.filter((k) => !k.startsWith("signin:account:")) } } });
+  // … and marks this browser as one the owner uses.
+  const out = new Response(response.body, response);
+  out.headers.append("set-cookie", deviceCookie(email, device ?? crypto.randomBytes(12).toString("base64url")));
+  return out;
 }
 
-/** One attempt in a fixed window, counted atomically; returns the attempts in the window. */
-async function countAttempt(db: Db, key: string): Promise<number> {
-  const now = Date.now();
-  const windowStart = now - SIGN_IN_LIMIT.window * 1000;
+/**
+ * Counts one attempt on `key` unless it is inside its back-off; returns 0 when counted, or
+ * the milliseconds left to wait. One atomic statement, so parallel attempts cannot all pass.
+ */
+async function reserveAttempt(db: Db, key: string): Promise<number> {
+  const { free, maxMs, resetMs } = SIGN_IN_BACKOFF;
+  const now = BigInt(Date.now());
+  const stale = now - BigInt(resetMs);
   const rows = await db.$queryRaw<Array<{ count: number }>>`
-    INSERT INTO rate_limits (id, key, count, last_request) VALUES (${crypto.randomUUID()}, ${key}, 1, ${BigInt(now)})
+    INSERT INTO rate_limits (id, key, count, last_request) VALUES (${crypto.randomUUID()}, ${key}, 1, ${now}::bigint)
     ON CONFLICT (key) DO UPDATE SET
-      count = CASE WHEN rate_limits.last_request < ${BigInt(windowStart)} THEN 1 ELSE rate_limits.count + 1 END,
-      last_request = CASE WHEN rate_limits.last_request < ${BigInt(windowStart)} THEN ${BigInt(now)} ELSE rate_limits.last_request END
+      count = CASE WHEN rate_limits.last_request < ${stale}::bigint THEN 1 ELSE rate_limits.count + 1 END,
+      last_request = ${now}::bigint
+    WHERE rate_limits.last_request < ${stale}::bigint
+       OR rate_limits.count < ${free}::int
+       OR rate_limits.last_request + LEAST(1000 * power(2, rate_limits.count - ${free}::int), ${maxMs}::int)::bigint <= ${now}::bigint
     RETURNING count`;
-  return Number(rows[0]?.count ?? 0);
+  if (rows.length > 0) return 0;
+  const row = await db.rateLimit.findUnique({ where: { key } });
+  if (!row) return 0;
+  const wait = Math.min(1000 * 2 ** (row.count - free), maxMs);
+  return Math.max(1, Number(row.lastRequest) + wait - Number(now));
+}
+
+const DEVICE_COOKIE = "runwarden.device";
+
+function sign(payload: string): string {
+  return crypto.createHmac("sha256", authSecret()).update(`device:${payload}`).digest("base64url");
+}
+
+/** `email|nonce|signature`, base64url; HTTP-only, sent to the auth endpoints only. */
+function deviceCookie(email: string, nonce: string): string {
+  const payload = `${email}|${nonce}`;
+  const value = Buffer.from(`${payload}|${sign(payload)}`).toString("base64url");
+  const secure = publicUrl().startsWith("https://") ? "; Secure" : "";
+  return `${DEVICE_COOKIE}=${value}; Path=/api/auth; Max-Age=${60 * 60 * 24 * 365}; HttpOnly; SameSite=Lax${secure}`;
+}
+
+/** The device nonce of a valid device cookie for `email`, or null. */
+function deviceOf(cookieHeader: string | null, email: string): string | null {
+  const raw = cookieHeader?.split(";").map((c) => c.trim()).find((c) => c.startsWith(`${DEVICE_COOKIE}=`))?.slice(DEVICE_COOKIE.length + 1);
+  if (!raw) return null;
+  const parts = Buffer.from(raw, "base64url").toString("utf8").split("|");
+  if (parts.length !== 3) return null;
+  const [who, nonce, signature] = parts as [string, string, string];
+  const expected = sign(`${who}|${nonce}`);
+  if (who !== email || signature.length !== expected.length || !crypto.timingSafeEqual(Buffer.from(signature), Buffer.from(expected))) return null;
+  return nonce;
 }

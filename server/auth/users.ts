@@ -3,14 +3,15 @@ import { z } from "zod";
 import { writeAudit, type Actor } from "../audit";
 import type { Db } from "../db/client";
 import { AppError } from "../errors";
+import { text } from "../text";
 import { authFor } from "./auth";
-import { ALL_COMPANIES, isRole, ROLES, scopeOf, type Role, type SessionUser } from "./roles";
+import { ALL_COMPANIES, inScope, isRole, ROLES, scopeOf, type CompanyScope, type Role, type SessionUser } from "./roles";
 
 export const addUserInput = z.object({
-  email: z.email().transform((e) => e.toLowerCase()),
-  name: z.string().trim().min(1).max(120).optional(),
+  email: text(254).pipe(z.email()).transform((e) => e.toLowerCase()),
+  name: text(120).optional(),
   role: z.enum(ROLES),
-  companies: z.array(z.string().trim().min(1).max(120)).min(1, "at least one company (or * for all)"),
+  companies: z.array(text(120)).max(100).min(1, "at least one company (or * for all)"),
   password: z.string().min(10, "at least 10 characters").max(200).optional(),
 });
 export type AddUserInput = z.input<typeof addUserInput>;
@@ -21,11 +22,37 @@ export function generatePassword(): string {
 }
 
 /**
- * Adds a person who can sign in (there is no self sign-up). Returns the password when it
- * was generated here, so the caller can show it exactly once.
+ * The companies of `companies` an admin with `scope` may not grant: `*` only an admin of
+ * every company may grant, any other company only an admin who holds it (issue 16.1).
  */
-export async function addUser(db: Db, raw: AddUserInput, actor: Actor): Promise<{ id: string; email: string; role: Role; companies: string[]; generatedPassword: string | null }> {
+export function ungrantable(scope: CompanyScope, companies: readonly string[]): string[] {
+  if (scope.all) return [];
+  return companies.filter((c) => c === ALL_COMPANIES || !inScope(scope, c));
+}
+
+/** Whether an admin with `scope` may see (and manage) a person holding `companies`: they share one. */
+export function sharesCompany(scope: CompanyScope, companies: readonly string[]): boolean {
+  return scope.all || companies.includes(ALL_COMPANIES) || companies.some((c) => inScope(scope, c));
+}
+
+/** The Prisma `where` for the people an admin with `scope` sees. */
+export function peopleWhere(scope: CompanyScope): { companies?: { hasSome: string[] } } {
+  return scope.all ? {} : { companies: { hasSome: [...scope.companies, ALL_COMPANIES] } };
+}
+
+/**
+ * Adds a person who can sign in (there is no self sign-up). Returns the password when it
+ * was generated here, so the caller can show it exactly once. `scope` is the acting
+ * admin's: they grant only companies they hold themselves.
+ */
+export async function addUser(db: Db, raw: AddUserInput, actor: Actor, scope: CompanyScope): Promise<{ id: string; email: string; role: Role; companies: string[]; generatedPassword: string | null }> {
   const input = addUserInput.parse(raw);
+  const denied = ungrantable(scope, input.companies);
+  if (denied.length > 0) {
+    const reason = denied.includes(ALL_COMPANIES) ? "only an admin of every company may grant *" : `you do not hold ${denied.join(", ")}`;
+    await writeAudit(db, actor, { action: "user.add", targetType: "user", targetId: input.email, input: { email: input.email, role: input.role, companies: input.companies }, outcome: "refused", detail: { reason } });
+    throw new AppError("FORBIDDEN", `cannot grant ${denied.join(", ")}: ${reason}`);
+  }
   if (await db.user.findUnique({ where: { email: input.email }, select: { id: true } })) {
     throw new AppError("CONFLICT", `a user with email ${input.email} already exists`);
   }
@@ -55,6 +82,6 @@ export async function sessionUser(db: Db, headers: Headers): Promise<SessionUser
 export async function ensureFirstOperator(db: Db): Promise<{ email: string; password: string } | null> {
   if ((await db.user.count()) > 0) return null;
   const email = "operator@runwarden.local";
-  const created = await addUser(db, { email, name: "First operator", role: "admin", companies: [ALL_COMPANIES] }, { id: "system:first-boot", role: "admin" });
+  const created = await addUser(db, { email, name: "First operator", role: "admin", companies: [ALL_COMPANIES] }, { id: "system:first-boot", role: "admin" }, { all: true });
   return { email, password: created.generatedPassword! };
 }

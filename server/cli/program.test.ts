@@ -49,6 +49,17 @@ describe("runCli", () => {
     expect(err).toEqual(["runwarden decide: evidence.now: expected string (missing)\n"]);
   });
 
+  test("raw bytes of a bad file are printed escaped, never passed to the terminal (issue 16.7)", async () => {
+    const { io, out, err } = fakeIO({ "bad.json": "\u001b]0;owned\u0007\u001b[31mred\u0000" });
+    expect(await runCli(["decide", "bad.json"], io)).toBe(2);
+    expect(out).toEqual([]);
+    const line = err.join("");
+    expect(line).toMatch(/^runwarden decide: not JSON: /);
+    expect(line.slice(0, -1)).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+    expect(line).toContain("\\x1b");
+    expect(line.endsWith("\n")).toBe(true);
+  });
+
   test("an unknown command is a usage error", async () => {
     const { io, out, err } = fakeIO({});
     expect(await runCli(["bogus"], io)).toBe(2);

@@ -13,8 +13,15 @@ export function buildProgram(io: CliIO): Command {
   return program;
 }
 
-function oneLine(text: string): string {
-  return text.replace(/\s*\n\s*/g, " ").trim();
+/**
+ * One line a terminal shows as it is: line breaks become spaces, and any other control
+ * character (an escape sequence from a bad file, issue 16.7) is printed escaped (`\x1b`).
+ */
+export function oneLine(text: string): string {
+  return text
+    .replace(/\s*\n\s*/g, " ")
+    .trim()
+    .replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
 }
 
 /** Runs the command line and returns the exit code; never throws. */

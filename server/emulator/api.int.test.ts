@@ -32,6 +32,15 @@ describe("emulator REST surface", () => {
     expect((await call("GET", "/sandbox", undefined, { authorization: "Bearer second-key" })).status).toBe(200);
   });
 
+  it("checks the key before reading the path, and answers malformed percent-encoding with 400 (issue 16.8)", async () => {
+    expect((await call("GET", "/sandbox/%E0%A4%A", undefined, {})).status).toBe(401);
+    expect((await call("GET", "/sandbox/%ff", undefined, { authorization: "Bearer wrong" })).status).toBe(401);
+    expect(await call("GET", "/sandbox/%ff")).toEqual({
+      status: 400,
+      body: { message: 'malformed percent-encoding in path segment "%ff"', code: "bad_request", statusCode: 400 },
+    });
+  });
+
   it("answers a missing sandbox with a 404 error body", async () => {
     expect(await call("GET", "/sandbox/does-not-exist")).toEqual({
       status: 404,

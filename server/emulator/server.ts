@@ -142,11 +142,12 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://emulator.invalid");
-    const parts = url.pathname.split("/").filter(Boolean).map(decodeURIComponent);
     const method = req.method ?? "GET";
 
     if (method === "GET" && url.pathname === "/health") return reply(res, 200, { ok: true });
+    // The key first: nobody without it learns anything, not even how a path is read (issue 16.8).
     authorize(req, apiKeys);
+    const parts = url.pathname.split("/").filter(Boolean).map(decodeSegment);
 
     const [root, a, b, c] = parts;
     if (root === "sandbox") {
@@ -564,6 +565,15 @@ function requireStarted(row: SandboxRow) {
 
 function refusal(r: model.RunnerRefusal): HttpError {
   return new HttpError(r.status, r.code, r.message);
+}
+
+/** A path segment, percent-decoded; malformed encoding (`%ff`, `%E0%A4%A`) is the client's error. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, "bad_request", `malformed percent-encoding in path segment ${JSON.stringify(segment)}`);
+  }
 }
 
 function authorize(req: http.IncomingMessage, keys: Set<string>) {

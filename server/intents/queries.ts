@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { text } from "../text";
 import { IntentStatus, Prisma, RunStatus, type Db, type SandboxCreationIntent } from "../db/client";
 import type { ControllerContext } from "../controller/context";
 import { asIdentity, intentEvidence, judgeExit } from "../controller/observe";
@@ -16,7 +17,6 @@ import { describeInspection } from "./inspection";
 
 export const INTENT_STATUS_FILTERS = [...Object.values(IntentStatus), "all"] as const;
 
-const text = (max: number) => z.string().trim().min(1).max(max);
 
 export const intentListInput = z.object({
   status: z.enum(INTENT_STATUS_FILTERS).default("pending"),

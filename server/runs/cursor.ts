@@ -1,4 +1,6 @@
+import crypto from "node:crypto";
 import { z } from "zod";
+import { authSecret } from "../auth/auth";
 
 /**
  * A keyset cursor over (createdAt desc, id desc): the last row of a page. Ordering by the
@@ -12,13 +14,38 @@ export interface Keyset {
 
 const payload = z.object({ t: z.iso.datetime(), id: z.string().min(1).max(200) });
 
+function mac(text: string): string {
+  return crypto.createHmac("sha256", authSecret()).update(`cursor:${text}`).digest("base64url").slice(0, 22);
+}
+
+/**
+ * `<payload>.<mac>`: cursors are tamper-evident (issue 16.4). A cursor is only ever one this
+ * server handed out, signed with the auth secret, so a forged or edited one is refused as
+ * bad input before it reaches a query.
+ */
+export function sealCursor(text: string): string {
+  return `${Buffer.from(text, "utf8").toString("base64url")}.${mac(text)}`;
+}
+
+/** The text inside a cursor this server sealed, or null. */
+export function openCursor(cursor: string): string | null {
+  const dot = cursor.indexOf(".");
+  if (dot < 0) return null;
+  const text = Buffer.from(cursor.slice(0, dot), "base64url").toString("utf8");
+  const given = Buffer.from(cursor.slice(dot + 1));
+  const expected = Buffer.from(mac(text));
+  return given.length === expected.length && crypto.timingSafeEqual(given, expected) ? text : null;
+}
+
 export function encodeCursor(row: Keyset): string {
-  return Buffer.from(JSON.stringify({ t: row.createdAt.toISOString(), id: row.id }), "utf8").toString("base64url");
+  return sealCursor(JSON.stringify({ t: row.createdAt.toISOString(), id: row.id }));
 }
 
 export function decodeCursor(cursor: string): Keyset | null {
+  const text = openCursor(cursor);
+  if (text === null) return null;
   try {
-    const parsed = payload.safeParse(JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")));
+    const parsed = payload.safeParse(JSON.parse(text));
     return parsed.success ? { createdAt: new Date(parsed.data.t), id: parsed.data.id } : null;
   } catch {
     return null;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { text } from "../text";
 import { ExecutionTarget, OutcomeClass, Prisma, RunStatus, type Db } from "../db/client";
 import { describeFailure } from "../engine";
 import { afterCursor, cursorInput, PAGE_ORDER, pageOf } from "./cursor";
@@ -14,7 +15,6 @@ export const TIME_RANGES = ["1h", "24h", "7d", "30d"] as const;
 export type TimeRange = (typeof TIME_RANGES)[number];
 const RANGE_MS: Record<TimeRange, number> = { "1h": 3600_000, "24h": 86_400_000, "7d": 7 * 86_400_000, "30d": 30 * 86_400_000 };
 
-const text = (max: number) => z.string().trim().min(1).max(max);
 
 /** Filters shared by the list and the failure groups. */
 export const runFilterShape = {

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { writeAudit, type Actor } from "../audit";
 import { Prisma, type Db, type Run } from "../db/client";
 import { AppError } from "../errors";
+import { text } from "../text";
 
 const name = z.string().trim().min(1).max(120).regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, "letters, digits, '.', '_', ':' or '-'");
 
@@ -9,7 +10,7 @@ export const submitRunInput = z.object({
   companyId: name,
   taskId: name,
   agent: name,
-  provider: z.string().trim().min(1).max(40),
+  provider: text(40),
   target: z.enum(["local", "remote"]).default("remote"),
   sandboxMode: z.enum(["per_turn", "warm"]).default("warm"),
   turns: z.number().int().min(1).max(50).default(3),

@@ -1,5 +1,6 @@
 import crypto from "node:crypto";
 import { z } from "zod";
+import { text } from "../text";
 import { writeAudit, type Actor } from "../audit";
 import type { ControllerContext } from "../controller/context";
 import { judgeExit } from "../controller/observe";
@@ -188,7 +189,6 @@ async function listOwnSandboxes(service: ControllerContext, scope: CompanyScope,
 
 // ───────────────────────── orphans.list ─────────────────────────
 
-const text = (max: number) => z.string().trim().min(1).max(max);
 
 export const orphanListInput = z.object({
   verdict: z.enum(OWNERSHIP_VERDICTS).optional(),
@@ -317,7 +317,7 @@ export const reclaimInput = z
     /** The real reclaim names the dry run it carries out (its `planId`). */
     planId: z.uuid().optional(),
     /** The real reclaim needs `confirmWord(sandboxIds.length)` typed by the operator. */
-    confirm: z.string().optional(),
+    confirm: text(80).optional(),
   })
   .superRefine((v, ctx) => {
     if (v.dryRun) return;

@@ -1,7 +1,8 @@
 import { initTRPC, TRPCError } from "@trpc/server";
+import { getHTTPStatusCodeFromError } from "@trpc/server/http";
 import superjson from "superjson";
 import { ZodError } from "zod";
-import { writeAudit, type Actor } from "../audit";
+import { auditsWrittenBy, writeAudit, type Actor } from "../audit";
 import { roleAllows, type CompanyScope, type Role, type SessionUser } from "../auth/roles";
 import { sessionUser } from "../auth/users";
 import type { ControllerContext } from "../controller/context";
@@ -46,6 +47,41 @@ export function describeZodError(err: ZodError): string {
   return `${where}: ${issue.message}`;
 }
 
+/** The SQLSTATE behind a database error (Prisma wraps it differently per path), or null. */
+function sqlState(err: unknown, depth = 0): string | null {
+  if (!err || typeof err !== "object" || depth > 5) return null;
+  const e = err as { code?: unknown; originalCode?: unknown; meta?: unknown; cause?: unknown; message?: unknown };
+  for (const c of [e.originalCode, e.code]) if (typeof c === "string" && /^[0-9A-Z]{5}$/.test(c)) return c;
+  const fromMessage = typeof e.message === "string" ? /Code: `([0-9A-Z]{5})`/.exec(e.message)?.[1] : undefined;
+  if (fromMessage) return fromMessage;
+  return sqlState(e.meta, depth + 1) ?? sqlState((e.meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError, depth + 1) ?? sqlState(e.cause, depth + 1);
+}
+
+/**
+ * The one place a failure becomes what a client sees (issue 16.4): an AppError gets its
+ * table's code and message; a value the database refused as data (SQLSTATE class 22, e.g.
+ * NUL, a number out of range) is the caller's bad input, a 400; anything else unexpected
+ * is a 500 with a fixed sentence. No Prisma or PostgreSQL text ever reaches a response —
+ * it stays in the server log.
+ */
+export function publicError(error: TRPCError): TRPCError {
+  const cause = error.cause;
+  if (cause instanceof AppError) return new TRPCError({ code: APP_ERROR_TABLE[cause.code].trpc, message: cause.message, cause });
+  if (cause instanceof ZodError) return error.message === describeZodError(cause) ? error : new TRPCError({ code: "BAD_REQUEST", message: describeZodError(cause), cause });
+  if (error.code !== "INTERNAL_SERVER_ERROR") return error;
+  const state = sqlState(cause);
+  if (state?.startsWith("22")) {
+    return new TRPCError({ code: "BAD_REQUEST", message: "input: holds a value that cannot be stored or compared (a control character, or a number or text out of range)", cause: new AppError("INVALID_INPUT", "input out of range") });
+  }
+  return new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: "internal error; the server log has details", cause });
+}
+
+/** A failure's message as a client sees it. */
+export function publicMessage(error: TRPCError): string {
+  const shown = publicError(error);
+  return shown.cause instanceof ZodError ? describeZodError(shown.cause) : shown.message;
+}
+
 const t = initTRPC.context<Context>().meta<Meta>().create({
   transformer: superjson,
   errorFormatter({ shape, error }) {
@@ -53,7 +89,8 @@ const t = initTRPC.context<Context>().meta<Meta>().create({
     const zod = cause instanceof ZodError ? cause : null;
     return {
       ...shape,
-      message: zod ? describeZodError(zod) : shape.message,
+      // Errors thrown outside the procedures (parsing a request) pass here too.
+      message: publicMessage(error),
       data: {
         ...shape.data,
         appCode: cause instanceof AppError ? cause.code : zod ? "INVALID_INPUT" : null,
@@ -65,12 +102,12 @@ const t = initTRPC.context<Context>().meta<Meta>().create({
   },
 });
 
-/** Maps AppError to its tRPC code: the one place the table is applied. */
+/** Maps errors to what a client sees (publicError): the one place the table is applied. */
 const mapAppErrors = t.middleware(async ({ next }) => {
   const result = await next();
-  if (!result.ok && result.error.cause instanceof AppError) {
-    const cause = result.error.cause;
-    throw new TRPCError({ code: APP_ERROR_TABLE[cause.code].trpc, message: cause.message, cause });
+  if (!result.ok) {
+    const shown = publicError(result.error);
+    if (shown !== result.error) throw shown;
   }
   return result;
 });
@@ -99,7 +136,22 @@ const authorize = t.middleware(async ({ ctx, meta, path, type, next, getRawInput
     }
     throw new AppError("FORBIDDEN", `${path} needs the ${needs} role; you are signed in as ${user.role}`);
   }
-  return next({ ctx: { ...ctx, user, actor, scope: user.scope as CompanyScope } });
+  const result = await next({ ctx: { ...ctx, user, actor, scope: user.scope as CompanyScope } });
+  // Every mutation is audited: one refused before its service ran (its input did not fit,
+  // issue 16.5) or one whose service wrote nothing is audited here, once.
+  if (type === "mutation" && auditsWrittenBy(actor) === 0) {
+    const failure = result.ok ? null : publicError(result.error);
+    const status = failure ? getHTTPStatusCodeFromError(failure) : 200;
+    await writeAudit(ctx.db, actor, {
+      action: path,
+      targetType: "procedure",
+      targetId: path,
+      input: redact(await getRawInput().catch(() => null)),
+      outcome: !failure ? "ok" : status < 500 ? "refused" : "error",
+      detail: failure ? { reason: publicMessage(failure) } : undefined,
+    });
+  }
+  return result;
 });
 
 const base = t.procedure.use(mapAppErrors).use(authorize);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { text } from "../text";
 import type { ChaosWave, Db } from "../db/client";
 import { AppError } from "../errors";
 import { CHECK_IDS, type CheckId, type WaveReport, type WaveSummary, waveReportSchema } from "./report";
@@ -63,7 +64,7 @@ function toListItem(w: ChaosWave): z.infer<typeof waveListItem> {
   };
 }
 
-export const waveIdInput = z.object({ id: z.string().trim().min(1).max(80) });
+export const waveIdInput = z.object({ id: text(80) });
 
 const liveTask = z.object({ key: z.string(), runId: z.string(), status: z.string(), turns: z.string(), failureCode: z.string().nullable(), restarts: z.number().int() });
 
@@ -114,7 +115,7 @@ export async function getWave(db: Db, scope: CompanyScope, id: string): Promise<
   };
 }
 
-export const waveCompareInput = z.object({ a: z.string().trim().min(1), b: z.string().trim().min(1) });
+export const waveCompareInput = z.object({ a: text(80), b: text(80) });
 
 const side = z.object({
   id: z.string(),

@@ -1,4 +1,3 @@
-import os from "node:os";
 import type { Command } from "commander";
 import { withCliDatabase } from "../database";
 import type { CliIO } from "../io";
@@ -7,6 +6,9 @@ import type { CliIO } from "../io";
  * `runwarden user add EMAIL --role ROLE --company ID [--company ID…]` and `user list`.
  * A generated password is printed once; it is stored only as a hash.
  */
+const AS_FLAG = "--as <email>";
+const AS_HELP = "act for this admin: only their companies may be granted and seen (default: this machine's operator, every company)";
+
 export function registerUser(program: Command, io: CliIO): void {
   const user = program.command("user").description("people who can sign in");
 
@@ -18,14 +20,12 @@ export function registerUser(program: Command, io: CliIO): void {
     .option("--company <id>", "a company they see and act on (repeat it; * for all)", (v: string, prev: string[]) => [...prev, ...v.split(",").map((s) => s.trim()).filter(Boolean)], [] as string[])
     .option("--name <name>", "their name")
     .option("--password <password>", "set this password instead of generating one (at least 10 characters)")
-    .action(async (email: string, opts: { role: string; company: string[]; name?: string; password?: string }) => {
+    .option(AS_FLAG, AS_HELP)
+    .action(async (email: string, opts: { role: string; company: string[]; name?: string; password?: string; as?: string }) => {
       await withCliDatabase("user", async (db) => {
-        const { addUser } = await import("../../auth/users");
-        const created = await addUser(
-          db,
-          { email, role: opts.role as "viewer", companies: opts.company, name: opts.name, password: opts.password },
-          { id: `cli:${os.userInfo().username}`, role: "admin" },
-        );
+        const [{ addUser }, { cliActor }] = await Promise.all([import("../../auth/users"), import("../actor")]);
+        const { actor, scope } = await cliActor(db, opts.as, "admin", "user.add");
+        const created = await addUser(db, { email, role: opts.role as "viewer", companies: opts.company, name: opts.name, password: opts.password }, actor, scope);
         io.stdout(`added ${created.email} (${created.role}; companies ${created.companies.join(", ")})\n`);
         if (created.generatedPassword) io.stdout(`password: ${created.generatedPassword}   (shown once)\n`);
       });
@@ -34,9 +34,12 @@ export function registerUser(program: Command, io: CliIO): void {
   user
     .command("list")
     .description("everyone who can sign in")
-    .action(async () => {
+    .option(AS_FLAG, AS_HELP)
+    .action(async (opts: { as?: string }) => {
       await withCliDatabase("user", async (db) => {
-        const users = await db.user.findMany({ orderBy: { createdAt: "asc" } });
+        const [{ peopleWhere }, { cliActor }] = await Promise.all([import("../../auth/users"), import("../actor")]);
+        const { scope } = await cliActor(db, opts.as, "admin", "user.list");
+        const users = await db.user.findMany({ where: peopleWhere(scope), orderBy: { createdAt: "asc" } });
         for (const u of users) io.stdout(`${u.email.padEnd(36)} ${u.role.padEnd(9)} ${u.companies.join(",")}\n`);
         if (users.length === 0) io.stdout("nobody yet: npm start creates a first operator on an empty database\n");
       });

@@ -1,6 +1,6 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { writeAudit } from "@/server/audit";
-import { trustedOrigins } from "@/server/auth/auth";
+import { crossSiteOrigin } from "@/server/auth/origin";
 import { sessionUser } from "@/server/auth/users";
 import { db } from "@/server/db";
 import { appRouter } from "@/server/trpc/root";
@@ -8,25 +8,9 @@ import { createTRPCContext } from "@/server/trpc/trpc";
 
 export const dynamic = "force-dynamic";
 
-/**
- * CSRF: a browser sends Origin with every cross-site POST, so a mutation is accepted only
- * from the dashboard's own origin. (Cookies are SameSite=Lax as well.)
- */
-function crossSite(req: Request): string | null {
-  const origin = req.headers.get("origin");
-  if (!origin) return null;
-  let host: string;
-  try {
-    host = new URL(origin).host;
-  } catch {
-    return origin;
-  }
-  return host === req.headers.get("host") || trustedOrigins().includes(origin) ? null : origin;
-}
-
 const handler = async (req: Request) => {
   if (req.method === "POST") {
-    const origin = crossSite(req);
+    const origin = crossSiteOrigin(req);
     if (origin) {
       const user = await sessionUser(db(), req.headers).catch(() => null);
       await writeAudit(db(), { id: user?.email ?? "anonymous", role: user?.role ?? "none" }, {

@@ -1,0 +1,38 @@
+import { z } from "zod";
+
+/** C0 and C1 control characters and DEL: never part of a name, an id, a filter or an email. */
+export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+
+/**
+ * The one schema for free text typed by a person (issue 16.3): at most `max` characters,
+ * no control characters (PostgreSQL cannot store NUL at all, and the rest only disguise
+ * what is shown), surrounding spaces trimmed, not empty. A wrong value is a 400 naming
+ * the field.
+ */
+export function text(max: number) {
+  return z
+    .string()
+    .max(max, `at most ${max} characters`)
+    .refine((s) => !CONTROL_CHARACTER.test(s), "must not contain control characters")
+    .trim()
+    .min(1, "must not be empty");
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const STORED_TEXT_MAX = 2000;
+
+/**
+ * A value an audit row can hold whatever it is: NUL (which PostgreSQL refuses in text and
+ * JSON) is kept as the visible `\u0000`, a lone surrogate (refused in JSON) becomes U+FFFD,
+ * text past 2,000 characters and nesting past 50 levels are cut, saying so.
+ */
+export function storable(value: unknown, depth = 0): unknown {
+  if (typeof value === "string") {
+    const safe = value.replaceAll("\u0000", "\\u0000").replace(LONE_SURROGATE, "\ufffd");
+    return safe.length > STORED_TEXT_MAX ? `${safe.slice(0, STORED_TEXT_MAX)}… [${safe.length - STORED_TEXT_MAX} more characters]` : safe;
+  }
+  if (value === null || typeof value !== "object" || depth > 50) return depth > 50 ? "[too deep]" : value;
+  if (value instanceof Date) return value;
+  if (Array.isArray(value)) return value.map((v) => storable(v, depth + 1));
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [storable(k) as string, storable(v, depth + 1)]));
+}

@@ -1,0 +1,106 @@
+import { TRPCError } from "@trpc/server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ControllerContext } from "../controller/context";
+import { startControllerHarness, type ControllerHarness } from "../controller/testing";
+import { encodeCursor } from "../runs/cursor";
+import { testUser } from "../test/users";
+import { createCaller } from "./root";
+import { createTRPCContext } from "./trpc";
+
+/** Issue 16.3–16.5: control characters, forged cursors and refusals at validation, through the real router and PostgreSQL. */
+
+let h: ControllerHarness;
+let service: ControllerContext;
+const admin = testUser("admin");
+beforeAll(async () => {
+  h = await startControllerHarness();
+  service = h.service();
+});
+afterAll(() => h.close());
+
+const caller = () => createCaller(() => createTRPCContext({ user: admin, headers: new Headers(), db: h.db.db, service }));
+
+async function failure(p: Promise<unknown>): Promise<{ code: string; message: string }> {
+  const err = await p.then(() => null, (e: unknown) => e);
+  if (err instanceof TRPCError) return { code: err.code, message: err.message };
+  return { code: err === null ? "OK" : `THREW ${String(err)}`, message: "" };
+}
+
+const NUL = "a\u0000b";
+
+describe("16.3: control characters", () => {
+  it.each([
+    ["runs.create", () => caller().runs.create({ companyId: "co-a", taskId: "t", agent: "a", provider: NUL }), "provider"],
+    ["users.add (name)", () => caller().users.add({ email: "n@example.com", name: NUL, role: "viewer", companies: ["co-a"] }), "name"],
+    ["users.add (companies)", () => caller().users.add({ email: "n@example.com", role: "viewer", companies: [NUL] }), "companies.0"],
+    ["orphans.reclaim", () => caller().orphans.reclaim({ dryRun: true, sandboxIds: [NUL] }), "sandboxIds.0"],
+    ["runs.list", () => caller().runs.list({ search: NUL }), "search"],
+    ["runs.failureGroups", () => caller().runs.failureGroups({ companyId: NUL }), "companyId"],
+    ["waves.get", () => caller().waves.get({ id: NUL }), "id"],
+    ["waves.compare", () => caller().waves.compare({ a: NUL, b: "w" }), "a"],
+    ["intents.list", () => caller().intents.list({ search: NUL }), "search"],
+    ["audit.list", () => caller().audit.list({ actor: NUL }), "actor"],
+    ["runs.list (escape)", () => caller().runs.list({ search: "\u001b[31mred" }), "search"],
+  ])("%s refuses it with a 400 naming the field", async (_name, call, field) => {
+    const f = await failure(call());
+    expect(f.code).toBe("BAD_REQUEST");
+    expect(f.message).toBe(`${field}: must not contain control characters`);
+  });
+
+  it("a refused mutation holding NUL is audited, the NUL kept visibly escaped", async () => {
+    await failure(caller().users.add({ email: "nul@example.com", role: "viewer", companies: ["co-a"], name: NUL }));
+    const entry = await h.db.db.auditEntry.findFirstOrThrow({ where: { action: "users.add", outcome: "refused" }, orderBy: { id: "desc" } });
+    expect(entry.input).toMatchObject({ email: "nul@example.com", name: "a\\u0000b" });
+  });
+
+  it("NUL inside a wave report (free-form JSON) is a 400, and audited", async () => {
+    const f = await failure(caller().waves.import({ report: { id: NUL, tasks: [] } }));
+    expect(f.code).toBe("BAD_REQUEST");
+    expect(f.message).not.toMatch(/prisma|postgres|invocation|22P05|SQL/i);
+    expect(await h.db.db.auditEntry.count({ where: { action: "wave.import", outcome: "refused" } })).toBeGreaterThan(0);
+  });
+});
+
+describe("16.4: cursors", () => {
+  it("a runs.list cursor whose id is not a UUID (forged) is a 400, never database text", async () => {
+    const forged = Buffer.from(JSON.stringify({ t: new Date().toISOString(), id: "not-a-uuid" })).toString("base64url");
+    const f = await failure(caller().runs.list({ cursor: forged }));
+    expect(f).toEqual({ code: "BAD_REQUEST", message: "cursor: not a cursor of this list (open the first page again)" });
+  });
+
+  it("a cursor of this server with an edited payload is refused", async () => {
+    const real = encodeCursor({ createdAt: new Date(), id: "00000000-0000-4000-8000-000000000000" });
+    const edited = `${Buffer.from(JSON.stringify({ t: new Date().toISOString(), id: "x" })).toString("base64url")}.${real.split(".")[1]}`;
+    expect((await failure(caller().runs.list({ cursor: edited }))).code).toBe("BAD_REQUEST");
+    expect((await failure(caller().runs.list({ cursor: real }))).code).toBe("OK");
+  });
+
+  it("an audit.list cursor past bigint is a 400", async () => {
+    const f = await failure(caller().audit.list({ cursor: "99999999999999999999999" }));
+    expect(f.code).toBe("BAD_REQUEST");
+    expect(f.message).toMatch(/^cursor: /);
+  });
+
+  it("audit pages follow each other with the cursor handed out", async () => {
+    for (let i = 0; i < 3; i++) await failure(caller().runs.retry({ runId: `bad-${i}` }));
+    const first = await caller().audit.list({ pageSize: 1 });
+    expect(first.nextCursor).toBeTruthy();
+    const second = await caller().audit.list({ pageSize: 1, cursor: first.nextCursor! });
+    expect(Number(second.items[0]!.id)).toBeLessThan(Number(first.items[0]!.id));
+  });
+});
+
+describe("16.5: mutations refused at input validation are audited", () => {
+  it.each([
+    ["runs.retry", () => caller().runs.retry({ runId: "not-a-uuid" })],
+    ["orphans.reclaim", () => caller().orphans.reclaim({ dryRun: false, sandboxIds: ["sb-1"], confirm: "destroy 1" })],
+    ["users.add", () => caller().users.add({ email: "not an email", role: "viewer", companies: ["co-a"] })],
+  ])("%s", async (path, call) => {
+    const before = await h.db.db.auditEntry.count({ where: { action: path, outcome: "refused" } });
+    expect((await failure(call())).code).toBe("BAD_REQUEST");
+    const entries = await h.db.db.auditEntry.findMany({ where: { action: path, outcome: "refused" }, orderBy: { id: "desc" } });
+    expect(entries.length).toBe(before + 1);
+    expect(entries[0]!.actor).toBe(admin.email);
+    expect(JSON.stringify(entries[0]!.detail)).toMatch(/reason/);
+  });
+});
