@@ -22,7 +22,11 @@ const schema = z.object({
    * it (kept in `<data dir>/pg.port`); set: exactly this one.
    */
   RUNWARDEN_PG_PORT: z.coerce.number().int().min(1).max(65535).optional(),
-  RUNWARDEN_INSTANCE_ID: z.string().min(1).default("inst-local"),
+  /**
+   * This installation's instance id (sandbox labels, ownership). Unset: generated once per
+   * database and kept (the `installation` table), so two installations never share one.
+   */
+  RUNWARDEN_INSTANCE_ID: z.string().trim().min(1).optional(),
   LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
   /** The controller's local state (local restart proofs); K15 chaos wipes it. Unset: `<data dir>/controller`. */
   RUNWARDEN_CONTROLLER_HOME: z.string().optional(),

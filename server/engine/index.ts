@@ -12,4 +12,6 @@ export type { StartupFailureConfig } from "./startup-failure";
 export { judgeProcessExit, judgeRecordedProcess, START_TIME_TOLERANCE_MS } from "./process-exit";
 export { decideCreationIntent } from "./creation-intent";
 export { decideTeardownFence } from "./teardown-fence";
+export { judgeSandboxOwnership } from "./sandbox-ownership";
 export { explainVerdict } from "./explain";
+export { assertNever } from "./checks";

@@ -9,6 +9,7 @@ import { serviceContext } from "../controller/service";
 import type { Db } from "../db/client";
 import { env } from "../env";
 import { db } from "../db";
+import { instanceIdOf } from "../db/installation";
 import { APP_ERROR_TABLE, AppError } from "../errors";
 
 /** Context for every procedure: the database and who is asking. */
@@ -29,12 +30,13 @@ export interface Meta {
 
 export async function createTRPCContext(opts: { headers: Headers; db?: Db; user?: SessionUser | null; service?: ControllerContext }): Promise<Context> {
   const database = opts.db ?? db();
+  const instanceId = opts.service?.config.instanceId ?? (await instanceIdOf(database, env.RUNWARDEN_INSTANCE_ID));
   return {
     db: database,
     headers: opts.headers,
     user: opts.user !== undefined ? opts.user : await sessionUser(database, opts.headers),
-    instanceId: opts.service?.config.instanceId ?? env.RUNWARDEN_INSTANCE_ID,
-    service: () => opts.service ?? serviceContext(database),
+    instanceId,
+    service: () => opts.service ?? serviceContext(database, instanceId),
   };
 }
 

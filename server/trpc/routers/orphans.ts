@@ -1,4 +1,4 @@
-import { executeReclaim, listOrphans, orphanListInput, orphanListOutput, previewReclaim, reclaimInput, reclaimOutput } from "../../sandboxes/orphans";
+import { destroyUnrecorded, destroyUnrecordedInput, destroyUnrecordedOutput, executeReclaim, listOrphans, orphanListInput, orphanListOutput, previewReclaim, reclaimInput, reclaimOutput } from "../../sandboxes/orphans";
 import { createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 
 export const orphansRouter = createTRPCRouter({
@@ -21,4 +21,13 @@ export const orphansRouter = createTRPCRouter({
         ? previewReclaim(ctx.db, ctx.service(), ctx.scope, ctx.instanceId, ctx.actor, input)
         : executeReclaim(ctx.db, ctx.service(), ctx.scope, ctx.instanceId, ctx.actor, input),
     ),
+
+  /**
+   * One `unrecorded` sandbox (this instance's labels, no record of this instance naming
+   * it), destroyed only when the operator types its exact name; never in a batch.
+   */
+  destroyUnrecorded: operatorProcedure
+    .input(destroyUnrecordedInput)
+    .output(destroyUnrecordedOutput)
+    .mutation(({ ctx, input }) => destroyUnrecorded(ctx.db, ctx.service(), ctx.scope, ctx.instanceId, ctx.actor, input)),
 });
