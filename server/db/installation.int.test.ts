@@ -9,7 +9,9 @@ import { resolveInstanceId } from "./installation";
 let a: TestDatabase;
 let b: TestDatabase;
 beforeAll(async () => {
-  [a, b] = await Promise.all([0, 1].map(() => createTestDatabase(inject("adminUrl"), inject("templateDatabase"), inject("runPrefix"))));
+  const make = () => createTestDatabase(inject("adminUrl"), inject("templateDatabase"), inject("runPrefix"));
+  a = await make();
+  b = await make();
 });
 afterAll(async () => {
   await a?.drop();
