@@ -52,32 +52,45 @@ export function executorStatus(ctx: ControllerContext, executor: ControllerProce
   return { gone: false, restartKind: "hard", reason: `unknown:${judged.verdict.reason}` };
 }
 
-/** Interrupted runs of this instance whose executor is gone, claimed for this controller. */
+/**
+ * Interrupted runs of this instance whose executor is gone, claimed for this controller.
+ * Pages through active runs by a stable id cursor (§2.8): no number of runs of live
+ * executors can hide an interrupted one behind the first page.
+ */
 export async function claimInterruptedRuns(ctx: ControllerContext, limit: number): Promise<Array<{ run: Run; status: ExecutorStatus }>> {
   const now = new Date();
-  const candidates = await ctx.db.run.findMany({
-    where: { instanceId: ctx.config.instanceId, status: { in: [...ACTIVE] }, OR: [{ executorBootId: null }, { executorBootId: { not: ctx.identity.bootId } }] },
-    orderBy: { id: "asc" },
-    take: 200,
-  });
   const executors = new Map<string, ControllerProcess | null>();
   const claimed: Array<{ run: Run; status: ExecutorStatus }> = [];
-  for (const run of candidates) {
-    if (claimed.length >= limit) break;
-    let executor: ControllerProcess | null = null;
-    if (run.executorBootId) {
-      if (!executors.has(run.executorBootId)) {
-        executors.set(run.executorBootId, await ctx.db.controllerProcess.findUnique({ where: { bootId: run.executorBootId } }));
-      }
-      executor = executors.get(run.executorBootId) ?? null;
-    }
-    const status = executorStatus(ctx, executor, now);
-    if (!status.gone) continue;
-    const { count } = await ctx.db.run.updateMany({
-      where: { id: run.id, executorBootId: run.executorBootId, status: { in: [...ACTIVE] } },
-      data: { executorBootId: ctx.identity.bootId, restarts: { increment: 1 }, heartbeatAt: now },
+  let cursor: string | null = null;
+  while (claimed.length < limit) {
+    const page: Run[] = await ctx.db.run.findMany({
+      where: {
+        instanceId: ctx.config.instanceId,
+        status: { in: [...ACTIVE] },
+        OR: [{ executorBootId: null }, { executorBootId: { not: ctx.identity.bootId } }],
+        ...(cursor ? { id: { gt: cursor } } : {}),
+      },
+      orderBy: { id: "asc" },
+      take: ctx.config.pageSize,
     });
-    if (count === 1) claimed.push({ run: { ...run, executorBootId: ctx.identity.bootId, restarts: run.restarts + 1 }, status });
+    if (page.length === 0) break;
+    cursor = page[page.length - 1]!.id;
+    const unknown = [...new Set(page.map((r) => r.executorBootId).filter((b): b is string => !!b && !executors.has(b)))];
+    if (unknown.length) {
+      const found = await ctx.db.controllerProcess.findMany({ where: { bootId: { in: unknown } } });
+      for (const b of unknown) executors.set(b, found.find((p) => p.bootId === b) ?? null);
+    }
+    for (const run of page) {
+      if (claimed.length >= limit) break;
+      const executor = run.executorBootId ? (executors.get(run.executorBootId) ?? null) : null;
+      const status = executorStatus(ctx, executor, now);
+      if (!status.gone) continue;
+      const { count } = await ctx.db.run.updateMany({
+        where: { id: run.id, executorBootId: run.executorBootId, status: { in: [...ACTIVE] } },
+        data: { executorBootId: ctx.identity.bootId, restarts: { increment: 1 }, heartbeatAt: now },
+      });
+      if (count === 1) claimed.push({ run: { ...run, executorBootId: ctx.identity.bootId, restarts: run.restarts + 1 }, status });
+    }
   }
   return claimed;
 }
