@@ -128,6 +128,36 @@ const EVENT_LIMIT = 500;
 /** Lineage is followed this far each way. */
 const LINEAGE_LIMIT = 25;
 
+/** The catalogue fields a verdict carried when it was recorded (EVIDENCE.md "Output"). */
+const storedFailure = z.object({
+  code: z.string(),
+  outcome: z.enum(OUTCOME_CLASSES),
+  owner: z.enum(OWNERS),
+  canRetry: z.boolean(),
+  message: z.string(),
+  nextAction: z.string(),
+});
+
+/**
+ * What the proof's code meant when it was recorded: the stored verdict's own fields, never
+ * today's catalogue (a proof is shown exactly as recorded). A stored verdict without them
+ * says so, offers nothing, and keeps its raw code for an operator.
+ */
+function recordedFailure(p: Proof): z.infer<typeof catalogueEntry> | null {
+  if (p.code === null) return null;
+  const stored = storedFailure.safeParse(p.output);
+  if (stored.success && stored.data.code === p.code) return { known: true, ...stored.data };
+  return {
+    code: p.code,
+    known: false,
+    outcome: "terminal_failure",
+    owner: "board",
+    canRetry: false,
+    message: `This proof was recorded with code ${p.code} but without what the code meant then.`,
+    nextAction: "Read the proof's checks; ask an operator if the run needs a decision",
+  };
+}
+
 export function proofToView(p: Proof): ProofView {
   const parsed = z.array(recordedCheck).safeParse(p.checks);
   return {
@@ -138,7 +168,7 @@ export function proofToView(p: Proof): ProofView {
     reason: p.reason,
     checks: parsed.success ? parsed.data : null,
     checksRaw: parsed.success ? null : p.checks,
-    failure: describeFailure(p.code),
+    failure: recordedFailure(p),
     evaluatedBy: p.evaluatedBy,
     evaluatedAt: p.evaluatedAt,
     claimId: p.claimId,
