@@ -6,7 +6,7 @@ export const orphansRouter = createTRPCRouter({
   list: viewerProcedure
     .input(orphanListInput)
     .output(orphanListOutput)
-    .query(({ ctx, input }) => listOrphans(ctx.db, ctx.service(), ctx.scope, ctx.instanceId, input)),
+    .query(async ({ ctx, input }) => listOrphans(ctx.db, await ctx.service(), ctx.scope, await ctx.instanceId(), input)),
 
   /**
    * Dry run (`dryRun: true`): what would be destroyed and what is refused, touching nothing.
@@ -16,10 +16,10 @@ export const orphansRouter = createTRPCRouter({
   reclaim: operatorProcedure
     .input(reclaimInput)
     .output(reclaimOutput)
-    .mutation(({ ctx, input }) =>
+    .mutation(async ({ ctx, input }) =>
       input.dryRun
-        ? previewReclaim(ctx.db, ctx.service(), ctx.scope, ctx.instanceId, ctx.actor, input)
-        : executeReclaim(ctx.db, ctx.service(), ctx.scope, ctx.instanceId, ctx.actor, input),
+        ? previewReclaim(ctx.db, await ctx.service(), ctx.scope, await ctx.instanceId(), ctx.actor, input)
+        : executeReclaim(ctx.db, await ctx.service(), ctx.scope, await ctx.instanceId(), ctx.actor, input),
     ),
 
   /**
@@ -29,5 +29,5 @@ export const orphansRouter = createTRPCRouter({
   destroyUnrecorded: operatorProcedure
     .input(destroyUnrecordedInput)
     .output(destroyUnrecordedOutput)
-    .mutation(({ ctx, input }) => destroyUnrecorded(ctx.db, ctx.service(), ctx.scope, ctx.instanceId, ctx.actor, input)),
+    .mutation(async ({ ctx, input }) => destroyUnrecorded(ctx.db, await ctx.service(), ctx.scope, await ctx.instanceId(), ctx.actor, input)),
 });
