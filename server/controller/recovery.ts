@@ -1,5 +1,5 @@
 import type { ControllerProcess, EnvironmentLease, Prisma, RestartKind, Run } from "../db/client";
-import { evaluateBootstrapRestart, type BootstrapRestartEvidence, type LeaseBindingEvidence } from "../engine";
+import { EXECUTING_RUN_STATUSES, evaluateBootstrapRestart, type BootstrapRestartEvidence, type LeaseBindingEvidence } from "../engine";
 import { ProviderError } from "../providers/errors";
 import { PROVIDER_STATE_PATH, RUNNER_ROOT, readRunnerState, type RunnerState } from "../providers/runner";
 import { resumeLease } from "./acquire";
@@ -12,7 +12,7 @@ import { finishRunFailed } from "./outcome";
 import { appendEvent, json, recordProof } from "./records";
 import { leaseBinding } from "./rules";
 
-const ACTIVE = ["starting", "running", "suspended"] as const;
+const ACTIVE = EXECUTING_RUN_STATUSES;
 
 export const FAILOVER_BACKUP_PATH = `${RUNNER_ROOT}/failover-backup.json`;
 export const ROTATION_SNAPSHOT_PATH = `${RUNNER_ROOT}/rotation-snapshot.archived.json`;

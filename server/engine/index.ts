@@ -15,3 +15,7 @@ export { decideTeardownFence } from "./teardown-fence";
 export { judgeSandboxOwnership } from "./sandbox-ownership";
 export { explainVerdict } from "./explain";
 export { assertNever } from "./checks";
+export { admitRetry } from "./retry-admission";
+export type { RetryAdmission, RetryAdmissionInput } from "./retry-admission";
+export { LIVE_RUN_STATUSES, EXECUTING_RUN_STATUSES, isLiveRunStatus } from "./run-status";
+export type { LiveRunStatus } from "./run-status";

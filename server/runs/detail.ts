@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { RunStatus, type Db, type Proof } from "../db/client";
-import { describeFailure, OUTCOME_CLASSES, OWNERS } from "../engine";
+import { admitRetry, describeFailure, OUTCOME_CLASSES, OWNERS } from "../engine";
 import { AppError } from "../errors";
 import { runRow } from "./queries";
-import { retryBlocker } from "./retry";
+import { otherLiveRun } from "./retry";
 import { inScope, type CompanyScope } from "../auth/roles";
 
 /**
@@ -192,7 +192,10 @@ export async function getRunDetail(db: Db, scope: CompanyScope, id: string): Pro
     db.sandboxCreationIntent.findMany({ where: { runId: id }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] }),
     readLineage(db, run.previousRunId, run.nextRun?.id ?? null),
   ]);
-  const blocker = run.nextRun ? null : (retryBlocker(run) ?? (await otherActiveRun(db, run)));
+  // The same engine admission Retry itself applies (§2.7), so the page never offers what Retry refuses.
+  const first = admitRetry({ run, successorId: run.nextRun?.id ?? null, otherLiveRun: null });
+  const admission = first.verdict === "admitted" ? admitRetry({ run, successorId: null, otherLiveRun: await otherLiveRun(db, run) }) : first;
+  const blocker = admission.refusal;
   return {
     run: {
       id: run.id,
@@ -271,14 +274,6 @@ export async function getRunDetail(db: Db, scope: CompanyScope, id: string): Pro
 }
 
 /** Retry's other admission rule (DOMAIN.md §2.7), worded as Retry itself refuses. */
-async function otherActiveRun(db: Db, run: { id: string; companyId: string; taskId: string }): Promise<string | null> {
-  const other = await db.run.findFirst({
-    where: { companyId: run.companyId, taskId: run.taskId, id: { not: run.id }, status: { in: ["queued", "starting", "running", "suspended"] } },
-    select: { id: true, status: true },
-  });
-  return other ? `Task ${run.taskId} already has a run that is ${other.status} (${other.id}).` : null;
-}
-
 async function readLineage(db: Db, previousId: string | null, nextId: string | null) {
   const select = { id: true, status: true, failureCode: true, createdAt: true, previousRunId: true } as const;
   const previous: Array<z.infer<typeof runLink>> = [];

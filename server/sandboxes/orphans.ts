@@ -7,7 +7,7 @@ import { describeOwnership, ownershipEvidence, ownershipRecordsOf } from "../con
 import { recordProof } from "../controller/records";
 import { teardownLease } from "../controller/teardown";
 import type { Db, EnvironmentLease, RunStatus, SandboxCreationIntent } from "../db/client";
-import { judgeSandboxOwnership } from "../engine";
+import { judgeSandboxOwnership, LIVE_RUN_STATUSES } from "../engine";
 import { AppError } from "../errors";
 import { asPartialIdentity } from "../intents/queries";
 import { ProviderError } from "../providers/errors";
@@ -40,7 +40,7 @@ import { inScope, type CompanyScope } from "../auth/roles";
  * was created. Never earlier than its own `createdAt` (it cost nothing before it existed).
  */
 
-const LIVE = new Set<RunStatus>(["queued", "starting", "running", "suspended"]);
+const LIVE = new Set<RunStatus>(LIVE_RUN_STATUSES);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const ORPHAN_SINCE_RULES = ["run_finished", "lease_ended", "intent_created", "created"] as const;
