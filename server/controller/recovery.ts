@@ -311,8 +311,10 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
   await ctx.db.recoveryClaim.update({ where: { id: claim.id }, data: { disposition: verdict.verdict, decidedAt: new Date() } });
 
   if (verdict.verdict !== "admitted") {
-    await appendEvent(ctx.db, run.id, "continuation_blocked", boot, { code: verdict.code, restsIn: "native_continuation_requires_reconciliation" });
-    await finishRunFailed(ctx, run.id, verdict.code ?? "native_continuation_requires_reconciliation", `reattach refused: ${failedChecks(verdict.checks)}`, {
+    // The run rests where the verdict says (§2.1): its continuation code; the refusal code stays on the proof.
+    const restsIn = (verdict.kind === "lease_binding" ? verdict.continuation?.code : null) ?? "native_continuation_requires_reconciliation";
+    await appendEvent(ctx.db, run.id, "continuation_blocked", boot, { code: verdict.code, restsIn });
+    await finishRunFailed(ctx, run.id, restsIn, `reattach refused (${verdict.code ?? "refused"}): ${failedChecks(verdict.checks)}`, {
       recoveryState: "blocked",
     });
     return false;
