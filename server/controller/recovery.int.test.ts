@@ -76,3 +76,25 @@ describe("lease-binding refusal (§2.1)", () => {
     expect(after.failureCode).toBe("native_continuation_requires_reconciliation");
   }, 60_000);
 });
+
+describe("the claim comes from the checkpoint alone (§2.1)", () => {
+  it("a checkpoint without the lease id and remote directory makes a claim that names nothing, and the binding is refused", async () => {
+    const { db } = h.db;
+    await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
+    const run = await db.run.create({
+      data: { instanceId: "inst-a", companyId: "co-1", taskId: `no-checkpoint-${crypto.randomUUID()}`, agent: "a", provider: "codex", target: "remote", sandboxMode: "warm", status: "running", phase: "session_open", turnsDone: 1, runnerInstanceId: "ri-1", sessionId: "s-1", checkpoint: { turn: 1, sessionId: "s-1" } },
+    });
+    const sandbox = await h.emu.admin.plant({ name: `rw-nockpt-${run.id}`, labels: buildLabels({ instanceId: "inst-a", companyId: "co-1", runId: run.id }) });
+    await db.environmentLease.create({
+      data: { runId: run.id, instanceId: "inst-a", companyId: "co-1", provider: "emulator", providerLeaseId: sandbox.id, sandboxName: sandbox.name, remoteCwd: "/home/sandbox/work", acquisitionOutcome: "created", status: "active" },
+    });
+    const fresh = await db.run.findUniqueOrThrow({ where: { id: run.id } });
+    expect(await recoverRun(h.service(), fresh, { gone: true, restartKind: "hard", reason: "test" })).toBe(false);
+
+    const claim = await db.recoveryClaim.findFirstOrThrow({ where: { runId: run.id } });
+    expect(claim).toMatchObject({ providerLeaseId: null, remoteCwd: null, disposition: "refused" });
+    const proof = await db.proof.findFirstOrThrow({ where: { runId: run.id, kind: "lease_binding" } });
+    expect(proof).toMatchObject({ verdict: "refused", code: "native_remote_recovery_lease_mismatch", reason: "provider_lease_mismatch" });
+    expect(await db.run.findUniqueOrThrow({ where: { id: run.id } })).toMatchObject({ status: "failed", failureCode: "native_continuation_requires_reconciliation" });
+  }, 60_000);
+});

@@ -276,7 +276,9 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
   const sandboxId = lease.providerLeaseId!;
   const staged = run.sandboxMode === "per_turn";
   const checkpoint = (run.checkpoint ?? {}) as { providerLeaseId?: string | null; remoteCwd?: string | null };
-  const claimed = { providerLeaseId: checkpoint.providerLeaseId ?? sandboxId, remoteCwd: checkpoint.remoteCwd ?? REMOTE_CWD };
+  // The claim names what the run's own checkpoint names, and nothing else (§2.1): filling a
+  // gap from the target would make the binding compare a value with itself.
+  const claimed = { providerLeaseId: checkpoint.providerLeaseId ?? null, remoteCwd: checkpoint.remoteCwd ?? null };
   const claim = await ctx.db.recoveryClaim.create({
     data: {
       runId: run.id,

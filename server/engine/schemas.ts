@@ -78,7 +78,8 @@ export const leaseBindingEvidenceSchema = z.object({
   path: z.enum(["staged_attachment", "remote_reattach"]),
   claim: z.object({
     runId: id,
-    remote: z.object({ providerLeaseId: id, remoteCwd: id }),
+    /** Null: the run's checkpoint named no lease or directory, so the claim names nothing (refused). */
+    remote: z.object({ providerLeaseId: id.nullable(), remoteCwd: id.nullable() }),
   }),
   target: z.object({
     runId: id,
