@@ -17,6 +17,12 @@ test("reclaiming orphans shows the dry run before anything is destroyed, then de
     const labels = { "runwarden.instance": instanceId, "runwarden.company": companyId };
     const left = await plant(baseURL, { name: `e2e-left-${t}`, labels: { ...labels, "runwarden.run": run.id }, cpu: 2, memory: 4, disk: 10, createdAt: new Date(Date.now() - 4 * 3600_000).toISOString() });
     const bare = await plant(baseURL, { name: `e2e-bare-${t}`, labels, createdAt: new Date(Date.now() - 1800_000).toISOString() });
+    // Reclaimable needs a record of this instance naming the sandbox (§2.9): their ended leases.
+    for (const [s, runId] of [[left, run.id], [bare, null]] as const) {
+      await db.environmentLease.create({ data: { runId, instanceId, companyId, provider: "emulator", providerLeaseId: s.id, sandboxName: s.name, acquisitionOutcome: "created", status: "expired", endedAt: new Date() } });
+    }
+    // Our labels and no record: unrecorded, never in a batch.
+    const unrecorded = await plant(baseURL, { name: `e2e-unrecorded-${t}`, labels });
     // A decoy naming a company this instance has never seen: foreign, never destroyed.
     const decoy = await plant(baseURL, { name: `e2e-decoy-${t}`, labels: { "runwarden.instance": instanceId, "runwarden.company": `co-nobody-${t}` }, cpu: 4 });
 
@@ -24,6 +30,7 @@ test("reclaiming orphans shows the dry run before anything is destroyed, then de
     const table = page.getByTestId("orphans-table");
     await expect(table.locator(`tr[data-sandbox-id="${left.id}"]`)).toContainText("reclaimable");
     await expect(table.locator(`tr[data-sandbox-id="${decoy.id}"]`)).toContainText("foreign");
+    await expect(table.locator(`tr[data-sandbox-id="${unrecorded.id}"]`)).toContainText("unrecorded");
     await expect(table.locator(`tr[data-sandbox-id="${left.id}"]`)).toContainText("since its run finished");
 
     // Selection belongs to the filters: changing one clears it.

@@ -26,4 +26,18 @@ describe("readEnv", () => {
     expect(() => readEnv({ PORT: "seventy" })).toThrow(/PORT/);
     expect(() => readEnv({ PORT: "70000" })).toThrow(/PORT/);
   });
+
+  it("refuses an intent wait shorter than the create timeout, naming both (a live creator's sandbox would be reclaimed)", () => {
+    expect(() => readEnv({ RUNWARDEN_INTENT_WAIT_MS: "10000", RUNWARDEN_CREATE_TIMEOUT_MS: "30000" })).toThrow(
+      /RUNWARDEN_INTENT_WAIT_MS: 10000 ms is shorter than RUNWARDEN_CREATE_TIMEOUT_MS \(30000 ms\)/,
+    );
+    expect(readEnv({ RUNWARDEN_INTENT_WAIT_MS: "30000", RUNWARDEN_CREATE_TIMEOUT_MS: "30000" }).RUNWARDEN_INTENT_WAIT_MS).toBe(30000);
+  });
+
+  it("keeps the settle deadline at least the create timeout plus a margin: derived by default, refused when set below", () => {
+    const long = readEnv({ RUNWARDEN_CREATE_TIMEOUT_MS: "180000" });
+    expect(long.RUNWARDEN_SETTLE_MS).toBeGreaterThan(180_000);
+    expect(readEnv({}).RUNWARDEN_SETTLE_MS).toBeGreaterThan(readEnv({}).RUNWARDEN_CREATE_TIMEOUT_MS);
+    expect(() => readEnv({ RUNWARDEN_SETTLE_MS: "120000", RUNWARDEN_CREATE_TIMEOUT_MS: "180000" })).toThrow(/RUNWARDEN_SETTLE_MS: .*create timeout/);
+  });
 });

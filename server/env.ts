@@ -1,5 +1,8 @@
 import path from "node:path";
 import { z } from "zod";
+import { settleFloorMs } from "./lib/settle";
+
+export { settleFloorMs };
 
 /**
  * The one reader of `process.env` (enforced by eslint). Everything else imports `env`
@@ -22,7 +25,11 @@ const schema = z.object({
    * it (kept in `<data dir>/pg.port`); set: exactly this one.
    */
   RUNWARDEN_PG_PORT: z.coerce.number().int().min(1).max(65535).optional(),
-  RUNWARDEN_INSTANCE_ID: z.string().min(1).default("inst-local"),
+  /**
+   * This installation's instance id (sandbox labels, ownership). Unset: generated once per
+   * database and kept (the `installation` table), so two installations never share one.
+   */
+  RUNWARDEN_INSTANCE_ID: z.string().trim().min(1).optional(),
   LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
   /** The controller's local state (local restart proofs); K15 chaos wipes it. Unset: `<data dir>/controller`. */
   RUNWARDEN_CONTROLLER_HOME: z.string().optional(),
@@ -34,8 +41,11 @@ const schema = z.object({
   RUNWARDEN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
   /** A pending creation intent is left alone this long unless its creator exited (§2.5). */
   RUNWARDEN_INTENT_WAIT_MS: z.coerce.number().int().min(0).default(30 * 60_000),
-  /** Until this long after creation, a sandbox not found may still materialise (§2.5). */
-  RUNWARDEN_SETTLE_MS: z.coerce.number().int().min(0).default(2 * 60_000),
+  /**
+   * Until this long after creation, a sandbox not found may still materialise (§2.5). Never
+   * below the create timeout plus a margin (`settleFloorMs`); unset: 2 min or that floor.
+   */
+  RUNWARDEN_SETTLE_MS: z.coerce.number().int().min(0).optional(),
   /** A teardown claim fences other sweeps this long (§2.6). */
   RUNWARDEN_FENCE_MS: z.coerce.number().int().min(1000).default(15 * 60_000),
   /** Delay before a retryable startup failure runs again (§2.3). */
@@ -99,8 +109,28 @@ const schema = z.object({
   EMULATOR_DESTROYED_RETENTION_MS: z.coerce.number().int().min(0).default(0),
 });
 
-const withDerived = schema.transform((e) => ({
+const withDerived = schema
+  .superRefine((e, ctx) => {
+    // A live creator waits up to the create timeout: a shorter wait reclaims its sandbox.
+    if (e.RUNWARDEN_INTENT_WAIT_MS < e.RUNWARDEN_CREATE_TIMEOUT_MS) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["RUNWARDEN_INTENT_WAIT_MS"],
+        message: `${e.RUNWARDEN_INTENT_WAIT_MS} ms is shorter than RUNWARDEN_CREATE_TIMEOUT_MS (${e.RUNWARDEN_CREATE_TIMEOUT_MS} ms): a creator still waiting on the provider would have its sandbox reclaimed; raise it or lower the create timeout`,
+      });
+    }
+    const floor = settleFloorMs(e.RUNWARDEN_CREATE_TIMEOUT_MS);
+    if (e.RUNWARDEN_SETTLE_MS !== undefined && e.RUNWARDEN_SETTLE_MS < floor) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["RUNWARDEN_SETTLE_MS"],
+        message: `${e.RUNWARDEN_SETTLE_MS} ms is below the create timeout plus a margin (${floor} ms with RUNWARDEN_CREATE_TIMEOUT_MS=${e.RUNWARDEN_CREATE_TIMEOUT_MS}): a sandbox the provider materialises late would be leaked`,
+      });
+    }
+  })
+  .transform((e) => ({
   ...e,
+  RUNWARDEN_SETTLE_MS: e.RUNWARDEN_SETTLE_MS ?? Math.max(2 * 60_000, settleFloorMs(e.RUNWARDEN_CREATE_TIMEOUT_MS)),
   // Under the data dir, so a throwaway data dir leaves nothing in the checkout.
   RUNWARDEN_CONTROLLER_HOME: e.RUNWARDEN_CONTROLLER_HOME ?? path.join(e.RUNWARDEN_DATA_DIR, "controller"),
 }));

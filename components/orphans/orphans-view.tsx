@@ -19,8 +19,8 @@ type Orphan = RouterOutputs["orphans"]["list"]["items"][number];
 type Reclaim = RouterOutputs["orphans"]["reclaim"];
 type Verdict = Orphan["verdict"];
 
-const VERDICT_TONE: Record<Verdict, Tone> = { reclaimable: "warn", live_creator: "info", foreign: "bad", unknown: "neutral" };
-const VERDICT_LABEL: Record<Verdict, string> = { reclaimable: "reclaimable", live_creator: "live creator", foreign: "foreign", unknown: "unknown" };
+const VERDICT_TONE: Record<Verdict, Tone> = { reclaimable: "warn", unrecorded: "bad", live_creator: "info", foreign: "bad", unknown: "neutral" };
+const VERDICT_LABEL: Record<Verdict, string> = { reclaimable: "reclaimable", unrecorded: "unrecorded", live_creator: "live creator", foreign: "foreign", unknown: "unknown" };
 const OUTCOME_TONE: Record<Reclaim["results"][number]["outcome"], Tone> = { would_destroy: "warn", refused: "neutral", destroyed: "good", already_gone: "info", failed: "bad" };
 const SINCE_LABEL: Record<Orphan["orphanSinceRule"], string> = { run_finished: "its run finished", lease_ended: "its last lease ended", intent_created: "its intent was made", created: "it was created" };
 
@@ -167,6 +167,7 @@ export function OrphansView() {
                     <td className={`${tdClass} max-w-md`}>
                       <Badge tone={VERDICT_TONE[o.verdict]}>{VERDICT_LABEL[o.verdict]}</Badge>
                       <p className="mt-1 text-xs text-zinc-700 dark:text-zinc-300">{o.reason}</p>
+                      {o.verdict === "unrecorded" && can.allowed ? <DestroyUnrecorded orphan={o} /> : null}
                     </td>
                     <td className={`${tdClass} text-xs`}>{o.state}</td>
                     <td className={`${tdClass} text-xs whitespace-nowrap`}>{formatDuration(o.ageSeconds)}</td>
@@ -267,6 +268,42 @@ export function OrphansView() {
         ) : null}
       </Section>
     </>
+  );
+}
+
+/**
+ * An unrecorded sandbox (no record of this instance names it) is never in a batch: it is
+ * destroyed one at a time, after its exact name is typed (audited as `unrecorded`).
+ */
+function DestroyUnrecorded({ orphan }: { orphan: Orphan }) {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const [typed, setTyped] = useState("");
+  const destroy = useMutation(
+    trpc.orphans.destroyUnrecorded.mutationOptions({
+      onSuccess: (done) => toast.success(`${done.name}: ${done.outcome.replace("_", " ")}.`),
+      onError: (err) => toast.error(`Destroy refused: ${err.message}`),
+      onSettled: () => queryClient.invalidateQueries(trpc.orphans.pathFilter()),
+    }),
+  );
+  const id = `destroy-${orphan.id}`;
+  return (
+    <form
+      className="mt-2 flex flex-wrap items-end gap-2"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (typed.trim() !== orphan.name || destroy.isPending) return;
+        destroy.mutate({ sandboxId: orphan.id, confirmName: typed.trim() });
+      }}
+    >
+      <label htmlFor={id} className="text-xs">
+        Type its name to destroy it
+      </label>
+      <input id={id} className={`${inputClass} w-56 font-mono text-xs`} autoComplete="off" value={typed} onChange={(e) => setTyped(e.target.value)} />
+      <button type="submit" className={buttonClass.danger} disabled={typed.trim() !== orphan.name || destroy.isPending}>
+        {destroy.isPending ? "Destroying…" : "Destroy this one"}
+      </button>
+    </form>
   );
 }
 

@@ -49,6 +49,8 @@ const EXPECTED: Record<string, Record<string, unknown>> = {
   "creation-intent-creator-exited.json": { kind: "creation_intent", verdict: "reclaim" },
   "teardown-fence-superseded.json": { kind: "teardown_fence", verdict: "keep", reason: "attempt_superseded" },
   "teardown-fence-claimer-exited.json": { kind: "teardown_fence", verdict: "release", reason: "claimer_exited" },
+  "sandbox-ownership-owned.json": { kind: "sandbox_ownership", verdict: "owned", reason: "record_matches" },
+  "sandbox-ownership-unrecorded.json": { kind: "sandbox_ownership", verdict: "unrecorded", reason: "no_record" },
 };
 
 let tmp = "";
@@ -96,7 +98,7 @@ describe.concurrent("runwarden decide (child process)", () => {
     {
       name: "an unknown kind",
       content: JSON.stringify({ kind: "lease_bind" }),
-      line: 'runwarden decide: evidence.kind: expected one of lease_binding, bootstrap_restart, startup_failure, process_exit, creation_intent, teardown_fence (got "lease_bind")',
+      line: 'runwarden decide: evidence.kind: expected one of lease_binding, bootstrap_restart, startup_failure, process_exit, creation_intent, teardown_fence, sandbox_ownership (got "lease_bind")',
     },
     {
       name: "a wrong field type",

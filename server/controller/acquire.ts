@@ -1,5 +1,6 @@
 import crypto from "node:crypto";
 import type { EnvironmentLease, Run } from "../db/client";
+import { settleFloorMs } from "../lib/settle";
 import { buildLabels, creationName } from "../providers/labels";
 import type { ControllerContext } from "./context";
 import { evidenceIdentity, REMOTE_CWD } from "./context";
@@ -32,7 +33,8 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
       creatorBootId: ctx.identity.bootId,
       creator: json(evidenceIdentity(ctx.identity)),
       createdAt,
-      settleDeadline: new Date(createdAt.getTime() + config.settleMs),
+      // Never before the create could still be answered, plus a margin (§2.5).
+      settleDeadline: new Date(createdAt.getTime() + Math.max(config.settleMs, settleFloorMs(config.createTimeoutMs))),
       nextAttemptAt: new Date(createdAt.getTime() + config.intentWaitMs),
     },
   });

@@ -23,9 +23,9 @@ export interface ControllerConfig {
   breakRule: Env["RUNWARDEN_TEST_BREAK_RULE"] | null;
 }
 
-export function controllerConfig(env: Env, overrides: Partial<ControllerConfig> = {}): ControllerConfig {
+/** `instanceId` comes resolved (`instanceIdOf`): the environment may leave it to the database. */
+export function controllerConfig(env: Env, overrides: Partial<ControllerConfig> & { instanceId: string }): ControllerConfig {
   return {
-    instanceId: env.RUNWARDEN_INSTANCE_ID,
     sandboxPrefix: env.RUNWARDEN_SANDBOX_PREFIX,
     home: env.RUNWARDEN_CONTROLLER_HOME,
     concurrency: env.RUNWARDEN_CONCURRENCY,

@@ -1,5 +1,5 @@
 import type { ControllerProcess, EnvironmentLease, Prisma, RestartKind, Run } from "../db/client";
-import { evaluateBootstrapRestart, type BootstrapRestartEvidence, type LeaseBindingEvidence } from "../engine";
+import { EXECUTING_RUN_STATUSES, evaluateBootstrapRestart, type BootstrapRestartEvidence, type LeaseBindingEvidence } from "../engine";
 import { ProviderError } from "../providers/errors";
 import { PROVIDER_STATE_PATH, RUNNER_ROOT, readRunnerState, type RunnerState } from "../providers/runner";
 import { resumeLease } from "./acquire";
@@ -12,7 +12,7 @@ import { finishRunFailed } from "./outcome";
 import { appendEvent, json, recordProof } from "./records";
 import { leaseBinding } from "./rules";
 
-const ACTIVE = ["starting", "running", "suspended"] as const;
+const ACTIVE = EXECUTING_RUN_STATUSES;
 
 export const FAILOVER_BACKUP_PATH = `${RUNNER_ROOT}/failover-backup.json`;
 export const ROTATION_SNAPSHOT_PATH = `${RUNNER_ROOT}/rotation-snapshot.archived.json`;
@@ -52,32 +52,45 @@ export function executorStatus(ctx: ControllerContext, executor: ControllerProce
   return { gone: false, restartKind: "hard", reason: `unknown:${judged.verdict.reason}` };
 }
 
-/** Interrupted runs of this instance whose executor is gone, claimed for this controller. */
+/**
+ * Interrupted runs of this instance whose executor is gone, claimed for this controller.
+ * Pages through active runs by a stable id cursor (§2.8): no number of runs of live
+ * executors can hide an interrupted one behind the first page.
+ */
 export async function claimInterruptedRuns(ctx: ControllerContext, limit: number): Promise<Array<{ run: Run; status: ExecutorStatus }>> {
   const now = new Date();
-  const candidates = await ctx.db.run.findMany({
-    where: { instanceId: ctx.config.instanceId, status: { in: [...ACTIVE] }, OR: [{ executorBootId: null }, { executorBootId: { not: ctx.identity.bootId } }] },
-    orderBy: { id: "asc" },
-    take: 200,
-  });
   const executors = new Map<string, ControllerProcess | null>();
   const claimed: Array<{ run: Run; status: ExecutorStatus }> = [];
-  for (const run of candidates) {
-    if (claimed.length >= limit) break;
-    let executor: ControllerProcess | null = null;
-    if (run.executorBootId) {
-      if (!executors.has(run.executorBootId)) {
-        executors.set(run.executorBootId, await ctx.db.controllerProcess.findUnique({ where: { bootId: run.executorBootId } }));
-      }
-      executor = executors.get(run.executorBootId) ?? null;
-    }
-    const status = executorStatus(ctx, executor, now);
-    if (!status.gone) continue;
-    const { count } = await ctx.db.run.updateMany({
-      where: { id: run.id, executorBootId: run.executorBootId, status: { in: [...ACTIVE] } },
-      data: { executorBootId: ctx.identity.bootId, restarts: { increment: 1 }, heartbeatAt: now },
+  let cursor: string | null = null;
+  while (claimed.length < limit) {
+    const page: Run[] = await ctx.db.run.findMany({
+      where: {
+        instanceId: ctx.config.instanceId,
+        status: { in: [...ACTIVE] },
+        OR: [{ executorBootId: null }, { executorBootId: { not: ctx.identity.bootId } }],
+        ...(cursor ? { id: { gt: cursor } } : {}),
+      },
+      orderBy: { id: "asc" },
+      take: ctx.config.pageSize,
     });
-    if (count === 1) claimed.push({ run: { ...run, executorBootId: ctx.identity.bootId, restarts: run.restarts + 1 }, status });
+    if (page.length === 0) break;
+    cursor = page[page.length - 1]!.id;
+    const unknown = [...new Set(page.map((r) => r.executorBootId).filter((b): b is string => !!b && !executors.has(b)))];
+    if (unknown.length) {
+      const found = await ctx.db.controllerProcess.findMany({ where: { bootId: { in: unknown } } });
+      for (const b of unknown) executors.set(b, found.find((p) => p.bootId === b) ?? null);
+    }
+    for (const run of page) {
+      if (claimed.length >= limit) break;
+      const executor = run.executorBootId ? (executors.get(run.executorBootId) ?? null) : null;
+      const status = executorStatus(ctx, executor, now);
+      if (!status.gone) continue;
+      const { count } = await ctx.db.run.updateMany({
+        where: { id: run.id, executorBootId: run.executorBootId, status: { in: [...ACTIVE] } },
+        data: { executorBootId: ctx.identity.bootId, restarts: { increment: 1 }, heartbeatAt: now },
+      });
+      if (count === 1) claimed.push({ run: { ...run, executorBootId: ctx.identity.bootId, restarts: run.restarts + 1 }, status });
+    }
   }
   return claimed;
 }
@@ -263,7 +276,9 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
   const sandboxId = lease.providerLeaseId!;
   const staged = run.sandboxMode === "per_turn";
   const checkpoint = (run.checkpoint ?? {}) as { providerLeaseId?: string | null; remoteCwd?: string | null };
-  const claimed = { providerLeaseId: checkpoint.providerLeaseId ?? sandboxId, remoteCwd: checkpoint.remoteCwd ?? REMOTE_CWD };
+  // The claim names what the run's own checkpoint names, and nothing else (§2.1): filling a
+  // gap from the target would make the binding compare a value with itself.
+  const claimed = { providerLeaseId: checkpoint.providerLeaseId ?? null, remoteCwd: checkpoint.remoteCwd ?? null };
   const claim = await ctx.db.recoveryClaim.create({
     data: {
       runId: run.id,
@@ -298,8 +313,10 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
   await ctx.db.recoveryClaim.update({ where: { id: claim.id }, data: { disposition: verdict.verdict, decidedAt: new Date() } });
 
   if (verdict.verdict !== "admitted") {
-    await appendEvent(ctx.db, run.id, "continuation_blocked", boot, { code: verdict.code, restsIn: "native_continuation_requires_reconciliation" });
-    await finishRunFailed(ctx, run.id, verdict.code ?? "native_continuation_requires_reconciliation", `reattach refused: ${failedChecks(verdict.checks)}`, {
+    // The run rests where the verdict says (§2.1): its continuation code; the refusal code stays on the proof.
+    const restsIn = (verdict.kind === "lease_binding" ? verdict.continuation?.code : null) ?? "native_continuation_requires_reconciliation";
+    await appendEvent(ctx.db, run.id, "continuation_blocked", boot, { code: verdict.code, restsIn });
+    await finishRunFailed(ctx, run.id, restsIn, `reattach refused (${verdict.code ?? "refused"}): ${failedChecks(verdict.checks)}`, {
       recoveryState: "blocked",
     });
     return false;

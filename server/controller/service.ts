@@ -13,10 +13,10 @@ const cache = new WeakMap<Db, ControllerContext>();
  * what it needs to run a sweep on demand or make Retry's one cleanup attempt. It acts
  * under its own process identity, so a claim it leaves behind is judged like any other.
  */
-export function serviceContext(db: Db): ControllerContext {
+export function serviceContext(db: Db, instanceId: string): ControllerContext {
   let ctx = cache.get(db);
   if (!ctx) {
-    const config = controllerConfig(env);
+    const config = controllerConfig(env, { instanceId });
     const { provider, runner, target } = providerFromEnv(env, { instanceId: config.instanceId });
     ctx = {
       db,

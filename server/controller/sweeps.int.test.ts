@@ -138,6 +138,33 @@ describe("creation-intent sweep", () => {
     expect(await intentStatus(seed.id)).toBe("resolved_absent");
   });
 
+  it("for 30 minutes after resolving absent, looks the exact name up again and reclaims a late materialisation with a proof", async () => {
+    const seed = await seedIntent({ creator: dead, sandboxLabels: null, settleInMs: -1 });
+    const mismatched = await seedIntent({ creator: dead, sandboxLabels: null, settleInMs: -1 });
+    const old = await seedIntent({ creator: dead, sandboxLabels: null, settleInMs: -1 });
+    await c.sweep("test");
+    for (const s of [seed, mismatched, old]) expect(await intentStatus(s.id)).toBe("resolved_absent");
+    // Resolved 31 minutes ago: past the window, never looked up again.
+    await h.db.db.sandboxCreationIntent.update({ where: { id: old.id }, data: { resolvedAt: new Date(Date.now() - 31 * 60_000) } });
+
+    // The provider finishes the aborted creates after all.
+    const late = await h.emu.admin.plant({ name: seed.name, labels: buildLabels({ instanceId: "inst-a", companyId: "co-1", operationId: seed.id }) });
+    const wrong = await h.emu.admin.plant({ name: mismatched.name, labels: buildLabels({ instanceId: "inst-a", companyId: "co-2", operationId: mismatched.id }) });
+    const tooOld = await h.emu.admin.plant({ name: old.name, labels: buildLabels({ instanceId: "inst-a", companyId: "co-1", operationId: old.id }) });
+    await c.sweep("test");
+
+    expect(await intentStatus(seed.id)).toBe("reclaimed");
+    expect(await sandboxState(late.id)).toBe("destroyed");
+    const proof = await h.db.db.proof.findFirstOrThrow({ where: { intentId: seed.id, kind: "sandbox_ownership" } });
+    expect(proof).toMatchObject({ verdict: "owned", sandboxId: late.id });
+    // Labels that do not match: nothing destroyed, an operator reconciles it.
+    expect(await intentStatus(mismatched.id)).toBe("manual_reconciliation");
+    expect(await sandboxState(wrong.id)).not.toBe("destroyed");
+    expect(await h.db.db.proof.count({ where: { intentId: mismatched.id, kind: "sandbox_ownership", verdict: "refused" } })).toBe(1);
+    expect(await intentStatus(old.id)).toBe("resolved_absent");
+    expect(await sandboxState(tooOld.id)).not.toBe("destroyed");
+  });
+
   it("pages past more unprovable intents than one page to reach an abandoned one", async () => {
     // Ids sort so that the abandoned intent comes after three full pages of live ones.
     for (let i = 0; i < 15; i++) await seedIntent({ creator: i % 2 ? self() : foreign() }, `0000-live-${String(i).padStart(2, "0")}`);

@@ -5,6 +5,7 @@ import { normaliseLabels } from "../providers/labels";
 import type { ControllerContext } from "./context";
 import { evidenceIdentity } from "./context";
 import { asIdentity, intentEvidence, probeFor } from "./observe";
+import { judgeOwnership, type SandboxRef } from "./ownership";
 import { json, recordProof } from "./records";
 import { creationIntent, teardownFence } from "./rules";
 import { teardownLease, type TeardownOutcome } from "./teardown";
@@ -85,6 +86,7 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
       cursor = page[page.length - 1]!.id;
       if (ctx.drain.signal.aborted) break;
     }
+    if (!ctx.drain.signal.aborted) await relookResolvedAbsent(ctx, s, toTearDown, companies);
     await inParallel(toTearDown, SWEEP_PARALLELISM, async (leaseId) => {
       const result = await teardownLease(ctx, leaseId);
       if (result.outcome === "destroyed" || result.outcome === "already_gone") s.destroyed += 1;
@@ -207,6 +209,87 @@ async function judgeIntent(ctx: ControllerContext, id: string, s: SweepSummary):
     },
     { timeout: 60_000, maxWait: 10_000 },
   );
+}
+
+/** How long after an intent resolved absent each sweep still looks for it (§2.5). */
+export const LATE_MATERIALISATION_WINDOW_MS = 30 * 60_000;
+
+/**
+ * A create the provider finishes after the settle deadline (§2.5): for 30 minutes after an
+ * intent resolved absent, each sweep looks its exact name up again. A sandbox that
+ * appeared is reclaimed only with the ownership proof (the intent names it, labels match);
+ * otherwise it goes to manual reconciliation untouched. Either way the proof is stored.
+ */
+async function relookResolvedAbsent(ctx: ControllerContext, s: SweepSummary, toTearDown: string[], companies?: string[]) {
+  const since = new Date(Date.now() - LATE_MATERIALISATION_WINDOW_MS);
+  let cursor: string | null = null;
+  for (;;) {
+    const page: SandboxCreationIntent[] = await ctx.db.sandboxCreationIntent.findMany({
+      where: {
+        instanceId: ctx.config.instanceId,
+        status: "resolved_absent",
+        resolvedAt: { gte: since },
+        ...(companies ? { companyId: { in: companies } } : {}),
+        ...(cursor ? { id: { gt: cursor } } : {}),
+      },
+      orderBy: { id: "asc" },
+      take: ctx.config.pageSize,
+    });
+    if (page.length === 0) return;
+    s.pages += 1;
+    await inParallel(page, SWEEP_PARALLELISM, async (intent) => {
+      let found;
+      try {
+        found = await ctx.provider.getByName(intent.creationName);
+      } catch {
+        return; // asked again on the next sweep, inside the window
+      }
+      if (!found || found.state === "destroyed" || found.state === "destroying") return;
+      const leaseId = await reclaimLate(ctx, intent.id, found, s);
+      if (leaseId) toTearDown.push(leaseId);
+    });
+    cursor = page[page.length - 1]!.id;
+    if (ctx.drain.signal.aborted) return;
+  }
+}
+
+async function reclaimLate(ctx: ControllerContext, id: string, found: SandboxRef, s: SweepSummary): Promise<string | null> {
+  return ctx.db.$transaction(async (tx) => {
+    const rows = await tx.$queryRaw<Array<{ operation_id: string }>>`
+      SELECT operation_id FROM sandbox_creation_intents
+      WHERE operation_id = ${id} AND status = 'resolved_absent'::"IntentStatus"
+      FOR UPDATE SKIP LOCKED`;
+    if (rows.length === 0) return null;
+    const intent = await tx.sandboxCreationIntent.findUniqueOrThrow({ where: { id } });
+    const now = new Date();
+    const { evidence, verdict } = await judgeOwnership(tx, ctx.config.instanceId, found, { type: "intent", id });
+    count(s, id, verdict);
+    const runId = await existingRunId(tx, intent);
+    await recordProof(tx, verdict, evidence, ctx.identity.bootId, { intentId: id, runId, sandboxId: found.id });
+    const inspected = { lastInspection: json({ found: true, sandboxId: found.id, name: found.name, labels: found.labels, at: now.toISOString(), by: "late_materialisation" }), lastInspectedAt: now, attempts: { increment: 1 } };
+    if (verdict.verdict !== "owned") {
+      await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, status: "manual_reconciliation", resolvedAt: now } });
+      return null;
+    }
+    const committed = await tx.environmentLease.count({ where: { intentId: id } });
+    const lease = await tx.environmentLease.create({
+      data: {
+        runId,
+        instanceId: intent.instanceId,
+        companyId: intent.companyId,
+        intentId: committed === 0 ? id : null,
+        provider: ctx.providerTarget,
+        providerLeaseId: found.id,
+        sandboxName: intent.creationName,
+        acquisitionOutcome: "created",
+        status: "pending_cleanup",
+        cleanupStatus: "reclaimed_late_materialisation",
+      },
+    });
+    await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, status: "reclaimed", resolvedAt: now } });
+    s.reclaimed += 1;
+    return lease.id;
+  });
 }
 
 async function existingRunId(tx: Prisma.TransactionClient, intent: SandboxCreationIntent): Promise<string | null> {

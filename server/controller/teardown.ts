@@ -1,10 +1,10 @@
 import crypto from "node:crypto";
 import { ProviderError } from "../providers/errors";
-import { LABEL_KEYS } from "../providers/labels";
 import type { ControllerContext } from "./context";
 import { evidenceIdentity } from "./context";
 import { crashPoint } from "./crash";
-import { appendEvent, json } from "./records";
+import { describeOwnership, judgeOwnership } from "./ownership";
+import { appendEvent, json, recordProof } from "./records";
 
 export type TeardownOutcome =
   | { outcome: "destroyed" | "already_gone"; leaseId: string }
@@ -36,9 +36,9 @@ export async function claimLease(ctx: ControllerContext, leaseId: string, now = 
 }
 
 /**
- * Tears one lease's sandbox down through the provider, after checking by exact name that
- * it carries this lease's instance and company: a sandbox that is not provably ours is
- * never destroyed. Success marks the lease `expired` with a receipt; failure returns it to
+ * Tears one lease's sandbox down through the provider, after the ownership proof (§2.9,
+ * `sandbox_ownership`) on the sandbox found by exact name: a sandbox that is not provably
+ * this instance's, named by this lease, is never destroyed. Success marks the lease `expired` with a receipt; failure returns it to
  * `pending_cleanup` with the attempt counted and a back-off.
  */
 export async function teardownLease(ctx: ControllerContext, leaseId: string): Promise<TeardownOutcome> {
@@ -60,10 +60,12 @@ export async function teardownLease(ctx: ControllerContext, leaseId: string): Pr
     if (!sandbox || sandbox.state === "destroyed" || sandbox.state === "destroying") {
       outcome = "already_gone";
     } else {
-      const instance = sandbox.labels[LABEL_KEYS.instance];
-      const company = sandbox.labels[LABEL_KEYS.company];
-      if (instance !== lease.instanceId || company !== lease.companyId || (lease.providerLeaseId && sandbox.id !== lease.providerLeaseId)) {
-        const reason = `sandbox ${sandbox.name} carries instance ${instance ?? "none"} / company ${company ?? "none"} (id ${sandbox.id}); the lease expects ${lease.instanceId} / ${lease.companyId} (id ${lease.providerLeaseId ?? "?"})`;
+      // Destroy only with an ownership proof (§2.9): this lease, a record of this instance,
+      // names exactly this sandbox and its labels match. The proof is kept either way.
+      const { evidence, verdict } = await judgeOwnership(ctx.db, ctx.config.instanceId, sandbox, { type: "lease", id: leaseId });
+      await recordProof(ctx.db, verdict, evidence, ctx.identity.bootId, { leaseId, runId: lease.runId, sandboxId: sandbox.id });
+      if (verdict.verdict !== "owned") {
+        const reason = `sandbox ${sandbox.name} (id ${sandbox.id}) is not provably this lease's: ${describeOwnership(verdict)}`;
         await ctx.db.environmentLease.updateMany({
           where: { id: leaseId, claimAttemptId: attemptId },
           data: { status: "failed", cleanupStatus: "ownership_mismatch", lastCleanupError: reason, fencedUntil: null, endedAt: new Date() },

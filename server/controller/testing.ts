@@ -34,7 +34,7 @@ export const FAST: Partial<ControllerConfig> = {
   turnMs: 20,
   sessionOpenTimeoutMs: 1_500,
   createTimeoutMs: 5_000,
-  settleMs: 3_000,
+  settleMs: 8_000,
   intentWaitMs: 30 * 60_000,
   executorTimeoutMs: 60_000,
 };

@@ -11,9 +11,11 @@ import startupLocal from "./fixtures/startup-failure-local-transient.json";
 import startupRemote from "./fixtures/startup-failure-remote-permission.json";
 import fenceExited from "./fixtures/teardown-fence-claimer-exited.json";
 import fenceSuperseded from "./fixtures/teardown-fence-superseded.json";
+import ownershipOwned from "./fixtures/sandbox-ownership-owned.json";
+import ownershipUnrecorded from "./fixtures/sandbox-ownership-unrecorded.json";
 import { bootstrapRestart, creationIntent, leaseBinding, processExit, startupFailure, teardownFence } from "./test-support";
 
-const KINDS = "lease_binding, bootstrap_restart, startup_failure, process_exit, creation_intent, teardown_fence";
+const KINDS = "lease_binding, bootstrap_restart, startup_failure, process_exit, creation_intent, teardown_fence, sandbox_ownership";
 
 describe("decide on the EVIDENCE.md examples (fixtures)", () => {
   test.each([
@@ -28,6 +30,8 @@ describe("decide on the EVIDENCE.md examples (fixtures)", () => {
     { name: "creation_intent, creator exited", bundle: creationExited, expected: { verdict: "reclaim" } },
     { name: "teardown_fence, superseded", bundle: fenceSuperseded, expected: { verdict: "keep", reason: "attempt_superseded" } },
     { name: "teardown_fence, claimer exited", bundle: fenceExited, expected: { verdict: "release", reason: "claimer_exited" } },
+    { name: "sandbox_ownership, owned", bundle: ownershipOwned, expected: { verdict: "owned", reason: "record_matches" } },
+    { name: "sandbox_ownership, only another instance's record", bundle: ownershipUnrecorded, expected: { verdict: "unrecorded", reason: "no_record" } },
   ])("$name", ({ bundle, expected }) => {
     const v = decide(bundle);
     expect(v).toMatchObject(expected);

@@ -6,6 +6,7 @@ import { evaluateLeaseBinding } from "./lease-binding";
 import { judgeProcessExit } from "./process-exit";
 import { evidenceSchema, type Evidence } from "./schemas";
 import { classifyStartupFailure, STARTUP_RETRY_AFTER_SECONDS } from "./startup-failure";
+import { judgeSandboxOwnership } from "./sandbox-ownership";
 import { decideTeardownFence } from "./teardown-fence";
 import type { Verdict } from "./verdicts";
 
@@ -42,6 +43,8 @@ export function evaluate(evidence: Evidence, config: EngineConfig = DEFAULT_ENGI
       return decideCreationIntent(evidence);
     case "teardown_fence":
       return decideTeardownFence(evidence);
+    case "sandbox_ownership":
+      return judgeSandboxOwnership(evidence);
     default:
       return assertNever(evidence);
   }

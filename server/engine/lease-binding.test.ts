@@ -86,3 +86,13 @@ describe("lease_binding (DOMAIN.md §2.1, seed 000)", () => {
     expect(v.reason).toBe("run_mismatch");
   });
 });
+
+describe("a claim that names nothing (§2.1: never filled in from the target)", () => {
+  test.each([
+    { name: "no provider lease in the checkpoint", remote: { providerLeaseId: null, remoteCwd: base.claim.remote.remoteCwd }, reason: "provider_lease_mismatch" },
+    { name: "no remote directory in the checkpoint", remote: { providerLeaseId: base.claim.remote.providerLeaseId, remoteCwd: null }, reason: "remote_cwd_mismatch" },
+  ])("refuses: $name", ({ remote, reason }) => {
+    const v = evaluateLeaseBinding(leaseBinding({ claim: { ...base.claim, remote } }));
+    expect(v).toMatchObject({ verdict: "refused", reason, continuation: { code: "native_continuation_requires_reconciliation" } });
+  });
+});

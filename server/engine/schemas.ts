@@ -20,6 +20,7 @@ export const EVIDENCE_KINDS = [
   "process_exit",
   "creation_intent",
   "teardown_fence",
+  "sandbox_ownership",
 ] as const;
 export type EvidenceKind = (typeof EVIDENCE_KINDS)[number];
 
@@ -77,7 +78,8 @@ export const leaseBindingEvidenceSchema = z.object({
   path: z.enum(["staged_attachment", "remote_reattach"]),
   claim: z.object({
     runId: id,
-    remote: z.object({ providerLeaseId: id, remoteCwd: id }),
+    /** Null: the run's checkpoint named no lease or directory, so the claim names nothing (refused). */
+    remote: z.object({ providerLeaseId: id.nullable(), remoteCwd: id.nullable() }),
   }),
   target: z.object({
     runId: id,
@@ -213,6 +215,46 @@ export const teardownFenceEvidenceSchema = z.object({
 });
 export type TeardownFenceEvidence = z.infer<typeof teardownFenceEvidenceSchema>;
 
+// ---- sandbox_ownership --------------------------------------------------------------
+
+/** One record of Runwarden's that may name a sandbox (§2.9): a creation intent or a lease. */
+export const ownershipRecordSchema = z.discriminatedUnion("type", [
+  z.object({
+    type: z.literal("intent"),
+    id,
+    instanceId: id,
+    companyId: id,
+    creationName: id,
+  }),
+  z.object({
+    type: z.literal("lease"),
+    id,
+    instanceId: id,
+    companyId: id,
+    /** The provider's sandbox id, once the lease learnt it. */
+    providerLeaseId: id.nullish(),
+    sandboxName: id.nullish(),
+    /** The creation intent (operation) it was committed from, when there was one. */
+    operationId: id.nullish(),
+  }),
+]);
+export type OwnershipRecord = z.infer<typeof ownershipRecordSchema>;
+
+export const sandboxOwnershipEvidenceSchema = z.object({
+  kind: z.literal("sandbox_ownership"),
+  /** The instance asking: only its own records can prove ownership. */
+  instanceId: id,
+  sandbox: z.object({ id, name: id, labels: sandboxLabelsSchema }),
+  /** Records found by the sandbox's id or name; those of another instance prove nothing. */
+  records: z.array(ownershipRecordSchema),
+  /**
+   * The record a destroy would act through (a teardown's lease): when given, it must be
+   * one of the records naming this sandbox — a sandbox found by a reused name is not its.
+   */
+  actingRecord: z.object({ type: z.enum(["intent", "lease"]), id }).nullish(),
+});
+export type SandboxOwnershipEvidence = z.infer<typeof sandboxOwnershipEvidenceSchema>;
+
 // ---- the bundle ---------------------------------------------------------------------
 
 export const evidenceSchema = z.discriminatedUnion("kind", [
@@ -222,6 +264,7 @@ export const evidenceSchema = z.discriminatedUnion("kind", [
   processExitEvidenceSchema,
   creationIntentEvidenceSchema,
   teardownFenceEvidenceSchema,
+  sandboxOwnershipEvidenceSchema,
 ]);
 export type Evidence = z.infer<typeof evidenceSchema>;
 /** What a caller may send (before defaults such as `maxAttempts` are applied). */

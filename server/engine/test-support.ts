@@ -6,6 +6,7 @@ import type {
   ProcessExitEvidence,
   RunnerState,
   StartupFailureEvidence,
+  SandboxOwnershipEvidence,
   TeardownFenceEvidence,
 } from "./schemas";
 
@@ -137,5 +138,19 @@ export function teardownFence(
     observer: observer(),
     claimerProbe: { readable: true, pidLive: false, liveStartedAt: null },
     ...rest,
+  };
+}
+
+/** A sandbox this instance created through intent op-1 and leased as l-1: owned. */
+export function sandboxOwnership(over: Partial<SandboxOwnershipEvidence> = {}): SandboxOwnershipEvidence {
+  return {
+    kind: "sandbox_ownership",
+    instanceId: "inst-a",
+    sandbox: { id: "sbx-1", name: "rw-create-op-1", labels: { instance: "inst-a", company: "co-1", operation: "op-1" } },
+    records: [
+      { type: "intent", id: "op-1", instanceId: "inst-a", companyId: "co-1", creationName: "rw-create-op-1" },
+      { type: "lease", id: "l-1", instanceId: "inst-a", companyId: "co-1", providerLeaseId: "sbx-1", sandboxName: "rw-create-op-1", operationId: "op-1" },
+    ],
+    ...over,
   };
 }

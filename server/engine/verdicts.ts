@@ -146,6 +146,20 @@ export const teardownFenceResultSchema = z.object({
 });
 export type TeardownFenceResult = z.infer<typeof teardownFenceResultSchema>;
 
+export const SANDBOX_OWNERSHIP_VERDICTS = ["owned", "unrecorded", "refused"] as const;
+export const SANDBOX_OWNERSHIP_REASONS = ["record_matches", "no_record", "labels_mismatch", "foreign_instance", "not_named_by_acting_record"] as const;
+
+export const sandboxOwnershipResultSchema = z.object({
+  kind: z.literal("sandbox_ownership"),
+  verdict: z.enum(SANDBOX_OWNERSHIP_VERDICTS),
+  code: z.null(),
+  reason: z.enum(SANDBOX_OWNERSHIP_REASONS),
+  checks: z.array(checkSchema),
+  /** The records of this instance that name exactly this sandbox, as `type:id`. */
+  namedBy: z.array(z.string()),
+});
+export type SandboxOwnershipResult = z.infer<typeof sandboxOwnershipResultSchema>;
+
 export const verdictSchema = z.discriminatedUnion("kind", [
   leaseBindingResultSchema,
   bootstrapRestartResultSchema,
@@ -153,5 +167,6 @@ export const verdictSchema = z.discriminatedUnion("kind", [
   processExitResultSchema,
   creationIntentResultSchema,
   teardownFenceResultSchema,
+  sandboxOwnershipResultSchema,
 ]);
 export type Verdict = z.infer<typeof verdictSchema>;

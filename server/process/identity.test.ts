@@ -51,6 +51,27 @@ describe("process identity", () => {
     expect(readProcessIdentity({ pid: child.pid }).pidSpace).toBe(pidSpaceKey());
   });
 
+  it("an unreadable PID namespace gives a key no other process can have, never a shared fallback", async () => {
+    // Same host name and kernel boot id, no readable ns/pid link: two containers on one kernel.
+    const fake = fs.mkdtempSync(path.join(os.tmpdir(), "rw-proc-nons-"));
+    fs.mkdirSync(path.join(fake, "sys/kernel/random"), { recursive: true });
+    fs.writeFileSync(path.join(fake, "sys/kernel/random/boot_id"), "0b2c3d4e-0000-4000-8000-000000000001\n");
+    const source = { procRoot: fake, platform: "linux" as const };
+    const mine = pidSpaceKey(source);
+    expect(pidSpaceKey(source)).toBe(mine);
+    // Another process reading the same proc tree computes its own key.
+    const script = path.join(fake, "key.mts");
+    fs.writeFileSync(script, `import { pidSpaceKey } from ${JSON.stringify(path.resolve("server/process/identity.ts"))};\nprocess.stdout.write(pidSpaceKey(${JSON.stringify(source)}));\n`);
+    const child = spawn(process.execPath, ["--import", "tsx", script], { stdio: ["ignore", "pipe", "inherit"] });
+    children.push(child);
+    let out = "";
+    child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+    await exited(child);
+    expect(out).toMatch(/^ps-[0-9a-f]{32}$/);
+    expect(out).not.toBe(mine);
+    fs.rmSync(fake, { recursive: true, force: true });
+  }, 30_000);
+
   it("probes a live child as live, with the start time of the identity computed for it", async () => {
     const spawnedAt = Date.now();
     const child = await spawnIdle();

@@ -162,18 +162,28 @@ export function pidSpaceKey(source: ProcSource = DEFAULT_SOURCE): string {
     try {
       bootId = fs.readFileSync(`${source.procRoot}/sys/kernel/random/boot_id`, "utf8").trim();
     } catch {
-      bootId = `btime:${safe(() => String(linuxBootTime(source)))}`;
+      const btime = safe(() => String(linuxBootTime(source)));
+      bootId = btime === "unknown" ? unknowable() : `btime:${btime}`;
     }
     try {
       pidNs = fs.readlinkSync(`${source.procRoot}/self/ns/pid`);
     } catch {
-      pidNs = "pid:unknown";
+      // Two containers with one host name on one kernel would share a fixed fallback and
+      // judge each other's pids: a key only this process has fails closed instead.
+      pidNs = unknowable();
     }
     material = ["linux", hostname, bootId, pidNs].join("\n");
   } else {
     material = ["portable", hostname, String(portableBootTime())].join("\n");
   }
   return `ps-${crypto.createHash("sha256").update(material).digest("hex").slice(0, 32)}`;
+}
+
+let nonce: string | null = null;
+/** Material no other process has: its key equals only its own (foreign to everyone else). */
+function unknowable(): string {
+  nonce ??= `unknowable:${crypto.randomUUID()}`;
+  return nonce;
 }
 
 /** Boot time outside Linux: sysctl kern.boottime, else uptime rounded to the minute (jitter-free). */

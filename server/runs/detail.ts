@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { RunStatus, type Db, type Proof } from "../db/client";
-import { describeFailure, OUTCOME_CLASSES, OWNERS } from "../engine";
+import { admitRetry, describeFailure, OUTCOME_CLASSES, OWNERS } from "../engine";
 import { AppError } from "../errors";
 import { runRow } from "./queries";
-import { retryBlocker } from "./retry";
+import { otherLiveRun } from "./retry";
 import { inScope, type CompanyScope } from "../auth/roles";
 
 /**
@@ -133,6 +133,36 @@ const EVENT_LIMIT = 500;
 /** Lineage is followed this far each way. */
 const LINEAGE_LIMIT = 25;
 
+/** The catalogue fields a verdict carried when it was recorded (EVIDENCE.md "Output"). */
+const storedFailure = z.object({
+  code: z.string(),
+  outcome: z.enum(OUTCOME_CLASSES),
+  owner: z.enum(OWNERS),
+  canRetry: z.boolean(),
+  message: z.string(),
+  nextAction: z.string(),
+});
+
+/**
+ * What the proof's code meant when it was recorded: the stored verdict's own fields, never
+ * today's catalogue (a proof is shown exactly as recorded). A stored verdict without them
+ * says so, offers nothing, and keeps its raw code for an operator.
+ */
+function recordedFailure(p: Proof): z.infer<typeof catalogueEntry> | null {
+  if (p.code === null) return null;
+  const stored = storedFailure.safeParse(p.output);
+  if (stored.success && stored.data.code === p.code) return { known: true, ...stored.data };
+  return {
+    code: p.code,
+    known: false,
+    outcome: "terminal_failure",
+    owner: "board",
+    canRetry: false,
+    message: `This proof was recorded with code ${p.code} but without what the code meant then.`,
+    nextAction: "Read the proof's checks; ask an operator if the run needs a decision",
+  };
+}
+
 export function proofToView(p: Proof): ProofView {
   const parsed = z.array(recordedCheck).safeParse(p.checks);
   return {
@@ -143,7 +173,7 @@ export function proofToView(p: Proof): ProofView {
     reason: p.reason,
     checks: parsed.success ? parsed.data : null,
     checksRaw: parsed.success ? null : p.checks,
-    failure: describeFailure(p.code),
+    failure: recordedFailure(p),
     evaluatedBy: p.evaluatedBy,
     evaluatedAt: p.evaluatedAt,
     claimId: p.claimId,
@@ -167,7 +197,10 @@ export async function getRunDetail(db: Db, scope: CompanyScope, id: string): Pro
     db.sandboxCreationIntent.findMany({ where: { runId: id }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] }),
     readLineage(db, run.previousRunId, run.nextRun?.id ?? null),
   ]);
-  const blocker = run.nextRun ? null : (retryBlocker(run) ?? (await otherActiveRun(db, run)));
+  // The same engine admission Retry itself applies (§2.7), so the page never offers what Retry refuses.
+  const first = admitRetry({ run, successorId: run.nextRun?.id ?? null, otherLiveRun: null });
+  const admission = first.verdict === "admitted" ? admitRetry({ run, successorId: null, otherLiveRun: await otherLiveRun(db, run) }) : first;
+  const blocker = admission.refusal;
   return {
     run: {
       id: run.id,
@@ -243,15 +276,6 @@ export async function getRunDetail(db: Db, scope: CompanyScope, id: string): Pro
     runnerState: { state: run.lastRunnerState, at: run.lastRunnerStateAt },
     lineage,
   };
-}
-
-/** Retry's other admission rule (DOMAIN.md §2.7), worded as Retry itself refuses. */
-async function otherActiveRun(db: Db, run: { id: string; companyId: string; taskId: string }): Promise<string | null> {
-  const other = await db.run.findFirst({
-    where: { companyId: run.companyId, taskId: run.taskId, id: { not: run.id }, status: { in: ["queued", "starting", "running", "suspended"] } },
-    select: { id: true, status: true },
-  });
-  return other ? `Task ${run.taskId} already has a run that is ${other.status} (${other.id}).` : null;
 }
 
 /** The newest run of the Retry chain after this one, as the old run's page reports it. */

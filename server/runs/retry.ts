@@ -1,6 +1,6 @@
 import { writeAudit, type Actor } from "../audit";
 import { Prisma, type Db, type Run } from "../db/client";
-import { describeFailure } from "../engine";
+import { admitRetry, LIVE_RUN_STATUSES } from "../engine";
 import { AppError } from "../errors";
 import { inScope, type CompanyScope } from "../auth/roles";
 
@@ -12,20 +12,9 @@ export interface RetryResult {
   leasesQueued: string[];
 }
 
-const ACTIVE = ["queued", "starting", "running", "suspended"] as const;
-
-/** Why Retry is not offered for a run, in plain words; null when it is. */
-export function retryBlocker(run: Pick<Run, "status" | "outcome" | "canRetry" | "failureCode">): string | null {
-  if (run.status !== "failed" || run.outcome !== "terminal_failure") {
-    return run.outcome === "retryable_failure"
-      ? "This run is already scheduled to try again on its own."
-      : `Retry is offered only for a run that ended in a failure; this one is ${run.status}.`;
-  }
-  if (!run.canRetry) {
-    const entry = describeFailure(run.failureCode);
-    return entry?.nextAction ?? "Retry is not offered for this failure.";
-  }
-  return null;
+/** The task's other live run, the one fact Retry admission reads from the database. */
+export async function otherLiveRun(db: Db | Prisma.TransactionClient, run: Pick<Run, "id" | "companyId" | "taskId">): Promise<{ id: string; status: string } | null> {
+  return db.run.findFirst({ where: { companyId: run.companyId, taskId: run.taskId, id: { not: run.id }, status: { in: [...LIVE_RUN_STATUSES] } }, select: { id: true, status: true } });
 }
 
 /**
@@ -42,16 +31,14 @@ export async function retryRun(db: Db, runId: string, actor: Actor, scope: Compa
       // Another company's run reads exactly like one that does not exist (no id guessing).
       if (locked.length === 0 || !inScope(scope, locked[0]!.company_id)) throw new AppError("NOT_FOUND", `run ${runId} does not exist`);
       const run = await tx.run.findUniqueOrThrow({ where: { id: runId }, include: { nextRun: true } });
-      if (run.nextRun) {
+      // The engine decides (§2.7); the database supplies the successor and the task's other live run.
+      const first = admitRetry({ run, successorId: run.nextRun?.id ?? null, otherLiveRun: null });
+      const admission = first.verdict === "admitted" ? admitRetry({ run, successorId: null, otherLiveRun: await otherLiveRun(tx, run) }) : first;
+      if (admission.verdict === "existing_successor" && run.nextRun) {
         await writeAudit(tx, actor, { action: "run.retry", targetType: "run", targetId: runId, companyId: run.companyId, outcome: "ok", detail: { successor: run.nextRun.id, created: false } });
         return { run: run.nextRun, created: false, leasesQueued: [] };
       }
-      const blocker = retryBlocker(run);
-      const other = blocker
-        ? null
-        : await tx.run.findFirst({ where: { companyId: run.companyId, taskId: run.taskId, id: { not: run.id }, status: { in: [...ACTIVE] } }, select: { id: true, status: true } });
-      const refusal = blocker ?? (other ? `Task ${run.taskId} already has a run that is ${other.status} (${other.id}).` : null);
-      if (refusal) return { refused: refusal, companyId: run.companyId };
+      if (admission.verdict === "refused") return { refused: admission.refusal, companyId: run.companyId };
       const next = await tx.run.create({
         data: {
           instanceId: run.instanceId,

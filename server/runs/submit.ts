@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { writeAudit, type Actor } from "../audit";
 import { Prisma, type Db, type Run } from "../db/client";
+import { LIVE_RUN_STATUSES } from "../engine";
 import { AppError } from "../errors";
 import { text } from "../text";
 
@@ -43,7 +44,7 @@ export async function submitRun(db: Db, instanceId: string, raw: SubmitRunInput,
   } catch (err) {
     if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002") {
       const active = await db.run.findFirst({
-        where: { companyId: input.companyId, taskId: input.taskId, status: { in: ["queued", "starting", "running", "suspended"] } },
+        where: { companyId: input.companyId, taskId: input.taskId, status: { in: [...LIVE_RUN_STATUSES] } },
         select: { id: true, status: true },
       });
       await writeAudit(db, actor, { action: "run.submit", targetType: "task", targetId: input.taskId, companyId: input.companyId, input, outcome: "refused", detail: { activeRun: active?.id } });

@@ -7,5 +7,5 @@ export function confirmWord(n: number): string {
 }
 
 /** Ownership verdicts of a sandbox on the orphans page. */
-export const OWNERSHIP_VERDICTS = ["reclaimable", "live_creator", "foreign", "unknown"] as const;
+export const OWNERSHIP_VERDICTS = ["reclaimable", "unrecorded", "live_creator", "foreign", "unknown"] as const;
 export type OwnershipVerdict = (typeof OWNERSHIP_VERDICTS)[number];

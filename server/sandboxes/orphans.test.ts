@@ -90,8 +90,14 @@ describe("ownership verdicts", () => {
     ["labels that differ from its intent", { ...ours, "runwarden.company": "co-2" }, records({ intent: intent(null, { status: "committed" }) }), "foreign"],
     ["labels that differ from its lease", { ...ours, "runwarden.company": "co-2" }, records({ leases: [lease()] }), "foreign"],
     ["a live run without a lease on it", ours, records({ run: run("queued") }), "unknown"],
+    ["a live run, its expired lease on it", ours, records({ run: run("queued"), leases: [lease()] }), "unknown"],
     ["a retained lease", ours, records({ leases: [lease({ status: "retained" })] }), "unknown"],
-    ["our labels and nothing holding it", ours, records(), "reclaimable"],
+    // Labels alone prove nothing (§2.9): another installation on the organization may share them.
+    ["our labels and no record naming it", ours, records(), "unrecorded"],
+    ["our labels, a finished run's label, no record naming it", ours, records({ run: run("succeeded", hoursAgo(1)) }), "unrecorded"],
+    ["only another instance's lease names it", ours, records({ leases: [lease({ instanceId: "inst-b" })] }), "foreign"],
+    ["an expired lease of ours names it, labels match", ours, records({ leases: [lease()] }), "reclaimable"],
+    ["a lease naming it by another provider id (a reused name)", ours, records({ leases: [lease({ providerLeaseId: "sbx-old" })] }), "unrecorded"],
   ] as const)("%s → %s", (_name, labels, r, verdict) => {
     expect(judge(sandbox(labels), r)).toMatchObject({ held: false, verdict });
   });

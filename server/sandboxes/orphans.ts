@@ -4,8 +4,11 @@ import { text } from "../text";
 import { writeAudit, type Actor } from "../audit";
 import type { ControllerContext } from "../controller/context";
 import { judgeExit } from "../controller/observe";
+import { describeOwnership, ownershipEvidence, ownershipRecordsOf } from "../controller/ownership";
+import { recordProof } from "../controller/records";
 import { teardownLease } from "../controller/teardown";
 import type { Db, EnvironmentLease, RunStatus, SandboxCreationIntent } from "../db/client";
+import { judgeSandboxOwnership, LIVE_RUN_STATUSES } from "../engine";
 import { AppError } from "../errors";
 import { asPartialIdentity } from "../intents/queries";
 import { ProviderError } from "../providers/errors";
@@ -20,14 +23,18 @@ import { FILTER_MAX } from "../limits";
  * label only, never provider-wide — that no active lease of a live run holds. Each gets an
  * ownership verdict, decided from Runwarden's own records and the sandbox's labels:
  *
- * - `foreign`: its labels do not match the intent or lease that names it, or its company
- *   label names a company this instance has no runs, intents or leases for;
+ * - `foreign`: its labels do not match the intent or lease that names it (the
+ *   `sandbox_ownership` proof refuses), only another instance's records name it, or its
+ *   company label names a company this instance has no runs, intents or leases for;
+ * - `unrecorded`: this instance's labels, but no intent or lease of this instance names
+ *   it — labels alone prove nothing (another installation may share the organization), so
+ *   it is never in a batch reclaim; an operator may destroy it one at a time by its name;
  * - `live_creator`: a pending creation intent names it and its creator is alive, or cannot
  *   be judged from here and the intent's wait has not run out;
  * - `unknown`: no company label, a live run that names it without a lease on it, or a lease
  *   kept on purpose (`retained`) — nothing proves it may go;
- * - `reclaimable`: otherwise — the labels are this instance's and a company of its own, and
- *   no live creator or live run holds it.
+ * - `reclaimable`: otherwise — the ownership proof holds (a record of this instance names
+ *   it and its labels match), and no live creator or live run holds it.
  *
  * Cost accrued as an orphan: `hourlyCost` × the hours since it became one. It became one at
  * the earlier of (a) when its run finished and (b) when its last lease ended (all leases
@@ -35,7 +42,7 @@ import { FILTER_MAX } from "../limits";
  * was created. Never earlier than its own `createdAt` (it cost nothing before it existed).
  */
 
-const LIVE = new Set<RunStatus>(["queued", "starting", "running", "suspended"]);
+const LIVE = new Set<RunStatus>(LIVE_RUN_STATUSES);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const ORPHAN_SINCE_RULES = ["run_finished", "lease_ended", "intent_created", "created"] as const;
@@ -76,20 +83,17 @@ export function judgeSandbox(observer: ControllerContext, instanceId: string, sa
 
   if (labels.instance !== instanceId) return verdict("foreign", `its instance label is ${labels.instance ?? "missing"}, not ${instanceId}`);
   if (!labels.company) return verdict("unknown", "it carries no company label, so nothing proves whose it is");
-  if (intent) {
-    const mismatch = [
-      intent.instanceId !== labels.instance && `instance ${labels.instance} ≠ ${intent.instanceId}`,
-      intent.companyId !== labels.company && `company ${labels.company} ≠ ${intent.companyId}`,
-      labels.operation !== intent.id && `operation ${labels.operation ?? "missing"} ≠ ${intent.id}`,
-    ].filter(Boolean);
-    if (mismatch.length) return verdict("foreign", `its labels do not match its creation intent ${intent.id}: ${mismatch.join(", ")}`);
-  }
-  const wrongLease = leases.find((l) => l.instanceId !== instanceId || l.companyId !== labels.company);
-  if (wrongLease) {
-    return verdict("foreign", `its labels (company ${labels.company}) do not match lease ${wrongLease.id} (instance ${wrongLease.instanceId}, company ${wrongLease.companyId})`);
-  }
-  if (!intent && leases.length === 0 && !records.companyKnown) {
-    return verdict("foreign", `company ${labels.company} has no runs, intents or leases on instance ${instanceId}`);
+  // The ownership proof (§2.9): a record of this instance names exactly it, labels match.
+  const named = ownershipRecordsOf(intent, leases);
+  const ownership = judgeSandboxOwnership(ownershipEvidence(instanceId, sandbox, named));
+  if (ownership.verdict === "refused") return verdict("foreign", `its labels do not match the records that name it: ${describeOwnership(ownership)}`);
+  if (ownership.verdict === "unrecorded") {
+    const otherInstance = named.find((r) => r.instanceId !== instanceId);
+    if (otherInstance) return verdict("foreign", `${otherInstance.type} ${otherInstance.id} of instance ${otherInstance.instanceId} names it, and no record of ${instanceId} does`);
+    if (!records.companyKnown) return verdict("foreign", `company ${labels.company} has no runs, intents or leases on instance ${instanceId}`);
+    // A live run's sandbox always has an intent (written before the create): nothing proves it may go.
+    if (run && LIVE.has(run.status)) return verdict("unknown", `run ${run.id} is still ${run.status}; no intent or lease of this instance names the sandbox`);
+    return verdict("unrecorded", `its labels name this instance and company ${labels.company}, but no creation intent or lease of this instance names it: it can only be destroyed one at a time, by typing its name`);
   }
   if (intent?.status === "pending") {
     const { verdict: creator } = judgeExit(observer, asPartialIdentity(intent.creator));
@@ -103,10 +107,9 @@ export function judgeSandbox(observer: ControllerContext, instanceId: string, sa
   if (run && LIVE.has(run.status)) return verdict("unknown", `run ${run.id} is still ${run.status} but holds no active lease on it`);
   if (leases.some((l) => l.status === "retained")) return verdict("unknown", "a lease on it is retained (kept on purpose)");
 
-  const why = [`its labels name this instance and company ${labels.company}`];
+  const why = [`${ownership.namedBy.join(" and ")} of this instance name${ownership.namedBy.length === 1 ? "s" : ""} it and its labels match`];
   if (run) why.push(`run ${run.id} is ${run.status}`);
   if (intent) why.push(`creation intent ${intent.id} is ${intent.status}${intent.status === "pending" ? " and its creator exited or its wait ran out" : ""}`);
-  if (!run && !intent && leases.length === 0) why.push("no run, intent or lease holds it");
   const inFlight = leases.find((l) => l.status === "pending_cleanup" && l.fencedUntil && l.fencedUntil > now);
   if (inFlight) why.push(`a teardown is in flight (lease ${inFlight.id}, fenced until ${fmt(inFlight.fencedUntil!)})`);
   return verdict("reclaimable", why.join("; "));
@@ -582,4 +585,109 @@ async function leaseForReclaim(
     });
     return { leaseId: lease.id };
   });
+}
+
+// ───────────────────────── orphans.destroyUnrecorded ─────────────────────────
+
+const UNRECORDED_ACTION = "orphans.destroy_unrecorded";
+
+export const destroyUnrecordedInput = z.object({
+  sandboxId: text(200),
+  /** The operator types the sandbox's exact name: one sandbox, deliberately. */
+  confirmName: text(200),
+});
+export type DestroyUnrecordedInput = z.input<typeof destroyUnrecordedInput>;
+
+export const destroyUnrecordedOutput = z.object({
+  sandboxId: z.string(),
+  name: z.string(),
+  outcome: z.enum(["destroyed", "already_gone", "failed"]),
+  reason: z.string(),
+  leaseId: z.string(),
+  proofId: z.string(),
+});
+export type DestroyUnrecordedOutput = z.infer<typeof destroyUnrecordedOutput>;
+
+/**
+ * Destroys one `unrecorded` sandbox (§2.9): this instance's labels, no record of this
+ * instance naming it. Never part of a batch: the operator names it by typing its exact
+ * name; it is looked up again by that name, judged again (still unrecorded, not held, in
+ * the operator's companies), the ownership proof is stored, and the destroy goes through
+ * a pending-cleanup lease and `teardownLease`. Audited as `unrecorded`, refusals too.
+ */
+export async function destroyUnrecorded(
+  db: Db,
+  service: ControllerContext,
+  scope: CompanyScope,
+  instanceId: string,
+  actor: Actor,
+  input: z.infer<typeof destroyUnrecordedInput>,
+): Promise<DestroyUnrecordedOutput> {
+  const audit = (outcome: "ok" | "refused" | "error", detail: Record<string, unknown>, companyId: string | null = null) =>
+    writeAudit(db, actor, { action: UNRECORDED_ACTION, targetType: "sandbox", targetId: input.sandboxId, companyId, input, outcome, detail: { ownership: "unrecorded", ...detail } });
+  const refuse = async (code: "PRECONDITION_FAILED" | "NOT_FOUND", reason: string, companyId: string | null = null): Promise<never> => {
+    await audit("refused", { reason }, companyId);
+    throw new AppError(code, reason);
+  };
+  const now = new Date();
+  let sandbox: SandboxView | null;
+  try {
+    sandbox = await service.provider.getByName(input.confirmName, { now });
+  } catch (err) {
+    if (ProviderError.is(err)) throw new AppError("PROVIDER_ERROR", `the provider could not be asked for ${input.confirmName}: ${err.message}`);
+    throw err;
+  }
+  if (!sandbox || sandbox.state === "destroyed" || sandbox.state === "destroying") return refuse("NOT_FOUND", `no sandbox named ${input.confirmName} exists: type the sandbox's exact name`);
+  if (sandbox.id !== input.sandboxId) return refuse("PRECONDITION_FAILED", `the name ${input.confirmName} belongs to sandbox ${sandbox.id}, not ${input.sandboxId}: type the exact name of the sandbox you chose`);
+  const labels = normaliseLabels(sandbox.labels);
+  if (labels.instance !== instanceId) return refuse("NOT_FOUND", NOT_LISTED);
+  if (!labels.company || !inScope(scope, labels.company)) return refuse("NOT_FOUND", NOT_LISTED);
+  const records = (await loadRecords(db, instanceId, [sandbox])).get(sandbox.id)!;
+  const j = judgeSandbox(service, instanceId, sandbox, records, now);
+  if (j.held) return refuse("PRECONDITION_FAILED", `not an orphan: ${j.reason}`, labels.company);
+  if (j.verdict !== "unrecorded") {
+    return refuse("PRECONDITION_FAILED", `it is ${j.verdict.replace("_", " ")}, not unrecorded: ${j.reason}${j.verdict === "reclaimable" ? " (reclaim it with a dry run instead)" : ""}`, labels.company);
+  }
+
+  const evidence = ownershipEvidence(instanceId, sandbox, ownershipRecordsOf(records.intent, records.leases));
+  const verdict = judgeSandboxOwnership(evidence);
+  const { proofId, leaseId } = await db.$transaction(async (tx) => {
+    const lease = await tx.environmentLease.create({
+      data: {
+        runId: null,
+        instanceId,
+        companyId: labels.company!,
+        provider: service.providerTarget,
+        providerLeaseId: sandbox.id,
+        sandboxName: sandbox.name,
+        acquisitionOutcome: "created",
+        status: "pending_cleanup",
+        cleanupStatus: "unrecorded_destroyed_by_operator",
+      },
+    });
+    const proof = await recordProof(tx, verdict, evidence, `operator:${actor.id}`, { leaseId: lease.id, sandboxId: sandbox.id });
+    return { proofId: proof.id, leaseId: lease.id };
+  });
+  const result = await teardownLease(service, leaseId);
+  const out = (outcome: DestroyUnrecordedOutput["outcome"], reason: string): DestroyUnrecordedOutput => ({ sandboxId: sandbox.id, name: sandbox.name, outcome, reason, leaseId, proofId });
+  let done: DestroyUnrecordedOutput;
+  switch (result.outcome) {
+    case "destroyed":
+      done = out("destroyed", `destroyed through lease ${leaseId}; ownership: unrecorded (${j.reason})`);
+      break;
+    case "already_gone":
+      done = out("already_gone", "the provider no longer had it when the teardown ran");
+      break;
+    case "failed":
+      done = out("failed", `the destroy failed: ${result.error}; the sweep retries it`);
+      break;
+    case "refused":
+      done = out("failed", result.reason);
+      break;
+    case "not_claimed":
+      done = out("failed", "another teardown claimed it first; that one destroys it");
+      break;
+  }
+  await audit(done.outcome === "failed" ? "error" : "ok", { outcome: done.outcome, reason: done.reason, leaseId, proofId, name: sandbox.name }, labels.company);
+  return done;
 }

@@ -31,6 +31,7 @@ const POLICY: Record<string, Role> = {
   "intents.list": "viewer",
   "orphans.list": "viewer",
   "orphans.reclaim": "operator",
+  "orphans.destroyUnrecorded": "operator",
   "users.list": "admin",
   "users.add": "admin",
   "audit.list": "viewer",

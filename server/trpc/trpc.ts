@@ -10,6 +10,7 @@ import { serviceContext } from "../controller/service";
 import type { Db } from "../db/client";
 import { env } from "../env";
 import { db } from "../db";
+import { instanceIdOf } from "../db/installation";
 import { APP_ERROR_TABLE, AppError } from "../errors";
 
 /** Context for every procedure: the database and who is asking. */
@@ -18,9 +19,10 @@ export interface Context {
   headers: Headers;
   /** The signed-in person, or null. */
   user: SessionUser | null;
-  instanceId: string;
+  /** This installation's instance id, read when a procedure needs it (a pure one never does). */
+  instanceId: () => Promise<string>;
   /** How this process reaches the provider for sweeps and cleanups it runs itself. */
-  service: () => ControllerContext;
+  service: () => Promise<ControllerContext>;
 }
 
 /** Every procedure declares the role it needs (see server/auth/roles.ts). */
@@ -30,12 +32,13 @@ export interface Meta {
 
 export async function createTRPCContext(opts: { headers: Headers; db?: Db; user?: SessionUser | null; service?: ControllerContext }): Promise<Context> {
   const database = opts.db ?? db();
+  const instanceId = async () => opts.service?.config.instanceId ?? (await instanceIdOf(database, env.RUNWARDEN_INSTANCE_ID));
   return {
     db: database,
     headers: opts.headers,
     user: opts.user !== undefined ? opts.user : await sessionUser(database, opts.headers),
-    instanceId: opts.service?.config.instanceId ?? env.RUNWARDEN_INSTANCE_ID,
-    service: () => opts.service ?? serviceContext(database),
+    instanceId,
+    service: async () => opts.service ?? serviceContext(database, await instanceId()),
   };
 }
 

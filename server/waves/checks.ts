@@ -1,4 +1,4 @@
-import { safeDecide } from "../engine";
+import { LIVE_RUN_STATUSES, safeDecide } from "../engine";
 import type { CheckResult, RunRecord, TaskReport } from "./report";
 
 /**
@@ -47,7 +47,7 @@ export interface TaskInput {
   decoys: Array<{ id: string; kind: string; intact: boolean }>;
 }
 
-const LIVE = new Set(["queued", "starting", "running", "suspended"]);
+const LIVE = new Set<string>(LIVE_RUN_STATUSES);
 const RECOVERY_KINDS = new Set(["lease_binding", "bootstrap_restart"]);
 /** Codes a recovery refusal ends a run with. */
 const RECOVERY_CODES = new Set([

@@ -26,9 +26,10 @@ export function registerRun(program: Command, io: CliIO): void {
       const turns = Number(opts.turns);
       await withCliDatabase("run", async (db, env) => {
         const { submitRun } = await import("../../runs/submit");
+        const { instanceIdOf } = await import("../../db/installation");
         const created = await submitRun(
           db,
-          env.RUNWARDEN_INSTANCE_ID,
+          await instanceIdOf(db, env.RUNWARDEN_INSTANCE_ID),
           { companyId: opts.company, taskId: opts.task, agent: opts.agent, provider: opts.provider, target: opts.target as "remote", sandboxMode: opts.mode as "warm", turns },
           cliActor(),
         );

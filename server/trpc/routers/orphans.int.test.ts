@@ -80,9 +80,15 @@ beforeAll(async () => {
   finishedRunId = finished.id;
   liveRunId = live.id;
 
-  // Reclaimable: its run finished two hours ago (cost accrues from then, not from creation).
-  await plant("finished", buildLabels({ instanceId: "inst-a", companyId: "co-1", runId: finished.id }), { createdAt: new Date(Date.now() - 5 * HOUR), cpu: 4 });
-  // Reclaimable: our labels, a company of ours, no records at all.
+  // Reclaimable: its run's lease names it and its run finished two hours ago (cost accrues
+  // from then, not from creation).
+  const finishedBox = await plant("finished", buildLabels({ instanceId: "inst-a", companyId: "co-1", runId: finished.id }), { createdAt: new Date(Date.now() - 5 * HOUR), cpu: 4 });
+  await db.environmentLease.create({ data: { runId: finished.id, instanceId: "inst-a", companyId: "co-1", provider: "emulator", providerLeaseId: finishedBox.id, sandboxName: finishedBox.name, acquisitionOutcome: "created", status: "expired", endedAt: new Date(Date.now() - HOUR) } });
+  // Reclaimable: an ended lease of this instance names it, labels match.
+  const leased = await plant("leased", buildLabels({ instanceId: "inst-a", companyId: "co-1" }), { createdAt: new Date(Date.now() - HOUR) });
+  await db.environmentLease.create({ data: { instanceId: "inst-a", companyId: "co-1", provider: "emulator", providerLeaseId: leased.id, sandboxName: leased.name, acquisitionOutcome: "created", status: "expired", endedAt: new Date() } });
+  // Unrecorded: our labels, a company of ours, and no intent or lease naming it (§2.9):
+  // labels alone prove nothing, so it is never in a batch.
   await plant("bare", buildLabels({ instanceId: "inst-a", companyId: "co-1" }), { createdAt: new Date(Date.now() - HOUR) });
   // Foreign: a company this instance has never seen.
   await plant("foreignCompany", buildLabels({ instanceId: "inst-a", companyId: "co-evil" }), { createdAt: new Date(Date.now() - 10 * HOUR), cpu: 8 });
@@ -115,7 +121,8 @@ describe("orphans.list", () => {
     const verdictOf = Object.fromEntries(list.items.map((r) => [r.id, r.verdict]));
     expect(verdictOf).toEqual({
       [ids.finished!]: "reclaimable",
-      [ids.bare!]: "reclaimable",
+      [ids.leased!]: "reclaimable",
+      [ids.bare!]: "unrecorded",
       [ids.foreignCompany!]: "foreign",
       [ids.noCompany!]: "unknown",
       [ids.liveCreator!]: "live_creator",
@@ -123,7 +130,7 @@ describe("orphans.list", () => {
       [ids.intentMismatch!]: "foreign",
     });
     expect(list.held).toBe(1);
-    expect(list.byVerdict).toEqual({ reclaimable: 3, live_creator: 1, foreign: 2, unknown: 1 });
+    expect(list.byVerdict).toEqual({ reclaimable: 3, unrecorded: 1, live_creator: 1, foreign: 2, unknown: 1 });
     const costs = list.items.map((r) => r.accruedCost);
     expect(costs).toEqual([...costs].sort((a, b) => b - a));
 
@@ -133,9 +140,10 @@ describe("orphans.list", () => {
     // Two hours at its hourly rate, not five (its age).
     expect(finished.accruedCost).toBeCloseTo(finished.hourlyCost * 2, 3);
     expect(list.items.find((r) => r.id === ids.bare)!.orphanSinceRule).toBe("created");
+    expect(list.items.find((r) => r.id === ids.bare)!.reason).toMatch(/no creation intent or lease of this instance names it/);
     expect(list.items.find((r) => r.id === ids.liveCreator)!.reason).toMatch(/creator is alive \(self\)/);
     expect(list.items.find((r) => r.id === ids.foreignCompany)!.reason).toMatch(/co-evil has no runs, intents or leases/);
-    expect(list.items.find((r) => r.id === ids.intentMismatch)!.reason).toMatch(/do not match its creation intent/);
+    expect(list.items.find((r) => r.id === ids.intentMismatch)!.reason).toMatch(/do not match the records that name it: .*company_label_matches intent:/);
   });
 
   it("filters by verdict, company and search", async () => {
@@ -177,7 +185,8 @@ describe("orphans.reclaim", () => {
     const outcome = Object.fromEntries(plan.results.map((r) => [r.sandboxId, r.outcome]));
     expect(outcome).toEqual({
       [ids.finished!]: "would_destroy",
-      [ids.bare!]: "would_destroy",
+      [ids.leased!]: "would_destroy",
+      [ids.bare!]: "refused",
       [ids.exitedCreator!]: "would_destroy",
       [ids.foreignCompany!]: "refused",
       [ids.otherInstance!]: "refused",
@@ -188,6 +197,7 @@ describe("orphans.reclaim", () => {
     });
     expect(plan.results.find((r) => r.sandboxId === ids.otherInstance)!.reason).toMatch(/not among this instance's sandboxes/);
     expect(plan.results.find((r) => r.sandboxId === ids.held)!.reason).toMatch(/not an orphan: held by lease/);
+    expect(plan.results.find((r) => r.sandboxId === ids.bare)!.reason).toMatch(/^unrecorded: /);
     expect(plan.confirmWord).toBe(confirmWord(3));
     expect(await existing()).toEqual(before);
     expect(await h.db.db.environmentLease.count()).toBe(leasesBefore);
@@ -213,23 +223,25 @@ describe("orphans.reclaim", () => {
   it("destroys only what is still reclaimable, reports already-gone and refusals honestly, never touches foreign or other-instance sandboxes", async () => {
     const c = caller();
     const temp = await h.db.db.run.create({ data: { instanceId: "inst-a", companyId: "co-temp", taskId: "temp", agent: "a", provider: "codex", target: "remote", sandboxMode: "warm", status: "succeeded", finishedAt: new Date() } });
-    await plant("temp", buildLabels({ instanceId: "inst-a", companyId: "co-temp", runId: temp.id }));
-    const plan = await c.orphans.reclaim({ dryRun: true, sandboxIds: [ids.finished!, ids.bare!, ids.exitedCreator!, ids.foreignCompany!, ids.temp!] });
+    const tempBox = await plant("temp", buildLabels({ instanceId: "inst-a", companyId: "co-temp", runId: temp.id }));
+    await h.db.db.environmentLease.create({ data: { runId: temp.id, instanceId: "inst-a", companyId: "co-temp", provider: "emulator", providerLeaseId: tempBox.id, sandboxName: tempBox.name, acquisitionOutcome: "created", status: "expired", endedAt: new Date() } });
+    const plan = await c.orphans.reclaim({ dryRun: true, sandboxIds: [ids.finished!, ids.leased!, ids.exitedCreator!, ids.foreignCompany!, ids.temp!] });
     expect(plan.counts.would_destroy).toBe(4);
 
     // Between the dry run and the real one: one goes away, a live run takes another, and a
     // third loses the records that made its company this instance's own (foreign now).
+    await h.db.db.environmentLease.deleteMany({ where: { companyId: "co-temp" } });
     await h.db.db.run.deleteMany({ where: { companyId: "co-temp" } });
-    await h.emu.provider().destroy(ids.bare!);
+    await h.emu.provider().destroy(ids.leased!);
     const finished = (await h.emu.admin.sandboxes()).find((s) => s.id === ids.finished)!;
     await h.db.db.environmentLease.create({ data: { runId: liveRunId, instanceId: "inst-a", companyId: "co-1", provider: "emulator", providerLeaseId: finished.id, sandboxName: finished.name, acquisitionOutcome: "resumed", status: "active" } });
 
     // The foreign and other-instance sandboxes are asked for too: the plan did not list them.
-    const sandboxIds = [ids.finished!, ids.bare!, ids.exitedCreator!, ids.temp!, ids.foreignCompany!, ids.otherInstance!];
+    const sandboxIds = [ids.finished!, ids.leased!, ids.exitedCreator!, ids.temp!, ids.foreignCompany!, ids.otherInstance!];
     const done = await c.orphans.reclaim({ dryRun: false, planId: plan.planId, sandboxIds, confirm: confirmWord(sandboxIds.length) });
     const byId = Object.fromEntries(done.results.map((r) => [r.sandboxId, r]));
     expect(byId[ids.exitedCreator!]).toMatchObject({ outcome: "destroyed" });
-    expect(byId[ids.bare!]).toMatchObject({ outcome: "already_gone" });
+    expect(byId[ids.leased!]).toMatchObject({ outcome: "already_gone" });
     expect(byId[ids.finished!]).toMatchObject({ outcome: "refused" });
     expect(byId[ids.finished!]!.reason).toMatch(/no longer an orphan/);
     expect(byId[ids.temp!]).toMatchObject({ outcome: "refused", verdict: "foreign" });
@@ -239,7 +251,7 @@ describe("orphans.reclaim", () => {
 
     const left = await existing();
     expect(left).not.toContain(ids.exitedCreator);
-    for (const key of ["finished", "temp", "foreignCompany", "otherInstance", "liveCreator", "held", "noCompany", "intentMismatch"]) expect(left).toContain(ids[key]);
+    for (const key of ["finished", "bare", "temp", "foreignCompany", "otherInstance", "liveCreator", "held", "noCompany", "intentMismatch"]) expect(left).toContain(ids[key]);
 
     // Destruction went through a fenced, receipted lease; the intent is settled.
     const lease = await h.db.db.environmentLease.findUniqueOrThrow({ where: { id: byId[ids.exitedCreator!]!.leaseId! } });
@@ -248,5 +260,38 @@ describe("orphans.reclaim", () => {
     expect((await h.db.db.sandboxCreationIntent.findUniqueOrThrow({ where: { id: intents.exited! } })).status).toBe("reclaimed");
     const audit = await h.db.db.auditEntry.findFirstOrThrow({ where: { action: "orphans.reclaim", targetId: plan.planId } });
     expect(audit).toMatchObject({ actor: "admin@test.local", outcome: "ok" });
+    // The destroy was proven: a sandbox_ownership proof of the teardown's lease, owned.
+    const proof = await h.db.db.proof.findFirstOrThrow({ where: { kind: "sandbox_ownership", leaseId: lease.id } });
+    expect(proof).toMatchObject({ verdict: "owned", reason: "record_matches", sandboxId: ids.exitedCreator });
+  });
+});
+
+describe("orphans.destroyUnrecorded (§2.9)", () => {
+  it("destroys one unrecorded sandbox only when its exact name is typed, stores the ownership proof and audits it as unrecorded", async () => {
+    const c = caller();
+    const bare = (await h.emu.admin.sandboxes()).find((s) => s.id === ids.bare)!;
+
+    const wrongName = await trpcError(c.orphans.destroyUnrecorded({ sandboxId: ids.bare!, confirmName: `${bare.name}-x` }));
+    expect(wrongName.code).toBe("NOT_FOUND");
+    const otherName = await trpcError(c.orphans.destroyUnrecorded({ sandboxId: ids.bare!, confirmName: (await h.emu.admin.sandboxes()).find((s) => s.id === ids.noCompany)!.name }));
+    expect(otherName.code).toBe("PRECONDITION_FAILED");
+    expect(otherName.message).toMatch(/type the exact name/);
+    // A recorded sandbox is reclaimed with a dry run, never through this door.
+    const recorded = (await h.emu.admin.sandboxes()).find((s) => s.id === ids.finished)!;
+    await h.db.db.environmentLease.updateMany({ where: { providerLeaseId: recorded.id, runId: liveRunId }, data: { status: "expired", endedAt: new Date() } });
+    const notUnrecorded = await trpcError(c.orphans.destroyUnrecorded({ sandboxId: recorded.id, confirmName: recorded.name }));
+    expect(notUnrecorded.code).toBe("PRECONDITION_FAILED");
+    expect(notUnrecorded.message).toMatch(/not unrecorded/);
+    expect(await existing()).toContain(ids.bare);
+    expect(await existing()).toContain(ids.finished);
+
+    const done = await c.orphans.destroyUnrecorded({ sandboxId: ids.bare!, confirmName: bare.name });
+    expect(done).toMatchObject({ outcome: "destroyed", name: bare.name });
+    expect(await existing()).not.toContain(ids.bare);
+    const proof = await h.db.db.proof.findUniqueOrThrow({ where: { id: done.proofId } });
+    expect(proof).toMatchObject({ kind: "sandbox_ownership", verdict: "unrecorded", reason: "no_record", sandboxId: ids.bare, leaseId: done.leaseId });
+    const entries = await h.db.db.auditEntry.findMany({ where: { action: "orphans.destroy_unrecorded", targetId: ids.bare }, orderBy: { id: "asc" } });
+    expect(entries.map((e) => e.outcome)).toEqual(["refused", "refused", "ok"]);
+    for (const e of entries) expect(e.detail).toMatchObject({ ownership: "unrecorded" });
   });
 });

@@ -1,4 +1,4 @@
-import { executeReclaim, listOrphans, orphanListInput, orphanListOutput, previewReclaim, reclaimInput, reclaimOutput } from "../../sandboxes/orphans";
+import { destroyUnrecorded, destroyUnrecordedInput, destroyUnrecordedOutput, executeReclaim, listOrphans, orphanListInput, orphanListOutput, previewReclaim, reclaimInput, reclaimOutput } from "../../sandboxes/orphans";
 import { createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 
 export const orphansRouter = createTRPCRouter({
@@ -6,7 +6,7 @@ export const orphansRouter = createTRPCRouter({
   list: viewerProcedure
     .input(orphanListInput)
     .output(orphanListOutput)
-    .query(({ ctx, input }) => listOrphans(ctx.db, ctx.service(), ctx.scope, ctx.instanceId, input)),
+    .query(async ({ ctx, input }) => listOrphans(ctx.db, await ctx.service(), ctx.scope, await ctx.instanceId(), input)),
 
   /**
    * Dry run (`dryRun: true`): what would be destroyed and what is refused, touching nothing.
@@ -16,9 +16,18 @@ export const orphansRouter = createTRPCRouter({
   reclaim: operatorProcedure
     .input(reclaimInput)
     .output(reclaimOutput)
-    .mutation(({ ctx, input }) =>
+    .mutation(async ({ ctx, input }) =>
       input.dryRun
-        ? previewReclaim(ctx.db, ctx.service(), ctx.scope, ctx.instanceId, ctx.actor, input)
-        : executeReclaim(ctx.db, ctx.service(), ctx.scope, ctx.instanceId, ctx.actor, input),
+        ? previewReclaim(ctx.db, await ctx.service(), ctx.scope, await ctx.instanceId(), ctx.actor, input)
+        : executeReclaim(ctx.db, await ctx.service(), ctx.scope, await ctx.instanceId(), ctx.actor, input),
     ),
+
+  /**
+   * One `unrecorded` sandbox (this instance's labels, no record of this instance naming
+   * it), destroyed only when the operator types its exact name; never in a batch.
+   */
+  destroyUnrecorded: operatorProcedure
+    .input(destroyUnrecordedInput)
+    .output(destroyUnrecordedOutput)
+    .mutation(async ({ ctx, input }) => destroyUnrecorded(ctx.db, await ctx.service(), ctx.scope, await ctx.instanceId(), ctx.actor, input)),
 });

@@ -68,7 +68,7 @@ export const runsRouter = createTRPCRouter({
         await writeAudit(ctx.db, ctx.actor, { action: "run.submit", targetType: "task", targetId: input.taskId, companyId: input.companyId, input, outcome: "refused", detail: { reason: "company not in scope" } });
         throw new AppError("FORBIDDEN", `you cannot submit runs for company ${input.companyId}`);
       }
-      return pick(await submitRun(ctx.db, ctx.instanceId, input, ctx.actor));
+      return pick(await submitRun(ctx.db, await ctx.instanceId(), input, ctx.actor));
     }),
 
   /**
@@ -82,7 +82,7 @@ export const runsRouter = createTRPCRouter({
       const result = await retryRun(ctx.db, input.runId, ctx.actor, ctx.scope);
       const cleanup = [];
       for (const leaseId of result.leasesQueued) {
-        const outcome = await teardownLease(ctx.service(), leaseId).catch((err: unknown) => ({ outcome: `error: ${String(err)}`, leaseId }));
+        const outcome = await teardownLease(await ctx.service(), leaseId).catch((err: unknown) => ({ outcome: `error: ${String(err)}`, leaseId }));
         cleanup.push({ leaseId, outcome: outcome.outcome });
       }
       return { run: pick(result.run), created: result.created, cleanup };

@@ -20,7 +20,7 @@ export const sweepsRouter = createTRPCRouter({
     .input(z.object({ kind: z.enum(["all", "creation_intents", "teardown"]).default("all") }).default({ kind: "all" }))
     .output(z.array(summarySchema))
     .mutation(async ({ ctx, input }) => {
-      const service = ctx.service();
+      const service = await ctx.service();
       const results: SweepSummary[] = [];
       // Only the companies this person acts for are swept.
       const companies = ctx.scope.all ? undefined : ctx.scope.companies;

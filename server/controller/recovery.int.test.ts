@@ -1,0 +1,100 @@
+import crypto from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { currentProcessIdentity } from "../process/identity";
+import { buildLabels } from "../providers/labels";
+import { claimInterruptedRuns, recoverRun } from "./recovery";
+import { startControllerHarness, type ControllerHarness } from "./testing";
+
+/** Restart recovery against PostgreSQL and the emulator: paging (§2.8) and what a refused run rests in (§2.1). */
+
+let h: ControllerHarness;
+beforeAll(async () => {
+  h = await startControllerHarness();
+});
+afterAll(() => h.close());
+
+const uuid = (prefix: string, n: number) => `${prefix}${String(n).padStart(4, "0")}-0000-4000-8000-000000000000`;
+
+describe("run recovery paging", () => {
+  it("finds the one interrupted run behind 250 active runs of a live executor", async () => {
+    const { db } = h.db;
+    const me = currentProcessIdentity();
+    await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
+    const process = (bootId: string, stopped: boolean) => ({
+      bootId,
+      instanceId: "inst-a",
+      pid: me.pid,
+      startedAt: new Date(me.startedAt),
+      startTicks: me.startTicks === null ? null : BigInt(me.startTicks),
+      hostname: me.hostname,
+      pidSpace: me.pidSpace,
+      stoppedAt: stopped ? new Date() : null,
+      stopReason: stopped ? "drain" : null,
+    });
+    // A live executor: this very process under another boot id (alive, same_process).
+    const live = `live-${crypto.randomUUID()}`;
+    const drained = `drained-${crypto.randomUUID()}`;
+    await db.controllerProcess.createMany({ data: [process(live, false), process(drained, true)] });
+    const base = { instanceId: "inst-a", companyId: "co-1", agent: "a", provider: "codex", target: "remote" as const, sandboxMode: "warm" as const, status: "running" as const };
+    // Ids sort the healthy runs first: the interrupted one is past any single page of 200.
+    await db.run.createMany({ data: Array.from({ length: 250 }, (_, i) => ({ ...base, id: uuid("0000", i), taskId: `healthy-${i}`, executorBootId: live })) });
+    const interrupted = await db.run.create({ data: { ...base, id: "ffffffff-0000-4000-8000-000000000000", taskId: "interrupted", executorBootId: drained } });
+
+    const service = h.service();
+    const claimed = await claimInterruptedRuns(service, 4);
+    expect(claimed.map((c) => c.run.id)).toEqual([interrupted.id]);
+    expect(claimed[0]!.status).toMatchObject({ gone: true, restartKind: "graceful" });
+    // The live executor keeps every one of its runs.
+    expect(await db.run.count({ where: { executorBootId: live } })).toBe(250);
+  }, 60_000);
+});
+
+describe("lease-binding refusal (§2.1)", () => {
+  it("rests the run in the verdict's continuation code with Retry; the refusal code stays on the proof", async () => {
+    const { db } = h.db;
+    await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
+    const run = await db.run.create({
+      data: { instanceId: "inst-a", companyId: "co-1", taskId: `refused-${crypto.randomUUID()}`, agent: "a", provider: "codex", target: "remote", sandboxMode: "per_turn", status: "running", phase: "session_open", turnsDone: 1, runnerInstanceId: "ri-1", sessionId: "s-1" },
+    });
+    const sandbox = await h.emu.admin.plant({ name: `rw-refused-${run.id}`, labels: buildLabels({ instanceId: "inst-a", companyId: "co-1", runId: run.id }) });
+    // A replacement lease can never carry a reattach (§2.1 check 4).
+    const lease = await db.environmentLease.create({
+      data: { runId: run.id, instanceId: "inst-a", companyId: "co-1", provider: "emulator", providerLeaseId: sandbox.id, sandboxName: sandbox.name, remoteCwd: "/home/sandbox/work", acquisitionOutcome: "replacement", status: "active" },
+    });
+    await db.run.update({ where: { id: run.id }, data: { checkpoint: { providerLeaseId: sandbox.id, remoteCwd: "/home/sandbox/work", leaseId: lease.id } } });
+
+    const service = h.service();
+    const fresh = await db.run.findUniqueOrThrow({ where: { id: run.id } });
+    expect(await recoverRun(service, fresh, { gone: true, restartKind: "hard", reason: "test" })).toBe(false);
+
+    const after = await db.run.findUniqueOrThrow({ where: { id: run.id } });
+    const proof = await db.proof.findFirstOrThrow({ where: { runId: run.id, kind: "lease_binding" }, orderBy: { evaluatedAt: "desc" } });
+    expect(proof.verdict).toBe("refused");
+    expect(proof.code).toBe("native_runner_staged_attachment_recovery_unproven");
+    const continuation = (proof.output as { continuation: { code: string; canRetry: boolean; owner: string } }).continuation;
+    expect(after).toMatchObject({ status: "failed", failureCode: continuation.code, canRetry: continuation.canRetry, owner: continuation.owner, recoveryState: "blocked" });
+    expect(after.failureCode).toBe("native_continuation_requires_reconciliation");
+  }, 60_000);
+});
+
+describe("the claim comes from the checkpoint alone (§2.1)", () => {
+  it("a checkpoint without the lease id and remote directory makes a claim that names nothing, and the binding is refused", async () => {
+    const { db } = h.db;
+    await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
+    const run = await db.run.create({
+      data: { instanceId: "inst-a", companyId: "co-1", taskId: `no-checkpoint-${crypto.randomUUID()}`, agent: "a", provider: "codex", target: "remote", sandboxMode: "warm", status: "running", phase: "session_open", turnsDone: 1, runnerInstanceId: "ri-1", sessionId: "s-1", checkpoint: { turn: 1, sessionId: "s-1" } },
+    });
+    const sandbox = await h.emu.admin.plant({ name: `rw-nockpt-${run.id}`, labels: buildLabels({ instanceId: "inst-a", companyId: "co-1", runId: run.id }) });
+    await db.environmentLease.create({
+      data: { runId: run.id, instanceId: "inst-a", companyId: "co-1", provider: "emulator", providerLeaseId: sandbox.id, sandboxName: sandbox.name, remoteCwd: "/home/sandbox/work", acquisitionOutcome: "created", status: "active" },
+    });
+    const fresh = await db.run.findUniqueOrThrow({ where: { id: run.id } });
+    expect(await recoverRun(h.service(), fresh, { gone: true, restartKind: "hard", reason: "test" })).toBe(false);
+
+    const claim = await db.recoveryClaim.findFirstOrThrow({ where: { runId: run.id } });
+    expect(claim).toMatchObject({ providerLeaseId: null, remoteCwd: null, disposition: "refused" });
+    const proof = await db.proof.findFirstOrThrow({ where: { runId: run.id, kind: "lease_binding" } });
+    expect(proof).toMatchObject({ verdict: "refused", code: "native_remote_recovery_lease_mismatch", reason: "provider_lease_mismatch" });
+    expect(await db.run.findUniqueOrThrow({ where: { id: run.id } })).toMatchObject({ status: "failed", failureCode: "native_continuation_requires_reconciliation" });
+  }, 60_000);
+});
