@@ -54,7 +54,7 @@ async function sandbox() {
 
 afterEach(async () => {
   for (const { home, env } of homes.splice(0)) {
-    await new Promise((r) => execFile(process.execPath, [RUNNERD, "ctl", "stop"], { env }, r));
+    await new Promise((r) => execFile(process.execPath, [RUNNERD, "ctl", "stop"], { env: env as unknown as NodeJS.ProcessEnv }, r));
     fs.rmSync(home, { recursive: true, force: true });
   }
 });
