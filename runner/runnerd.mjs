@@ -317,7 +317,7 @@ async function serve(args) {
   }
 
   /** Runs a shell command in the work dir; combined output, bounded tail. */
-  function runCommand(command, env, stdin) {
+  function runCommand(command, env, stdin, onChild) {
     return new Promise((resolve) => {
       const started = Date.now();
       const child = spawn("/bin/sh", ["-c", command], { cwd: WORK, env, stdio: ["pipe", "pipe", "pipe"] });
@@ -330,6 +330,7 @@ async function serve(args) {
       child.stderr.on("data", keep);
       child.stdin.on("error", () => {});
       child.stdin.end(stdin ?? "");
+      onChild?.(child);
       child.on("error", (err) => keep(Buffer.from(`runnerd: ${err.message}\n`)));
       child.on("close", (code, signal) => {
         const text = tail.subarray(Math.max(0, tail.length - OUTPUT_TAIL_BYTES)).toString("utf8");
@@ -347,10 +348,18 @@ async function serve(args) {
     if (state.lifecycle !== "connecting") {
       throw new Refusal("runner_not_connecting", `session.open needs a connecting runner; it is ${state.lifecycle} (reattach instead)`);
     }
-    opening ??= (async () => {
+    // A new session.open supersedes one whose caller gave up (its command may hang forever).
+    if (opening) {
+      opening.superseded = true;
+      opening.child?.kill("SIGKILL");
+    }
+    const attempt = { superseded: false, child: null, promise: null };
+    opening = attempt;
+    attempt.promise = (async () => {
       const command = body.sessionCommand ?? args["session-command"] ?? null;
       if (command) {
-        const r = await runCommand(command, agentEnv({}), "");
+        const r = await runCommand(command, agentEnv({}), "", (c) => (attempt.child = c));
+        if (attempt.superseded) return { ok: false, code: "session_open_superseded", message: "a later session.open replaced this one", definite: false, state };
         if (r.exitCode !== 0) {
           const failure = providerFailureIn(r.output);
           state.lifecycle = failure && failure.kind === "requires_action" ? "unrecoverable" : "recoverable_failure";
@@ -365,8 +374,10 @@ async function serve(args) {
       Object.assign(state, { lifecycle: "ready", lastConnectionProtocolVersion: 1, providerStatePresent: true });
       writeState(state);
       return { ok: true, state };
-    })().finally(() => (opening = null));
-    return waitFor(opening, body.waitMs, () => ({ ok: false, code: "session_open_pending", message: "session.open has not answered yet", definite: false, state }));
+    })().finally(() => {
+      if (opening === attempt) opening = null;
+    });
+    return waitFor(attempt.promise, body.waitMs, () => ({ ok: false, code: "session_open_pending", message: "session.open has not answered yet", definite: false, state }));
   }
 
   function reattach() {

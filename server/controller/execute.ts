@@ -165,7 +165,7 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
   }
   let state;
   try {
-    state = await ctx.runner.turn(lease.providerLeaseId!, seq);
+    ({ state } = await ctx.runner.turn(lease.providerLeaseId!, seq, { prompt: `turn ${seq} of ${run.turnsPlanned} for task ${run.taskId}` }));
   } catch (err) {
     if (!ProviderError.is(err)) throw err;
     await handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message: `turn ${seq}: ${err.message}` });
