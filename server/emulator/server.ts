@@ -170,7 +170,7 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     if (method === "GET" && url.pathname === "/health") return reply(res, 200, { ok: true });
     authorize(req, apiKeys);
 
-    const [root, a, b, c] = parts;
+    const [root, a, b] = parts;
     if (root === "sandbox") {
       if (parts.length === 1 && method === "POST") return reply(res, 200, await createSandbox(await readJson(req, CreateSchema)));
       if (parts.length === 1 && method === "GET") return reply(res, 200, await listSandboxes(url));

@@ -13,3 +13,5 @@ export { judgeProcessExit, judgeRecordedProcess, START_TIME_TOLERANCE_MS } from 
 export { decideCreationIntent } from "./creation-intent";
 export { decideTeardownFence } from "./teardown-fence";
 export { explainVerdict } from "./explain";
+export { judgeTurn } from "./turn-result";
+export type { TurnJudgement, TurnRecord } from "./turn-result";
