@@ -165,12 +165,23 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
     return false;
   }
   let turn;
-  try {
-    turn = await ctx.runner.turn(lease.providerLeaseId!, seq, { prompt: `turn ${seq} of ${run.turnsPlanned} for task ${run.taskId}` });
-  } catch (err) {
-    if (!ProviderError.is(err)) throw err;
-    await handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message: `turn ${seq}: ${err.message}` });
-    return false;
+  // The provider unreachable for a while (its API restarting) does not end the turn: the
+  // same seq is asked again, and the runner answers a processed seq from its record, never
+  // running it twice. A runner refusal or a longer outage goes on as before.
+  const outageUntil = Date.now() + 30_000;
+  for (;;) {
+    try {
+      turn = await ctx.runner.turn(lease.providerLeaseId!, seq, { prompt: `turn ${seq} of ${run.turnsPlanned} for task ${run.taskId}` });
+      break;
+    } catch (err) {
+      if (!ProviderError.is(err)) throw err;
+      if ((err.kind === "unreachable" || err.kind === "timeout") && Date.now() < outageUntil && !ctx.drain.signal.aborted) {
+        await sleep(500, ctx.drain.signal);
+        continue;
+      }
+      await handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message: `turn ${seq}: ${err.message}` });
+      return false;
+    }
   }
   // Chaos: the turn ran in the sandbox, its checkpoint is not committed yet (issue 11).
   crashPoint(ctx, "after_turn_executed", { runId: run.id });
