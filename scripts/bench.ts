@@ -182,6 +182,7 @@ try {
 } finally {
   for (const p of procs) p.kill("SIGKILL");
   await db.$disconnect();
+  await emulator.killAllProcesses().catch(() => 0);
   await emulator.close();
   const c = new pg.Client({ connectionString: server.adminUrl });
   await c.connect();

@@ -1,8 +1,9 @@
 /**
- * `npm run emulator`: the local sandbox provider emulator (Daytona's REST subset, an
- * emulated runner, fault injection) on loopback. Its sandboxes live in its own database
+ * `npm run emulator`: the local sandbox provider emulator (Daytona's REST subset, its
+ * toolbox API running real processes in per-sandbox directories, fault injection) on loopback. Its sandboxes live in its own database
  * (EMULATOR_DATABASE), so they survive a restart, a SIGKILL included.
  */
+import path from "node:path";
 import { openEmulatorDatabase, emulatorApiKeys } from "../server/emulator/config";
 import { startEmulator, type EmulatorHandle } from "../server/emulator/server";
 import { describeUrl } from "../server/db/url";
@@ -35,6 +36,8 @@ async function main() {
       apiKeys: emulatorApiKeys(env),
       duplicateNames: env.EMULATOR_DUPLICATE_NAMES,
       destroyedRetentionMs: env.EMULATOR_DESTROYED_RETENTION_MS,
+      // Sandboxes are directories here; their detached runners outlive this process.
+      dataDir: path.resolve(env.RUNWARDEN_DATA_DIR, "emulator", env.EMULATOR_DATABASE),
       log: say,
     });
   } catch (err) {

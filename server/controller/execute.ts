@@ -6,7 +6,8 @@ import { AcquireError, acquireSandbox } from "./acquire";
 import type { ControllerContext } from "./context";
 import { crashPoint } from "./crash";
 import { writeRunnerRoot } from "./home";
-import { finishRunSucceeded, handleStartupFailure } from "./outcome";
+import { judgeTurn } from "../engine";
+import { finishRunFailed, finishRunSucceeded, handleStartupFailure } from "./outcome";
 import { appendEvent, json } from "./records";
 import { releaseRunLeases } from "./teardown";
 
@@ -90,7 +91,7 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
   const runnerInstanceId = run.runnerInstanceId ?? `ri-${crypto.randomUUID().slice(0, 8)}`;
   const sessionId = run.sessionId ?? `s-${crypto.randomUUID().slice(0, 8)}`;
   try {
-    const state = await ctx.runner.start(sandboxId, { runId: run.id, runnerInstanceId, sessionId });
+    const state = await ctx.runner.start(sandboxId, { runId: run.id, runnerInstanceId, sessionId, agentCommand: run.agentCommand });
     writeRunnerRoot(ctx.config.home, ctx.config.instanceId, {
       runId: run.id,
       runnerInstanceId,
@@ -163,12 +164,35 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
     await suspendRun(ctx, run);
     return false;
   }
-  let state;
-  try {
-    state = await ctx.runner.turn(lease.providerLeaseId!, seq);
-  } catch (err) {
-    if (!ProviderError.is(err)) throw err;
-    await handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message: `turn ${seq}: ${err.message}` });
+  let turn;
+  // The provider unreachable for a while (its API restarting) does not end the turn: the
+  // same seq is asked again, and the runner answers a processed seq from its record, never
+  // running it twice. A runner refusal or a longer outage goes on as before.
+  const outageUntil = Date.now() + 30_000;
+  for (;;) {
+    try {
+      turn = await ctx.runner.turn(lease.providerLeaseId!, seq, { prompt: `turn ${seq} of ${run.turnsPlanned} for task ${run.taskId}` });
+      break;
+    } catch (err) {
+      if (!ProviderError.is(err)) throw err;
+      if ((err.kind === "unreachable" || err.kind === "timeout") && Date.now() < outageUntil && !ctx.drain.signal.aborted) {
+        await sleep(500, ctx.drain.signal);
+        continue;
+      }
+      await handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message: `turn ${seq}: ${err.message}` });
+      return false;
+    }
+  }
+  // Chaos: the turn ran in the sandbox, its checkpoint is not committed yet (issue 11).
+  crashPoint(ctx, "after_turn_executed", { runId: run.id });
+  const { state, command } = turn;
+  // The turn log: the runner's durable record of what the agent command did.
+  const log = { turn: seq, exitCode: command.exitCode ?? null, durationMs: command.durationMs ?? null, outputTail: command.outputTail ?? "" };
+  const judgement = judgeTurn(seq, { seq: command.seq, exitCode: command.exitCode ?? null });
+  if (judgement.verdict === "turn_failed") {
+    await ctx.db.run.update({ where: { id: run.id }, data: { lastRunnerState: json(state), lastRunnerStateAt: new Date() } });
+    await appendEvent(ctx.db, run.id, "turn_failed", ctx.identity.bootId, { ...log, checks: judgement.checks });
+    await finishRunFailed(ctx, run.id, judgement.code ?? "agent_command_failed", `turn ${seq}: the agent command exited ${command.exitCode ?? "without a code"}`);
     return false;
   }
   const checkpoint = {
@@ -183,7 +207,7 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
     where: { id: run.id },
     data: { turnsDone: seq, checkpoint: json(checkpoint), lastRunnerState: json(state), lastRunnerStateAt: new Date() },
   });
-  await appendEvent(ctx.db, run.id, "turn_done", ctx.identity.bootId, { turn: seq });
+  await appendEvent(ctx.db, run.id, "turn_done", ctx.identity.bootId, log);
   crashPoint(ctx, "after_turn", { runId: run.id });
 
   if (run.sandboxMode === "per_turn" && seq < run.turnsPlanned) {

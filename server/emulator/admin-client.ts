@@ -17,8 +17,8 @@ export interface AdminSandbox {
   visibleAt: string;
   materialised: boolean;
   destroyedAt: string | null;
-  runnerProcess: { state: "running" | "stopped" | "absent"; pid: number | null; startedAt: string | null };
-  bootstrapRestarts: number;
+  runnerProcess: { state: "running" | "stopped" | "absent"; pid: number | null };
+  ingressPort: number | null;
   [key: string]: unknown;
 }
 
@@ -34,7 +34,6 @@ export interface PlantInput {
   /** path → text */
   files?: Record<string, string>;
   runnerState?: Record<string, unknown>;
-  runnerProcess?: { state: "running" | "stopped" | "absent"; pid?: number; startedAt?: string };
 }
 
 const Json = z.unknown();

@@ -161,7 +161,7 @@ describe("fault: bind_conflict", () => {
     const err = await runner.start(sbx.id, { runId: "run-bind", runnerInstanceId: "ri-1", sessionId: "s-1" }).catch((e: unknown) => e);
     expect(isBindConflict(err)).toBe(true);
     expect(err).toMatchObject({ kind: "http", status: 409, code: "runner_ingress_bind_conflict" });
-    expect((err as Error).message).toMatch(/43127.*address already in use/);
+    expect((err as Error).message).toMatch(/listen tcp 127\.0\.0\.1:\d+: bind: address already in use/);
     expect(await runner.readState(sbx.id)).toBeNull();
     expect((await runner.process(sbx.id)).state).toBe("absent");
 

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { applicableRules, faultAppliesAt, FaultRuleInputSchema, matchesSubject, subjectOf, type FaultRule } from "./faults";
-import * as model from "./runner-model";
 
 const rule = (over: Partial<FaultRule>): FaultRule => ({
   id: "f",
@@ -48,39 +47,5 @@ describe("fault rules", () => {
     expect(applicableRules(rules, "sandbox", s, "latency").map((r) => r.id)).toEqual(["b"]);
     expect(applicableRules(rules, "session_open", s, "never_connect").map((r) => r.id)).toEqual(["c"]);
     expect(applicableRules(rules, "create", s, "never_connect")).toEqual([]);
-  });
-});
-
-describe("runner model", () => {
-  const now = "2026-11-12T00:00:00.000Z";
-  const input = { runId: "r1", runnerInstanceId: "ri-1", sessionId: "s-1" };
-  const spawn = { pid: 4242, startedAt: now };
-  const absent: model.RunnerProcessRow = { state: "absent", pid: null, startedAt: null };
-  const running: model.RunnerProcessRow = { state: "running", pid: 4242, startedAt: now };
-
-  it("starts fresh on an empty sandbox and refuses a second live runner the ingress port", () => {
-    const t = model.start(null, absent, input, spawn, now, 43127);
-    expect(t).toMatchObject({ refused: false, moveAside: false, process: running });
-    if (t.refused) throw new Error("refused");
-    const again = model.start(t.state, running, { ...input, runnerInstanceId: "ri-2" }, spawn, now, 43127);
-    expect(again).toMatchObject({ refused: true, status: 409, code: "runner_ingress_bind_conflict" });
-    expect(model.start(t.state, { ...running, state: "stopped" }, { ...input, runnerInstanceId: "ri-2" }, spawn, now, 43127)).toMatchObject({
-      refused: false,
-      moveAside: true,
-    });
-  });
-
-  it("only reattaches a runner that once connected", () => {
-    const fresh = model.freshState(input, spawn, now);
-    expect(model.reattach(fresh, running, now)).toMatchObject({ refused: true, code: "runner_never_connected" });
-    const ready = { ...fresh, lifecycle: "ready" as const, lastConnectionProtocolVersion: 1 };
-    expect(model.reattach(ready, running, now)).toMatchObject({ refused: false, state: { reconnectCount: 1 } });
-    expect(model.reattach({ ...ready, lifecycle: "revoked" }, running, now)).toMatchObject({ refused: true, code: "runner_not_reattachable" });
-  });
-
-  it("leaves a rejected runner unrecoverable for requires_action, recoverable otherwise", () => {
-    const fresh = model.freshState(input, spawn, now);
-    expect(model.sessionRejected(fresh, { kind: "requires_action", category: "permission", message: "m" }, now).lifecycle).toBe("unrecoverable");
-    expect(model.sessionRejected(fresh, { kind: "rate_limit", category: null, message: "m" }, now).lifecycle).toBe("recoverable_failure");
   });
 });

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -128,6 +129,10 @@ describe("emulator as a separate process", () => {
     expect(state).toMatchObject({ runId: "r-k", runnerInstanceId: "ri-k", lifecycle: "connecting" });
     // The emulated runner process outlives the emulator process, like a real sandbox's would.
     expect((await runner.process(first.id)).state).toBe("running");
+    // Stopping the sandbox ends its processes, the detached runner included.
+    const pid = state?.process?.pid;
+    await provider.stop(first.id);
+    expect(pid !== undefined && fs.existsSync(`/proc/${pid}`) && !fs.readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z ")).toBe(false);
     expect((await admin.faults()).map((f) => f.fault.kind)).toContain("latency");
 
     const lateFound = await pollFor(() => provider.getByName(lateName), 10_000);
@@ -135,6 +140,7 @@ describe("emulator as a separate process", () => {
     expect(Date.now() - killedAt).toBeGreaterThanOrEqual(1000);
 
     await killChild("SIGTERM");
+    // The runner was started by the first emulator process and outlived it: it must not outlive the test.
   }, 90_000);
 });
 

@@ -1,26 +1,33 @@
 import crypto from "node:crypto";
+import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { z } from "zod";
 import { openDatabase } from "../db/embedded";
 import { readEnv } from "../env";
-import {
-  bootstrapRestartPath,
-  PROVIDER_STATE_PATH,
-  RUNNER_INGRESS_PORT,
-  RUNNER_ROOT,
-  RUNNER_STATE_PATH,
-  RunnerStateSchema,
-  type RunnerState,
-} from "../providers/runner";
+import { RUNNER_STATE_PATH, RunnerStateSchema } from "../providers/runner";
 import { applicableRules, FaultRuleInputSchema, subjectOf, type FaultKind, type FaultPoint, type FaultRule, type FaultSubject } from "./faults";
-import * as model from "./runner-model";
+import {
+  ensureSandboxDirs,
+  execute,
+  freePort,
+  killSandboxProcesses,
+  listFiles,
+  resolveInSandbox,
+  SANDBOX_MARKER,
+  sandboxHost,
+  startSquatter,
+  type SandboxHost,
+} from "./sandbox-host";
 import { EmulatorStore, type Queryable, type SandboxRow } from "./store";
 
 /**
- * The provider emulator: the subset of Daytona's REST API that server/providers/daytona.ts
- * uses (DAYTONA.md), an emulated runner under the toolbox proxy, fault injection and an
- * admin API. One `node:http` server on loopback; state in PostgreSQL.
+ * The provider emulator, a local Daytona: the subset of Daytona's REST API that
+ * server/providers/daytona.ts uses (DAYTONA.md), the toolbox API per sandbox (RUNNER.md)
+ * running real commands in a per-sandbox directory on this host, fault injection and an
+ * admin API. One `node:http` server on loopback; sandbox records and faults in PostgreSQL.
  */
 
 export type DuplicateNames = "conflict" | "allow";
@@ -35,6 +42,11 @@ export interface EmulatorOptions {
   apiKeys?: string[];
   duplicateNames?: DuplicateNames;
   destroyedRetentionMs?: number;
+  /**
+   * Where sandboxes live on the host (`<dataDir>/sandboxes/<id>`). Unset: a directory under
+   * the OS temp dir named after the database, so a restart on the same database finds them.
+   */
+  dataDir?: string;
   log?: (line: string) => void;
 }
 
@@ -44,6 +56,9 @@ export interface EmulatorHandle {
   /** Base of the toolbox proxy (`{url}/toolbox`). */
   toolboxUrl: string;
   store: EmulatorStore;
+  dataDir: string;
+  /** Kills every process of every sandbox (tests; a real emulator leaves runners running). */
+  killAllProcesses(): Promise<number>;
   /** Runtime settings (also settable with `POST /admin/config`). */
   config: { duplicateNames: DuplicateNames; destroyedRetentionMs: number };
   close(): Promise<void>;
@@ -51,8 +66,8 @@ export interface EmulatorHandle {
 
 export const DEFAULT_API_KEY = "emulator-key";
 const ORGANIZATION_ID = "emulator-org";
-const HOME = "/home/sandbox";
-const MAX_BODY = 1024 * 1024;
+const MAX_BODY = 64 * 1024 * 1024;
+const TOOLBOX_VERSION = "0.190.0-runwarden-emulator";
 
 class HttpError extends Error {
   constructor(
@@ -80,10 +95,13 @@ const PlantSchema = CreateSchema.extend({
   createdAt: z.iso.datetime({ offset: true }).optional(),
   files: z.record(z.string(), z.string()).optional(),
   runnerState: RunnerStateSchema.optional(),
-  runnerProcess: z.object({ state: z.enum(["running", "stopped", "absent"]), pid: z.number().int().optional(), startedAt: z.string().optional() }).optional(),
 });
-const StartRunnerSchema = z.object({ runId: z.string().min(1), runnerInstanceId: z.string().min(1), sessionId: z.string().min(1) });
-const TurnSchema = z.object({ seq: z.number().int().min(1) });
+const ExecuteSchema = z.object({
+  command: z.string().min(1),
+  cwd: z.string().optional(),
+  envs: z.record(z.string(), z.string()).optional(),
+  timeout: z.number().int().min(0).optional(),
+});
 const ConfigSchema = z.object({
   duplicateNames: z.enum(["conflict", "allow"]).optional(),
   destroyedRetentionMs: z.number().int().min(0).optional(),
@@ -96,6 +114,10 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
   const store = new EmulatorStore(options.databaseUrl, { destroyedRetentionMs: options.destroyedRetentionMs ?? 0 });
   await store.migrate();
 
+  const dataDir = path.resolve(
+    options.dataDir ?? path.join(os.tmpdir(), "runwarden-emulator", crypto.createHash("sha256").update(options.databaseUrl).digest("hex").slice(0, 16)),
+  );
+  fs.mkdirSync(dataDir, { recursive: true });
   const config = { duplicateNames: options.duplicateNames ?? "conflict", destroyedRetentionMs: options.destroyedRetentionMs ?? 0 };
   const apiKeys = new Set(options.apiKeys?.length ? options.apiKeys : [DEFAULT_API_KEY]);
   const host = options.host ?? "127.0.0.1";
@@ -149,7 +171,7 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     authorize(req, apiKeys);
     const parts = url.pathname.split("/").filter(Boolean).map(decodeSegment);
 
-    const [root, a, b, c] = parts;
+    const [root, a, b] = parts;
     if (root === "sandbox") {
       if (parts.length === 1 && method === "POST") return reply(res, 200, await createSandbox(await readJson(req, CreateSchema)));
       if (parts.length === 1 && method === "GET") return reply(res, 200, await listSandboxes(url));
@@ -162,10 +184,7 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
         return reply(res, 200, { url: `${baseUrl}/toolbox` });
       }
     }
-    if (root === "toolbox" && a) {
-      if (b === "files" && c === "download" && parts.length === 4 && method === "GET") return download(a, url.searchParams.get("path"), res);
-      if (b === "runner" && c && parts.length === 4) return runnerOp(a, c, method, req, res);
-    }
+    if (root === "toolbox" && a) return toolbox(a, parts.slice(2).join("/"), method, url, req, res);
     if (root === "admin") return admin(parts.slice(1), method, url, req, res);
     throw new HttpError(404, "not_found", `no route for ${method} ${url.pathname}`);
   }
@@ -187,10 +206,11 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
         throw new HttpError(409, "conflict", `Sandbox with name ${name} already exists`);
       }
       return store.insert(
-        { id, name, labels, env: body.env ?? {}, cpu: body.cpu ?? 1, memory: body.memory ?? 1, disk: body.disk ?? 3, state: "started", createdAt: visibleAt, visibleAt },
+        { id, name, labels, env: body.env ?? {}, cpu: body.cpu ?? 1, memory: body.memory ?? 1, disk: body.disk ?? 3, state: "started", createdAt: visibleAt, visibleAt, ingressPort: await freePort() },
         tx,
       );
     });
+    ensureSandboxDirs(hostOf(row));
     if (delayMs > 0) {
       log(`emulator: create ${name} held ${delayMs} ms (late fault)`);
       await sleep(visibleAt.getTime() - Date.now());
@@ -241,7 +261,7 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     const found = await store.find(idOrName, new Date());
     await faultFor("sandbox", found ? subjectOf(found.name, found.labels) : subjectOf(idOrName, {}), null);
     if (op === "get") return toApi(await requireSandbox(idOrName));
-    return store.transaction(async (tx) => {
+    const out = await store.transaction(async (tx) => {
       const row = await requireSandbox(idOrName, tx, true);
       const now = new Date();
       switch (op) {
@@ -260,95 +280,166 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
         }
       }
     });
+    // A stopped or deleted sandbox keeps no process running, detached ones included.
+    if (op === "stop" || op === "delete") await killSandboxProcesses(hostOf(await mustFind(out.id)));
+    if (op === "delete") fs.rmSync(hostOf(await mustFind(out.id)).root, { recursive: true, force: true });
+    return out;
   }
 
-  async function download(sandboxId: string, rawPath: string | null, res: http.ServerResponse) {
+  async function mustFind(id: string): Promise<SandboxRow> {
+    const row = await store.byId(id);
+    if (!row) throw new HttpError(404, "not_found", `Sandbox ${id} not found`);
+    return row;
+  }
+
+  const hostOf = (row: Pick<SandboxRow, "id">): SandboxHost => sandboxHost(dataDir, row.id);
+
+  /** What a process in this sandbox sees: its HOME, the sandbox env, its ingress port. */
+  function sandboxEnv(row: SandboxRow, host: SandboxHost): Record<string, string> {
+    return {
+      PATH: `${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`,
+      HOME: host.home,
+      USER: "daytona",
+      LANG: "C.UTF-8",
+      ...row.env,
+      RUNWARDEN_INGRESS_PORT: String(row.ingress_port ?? 43127),
+      [SANDBOX_MARKER]: host.root,
+    };
+  }
+
+  // ---- The toolbox API (per sandbox, by id only) ------------------------------------------
+
+  async function toolbox(sandboxId: string, route: string, method: string, url: URL, req: http.IncomingMessage, res: http.ServerResponse) {
+    // The toolbox proxy resolves a sandbox by id only (RUNNER.md), never by name.
+    const row = await store.byId(sandboxId);
+    const now = Date.now();
+    if (!row || row.destroyed_at || row.visible_at.getTime() > now) throw new HttpError(404, "not_found", `sandbox container ${sandboxId} not found`);
+    const host = hostOf(row);
+    if (row.state !== "started") throw new HttpError(400, "bad_request", `Sandbox ${row.id} is ${row.state}. Is the Sandbox started?`);
+    ensureSandboxDirs(host);
+    if (method === "GET" && route === "version") return reply(res, 200, { version: TOOLBOX_VERSION });
+    if (method === "GET" && route === "user-home-dir") return reply(res, 200, { dir: host.home });
+    if (method === "GET" && route === "files/download") {
+      await faultFor("files", subjectOf(row.name, row.labels, runIdOnDisk(host)), null);
+      return download(host, url.searchParams.get("path"), res);
+    }
+    if (method === "POST" && route === "files/bulk-upload") return reply(res, 200, await bulkUpload(host, req));
+    if (method === "POST" && route === "process/execute") return processExecute(row, host, await readJson(req, ExecuteSchema), res);
+    throw new HttpError(404, "not_found", `no toolbox route for ${method} /${route}`);
+  }
+
+  function download(host: SandboxHost, rawPath: string | null, res: http.ServerResponse) {
     if (!rawPath) throw new HttpError(400, "bad_request", "path is required");
-    const row = await requireSandbox(sandboxId);
-    await faultFor("files", subjectOf(row.name, row.labels), null);
-    if (row.destroyed_at) throw new HttpError(404, "not_found", `Sandbox ${row.id} is destroyed`);
-    const content = await store.readFile(row.id, resolvePath(rawPath));
-    if (!content) throw new HttpError(404, "not_found", `file ${rawPath} not found`);
+    const file = resolveInSandbox(host, rawPath);
+    // Outside this sandbox's directory is another file system: there is no such file.
+    if (!file) throw new HttpError(404, "not_found", `file ${rawPath} not found`);
+    let content: Buffer;
+    try {
+      content = fs.readFileSync(file);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") throw new HttpError(404, "not_found", `file ${rawPath} not found`);
+      if (code === "EISDIR") throw new HttpError(400, "bad_request", `${rawPath} is a directory`);
+      if (code === "EACCES") throw new HttpError(403, "forbidden", `permission denied: ${rawPath}`);
+      throw err;
+    }
     res.writeHead(200, { "content-type": "application/octet-stream", "content-length": content.length });
     res.end(content);
   }
 
-  // ---- The emulated runner -------------------------------------------------------------
+  /** Multipart `files[i].path` + `files[i].file`; parent directories are created (not atomic, as in Daytona). */
+  async function bulkUpload(host: SandboxHost, req: http.IncomingMessage) {
+    const body = await readBody(req);
+    const form = await new Request("http://emulator.invalid/", {
+      method: "POST",
+      headers: { "content-type": req.headers["content-type"] ?? "" },
+      body: new Uint8Array(body),
+    })
+      .formData()
+      .catch(() => {
+        throw new HttpError(400, "bad_request", "expected a multipart/form-data body");
+      });
+    const paths = new Map<string, string>();
+    const files = new Map<string, Blob>();
+    for (const [key, value] of form.entries()) {
+      const m = /^files\[(\d+)\]\.(path|file)$/.exec(key);
+      if (!m?.[1]) continue;
+      if (m[2] === "path" && typeof value === "string") paths.set(m[1], value);
+      else if (m[2] === "file" && typeof value !== "string") files.set(m[1], value);
+    }
+    if (paths.size === 0) throw new HttpError(400, "bad_request", "no files[i].path in the upload");
+    for (const [i, p] of paths) {
+      const blob = files.get(i);
+      if (!blob) throw new HttpError(400, "bad_request", `files[${i}].file is missing`);
+      const target = resolveInSandbox(host, p);
+      if (!target) throw new HttpError(403, "forbidden", `${p} is outside the sandbox`);
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      fs.writeFileSync(target, Buffer.from(await blob.arrayBuffer()));
+    }
+    return { uploaded: paths.size };
+  }
 
-  async function readState(sandboxId: string, db: Queryable): Promise<RunnerState | null> {
-    const buf = await store.readFile(sandboxId, RUNNER_STATE_PATH, db);
-    if (!buf) return null;
-    // A planted file that is not a runner state is "no runner state" to the runner itself.
-    let value: unknown;
+  /** The run a call concerns, from the runner state on the sandbox (for fault matching). */
+  function runIdOnDisk(host: SandboxHost): string | null {
+    const file = resolveInSandbox(host, RUNNER_STATE_PATH);
     try {
-      value = JSON.parse(buf.toString("utf8"));
+      const v = JSON.parse(fs.readFileSync(file ?? "", "utf8")) as { runId?: unknown; lifecycle?: unknown };
+      return typeof v.runId === "string" ? v.runId : null;
     } catch {
       return null;
     }
-    const parsed = RunnerStateSchema.safeParse(value);
-    return parsed.success ? parsed.data : null;
   }
 
-  const processOf = (row: SandboxRow): model.RunnerProcessRow => ({
-    state: row.runner_process,
-    pid: row.runner_pid,
-    startedAt: row.runner_started_at ? row.runner_started_at.toISOString() : null,
-  });
-
-  async function runnerOp(sandboxId: string, op: string, method: string, req: http.IncomingMessage, res: http.ServerResponse) {
-    const peek = await requireSandbox(sandboxId);
-    const peekState = await readState(peek.id, store.pool);
-    const startBody = op === "start" && method === "POST" ? await readJson(req, StartRunnerSchema) : null;
-    const turnBody = op === "turn" && method === "POST" ? await readJson(req, TurnSchema) : null;
-    const subject = subjectOf(peek.name, peek.labels, peekState?.runId, startBody?.runId);
-
-    if (op === "process" && method === "GET") {
-      await faultFor("runner", subject, null);
-      const row = await requireSandbox(sandboxId);
-      const p = processOf(row);
-      return reply(res, 200, { process: { state: p.state, ...(p.pid !== null ? { pid: p.pid } : {}), ...(p.startedAt ? { startedAt: p.startedAt } : {}) } });
+  function lifecycleOnDisk(host: SandboxHost): string | null {
+    const file = resolveInSandbox(host, RUNNER_STATE_PATH);
+    try {
+      const v = JSON.parse(fs.readFileSync(file ?? "", "utf8")) as { lifecycle?: unknown };
+      return typeof v.lifecycle === "string" ? v.lifecycle : null;
+    } catch {
+      return null;
     }
-    if (method !== "POST") throw new HttpError(404, "not_found", `no route for ${method} runner/${op}`);
+  }
 
-    if (op === "start" && startBody) {
-      const conflict = await faultFor("runner_start", subject, "bind_conflict");
-      if (conflict) throw refusal(model.bindConflict(RUNNER_INGRESS_PORT));
-      return reply(res, 200, await runnerTransition(sandboxId, (state, proc, now) =>
-        model.start(state, proc, startBody, { pid: fakePid(), startedAt: now }, now, RUNNER_INGRESS_PORT),
-      ));
-    }
-    if (op === "session-open") {
-      await faultFor("session_open", subject, null);
-      // The runner's own preconditions come first: a fault only hits a session it would open.
-      const dry = model.sessionOpen(peekState, processOf(peek), new Date().toISOString());
-      if (dry.refused) throw refusal(dry);
-      if (!dry.writeProviderState) return reply(res, 200, { state: dry.state });
-      if (await firstFault("session_open", subject, "never_connect")) return holdUntilCallerLeaves(req, res, peek.name);
-      const reject = await firstFault("session_open", subject, "reject");
-      if (reject && reject.fault.kind === "reject") {
-        const failure = reject.fault.providerFailure;
-        await runnerTransition(sandboxId, (state, proc, now) => {
-          const t = model.sessionOpen(state, proc, now);
-          if (t.refused || !state) return t;
-          return { refused: false, state: model.sessionRejected(state, failure, now) };
-        });
-        throw new HttpError(422, "session_open_rejected", failure.message, { definite: true, providerFailure: failure });
+  async function processExecute(row: SandboxRow, host: SandboxHost, body: z.infer<typeof ExecuteSchema>, res: http.ServerResponse) {
+    const env = sandboxEnv(row, host);
+    const envs: Record<string, string> = { ...(body.envs ?? {}) };
+    // Faults are real here: they change what runs in the sandbox, not the answer.
+    const plain = body.command.replace(/'/g, "");
+    const isStart = /runnerd\S*\s+start\b/.test(plain);
+    const isSessionOpen = /\bctl\s+session-open\b/.test(plain);
+    const startRun = /--run\s+(\S+)/.exec(plain)?.[1];
+    const subject = subjectOf(row.name, row.labels, runIdOnDisk(host), startRun);
+    let squatter: { release(): void } | null = null;
+    if (isStart) {
+      await faultFor("runner_start", subject, null);
+      if (await firstFault("runner_start", subject, "bind_conflict")) {
+        log(`emulator: squatter on ${row.name}'s ingress port ${row.ingress_port} (bind_conflict fault)`);
+        squatter = await startSquatter(host, env, row.ingress_port ?? 43127);
       }
-      return reply(res, 200, await runnerTransition(sandboxId, (state, proc, now) => model.sessionOpen(state, proc, now)));
+    } else if (isSessionOpen) {
+      await faultFor("session_open", subject, null);
+      // Only a session the runner would open is hit (its own preconditions come first).
+      if (lifecycleOnDisk(host) === "connecting") {
+        if (await firstFault("session_open", subject, "never_connect")) {
+          log(`emulator: session command on ${row.name} hangs (never_connect fault)`);
+          envs.RUNWARDEN_SESSION_COMMAND = `exec ${JSON.stringify(process.execPath)} -e "setInterval(() => {}, 1e9)"`;
+        } else {
+          const reject = await firstFault("session_open", subject, "reject");
+          if (reject?.fault.kind === "reject") {
+            const line = JSON.stringify({ providerFailure: reject.fault.providerFailure });
+            envs.RUNWARDEN_SESSION_COMMAND = `printf '%s\\n' ${shellQuote(line)}; exit 1`;
+          }
+        }
+      }
+    } else {
+      await faultFor("runner", subject, null);
     }
-    await faultFor("runner", subject, null);
-    switch (op) {
-      case "reattach":
-        return reply(res, 200, await runnerTransition(sandboxId, (s, p, now) => model.reattach(s, p, now)));
-      case "turn":
-        if (!turnBody) throw new HttpError(400, "bad_request", "seq is required");
-        return reply(res, 200, await runnerTransition(sandboxId, (s, p, now) => model.turn(s, p, turnBody.seq, now)));
-      case "suspend":
-        return reply(res, 200, await runnerTransition(sandboxId, (s, p, now) => model.suspend(s, p, now)));
-      case "stop":
-        return reply(res, 200, await runnerStop(sandboxId));
-      default:
-        throw new HttpError(404, "not_found", `no runner operation ${op}`);
+    try {
+      const result = await execute(host, env, { command: body.command, cwd: body.cwd, envs, timeout: body.timeout });
+      if (result.timedOut) throw new HttpError(408, "request_timeout", `command timed out after ${body.timeout ?? 360} s`);
+      return reply(res, 200, { exitCode: result.exitCode, result: result.result });
+    } finally {
+      squatter?.release();
     }
   }
 
@@ -360,58 +451,18 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     return null;
   }
 
-  /** never_connect: no answer at all; the runner stays `connecting` until the caller gives up. */
-  function holdUntilCallerLeaves(req: http.IncomingMessage, res: http.ServerResponse, name: string): Promise<void> {
-    log(`emulator: session-open on ${name} held (never_connect fault)`);
-    return new Promise<void>((resolve) => {
-      const done = () => {
-        closing.signal.removeEventListener("abort", onClose);
-        resolve();
-      };
-      const onClose = () => {
-        res.destroy();
-        done();
-      };
-      res.on("close", done);
-      closing.signal.addEventListener("abort", onClose, { once: true });
-      req.resume();
-    });
-  }
-
-  async function runnerTransition(
-    sandboxId: string,
-    fn: (state: RunnerState | null, proc: model.RunnerProcessRow, now: string) => model.Transition,
-  ): Promise<{ state: RunnerState }> {
-    return store.transaction(async (tx) => {
-      const row = await requireSandbox(sandboxId, tx, true);
-      requireStarted(row);
-      const now = new Date();
-      const t = fn(await readState(row.id, tx), processOf(row), now.toISOString());
-      if (t.refused) throw refusal(t);
-      if (t.moveAside) {
-        // Bootstrap restart: keep the old runner root for inspection.
-        const n = await store.nextBootstrapRestart(row.id, tx);
-        await store.moveFile(row.id, RUNNER_STATE_PATH, bootstrapRestartPath(n), tx);
-        await store.moveFile(row.id, PROVIDER_STATE_PATH, `${RUNNER_ROOT}/.bootstrap-restart-${n}/provider-state.json`, tx);
-      }
-      if (t.process) await store.setProcess(row.id, t.process, tx);
-      if (t.writeProviderState) {
-        await store.writeFile(row.id, PROVIDER_STATE_PATH, JSON.stringify({ sessionId: t.state.sessionId, provider: "emulated", openedAt: now.toISOString() }), now, tx);
-      }
-      await store.writeFile(row.id, RUNNER_STATE_PATH, JSON.stringify(t.state, null, 2), now, tx);
-      return { state: t.state };
-    });
-  }
-
-  async function runnerStop(sandboxId: string): Promise<{ state: RunnerState | null }> {
-    return store.transaction(async (tx) => {
-      const row = await requireSandbox(sandboxId, tx, true);
-      const now = new Date();
-      const t = model.stop(await readState(row.id, tx), processOf(row), now.toISOString());
-      await store.setProcess(row.id, t.process, tx);
-      if (t.state) await store.writeFile(row.id, RUNNER_STATE_PATH, JSON.stringify(t.state, null, 2), now, tx);
-      return { state: t.state };
-    });
+  /** The runner process on a sandbox as the admin view shows it (from its state's identity). */
+  function runnerProcessOf(host: SandboxHost): { state: "running" | "stopped" | "absent"; pid: number | null } {
+    const file = resolveInSandbox(host, RUNNER_STATE_PATH);
+    let pid: number | null = null;
+    try {
+      const v = JSON.parse(fs.readFileSync(file ?? "", "utf8")) as { process?: { pid?: unknown } };
+      pid = typeof v.process?.pid === "number" ? v.process.pid : null;
+    } catch {
+      return { state: "absent", pid: null };
+    }
+    const running = pid !== null && fs.existsSync(`/proc/${pid}`) && !/\) [ZX] /.test(safeRead(`/proc/${pid}/stat`));
+    return { state: running ? "running" : "stopped", pid };
   }
 
   // ---- Admin ---------------------------------------------------------------------------
@@ -427,15 +478,15 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
           visibleAt: r.visible_at.toISOString(),
           materialised: r.visible_at.getTime() <= now,
           destroyedAt: r.destroyed_at?.toISOString() ?? null,
-          runnerProcess: processOf(r),
-          bootstrapRestarts: r.bootstrap_restarts,
+          runnerProcess: runnerProcessOf(hostOf(r)),
+          ingressPort: r.ingress_port,
         })),
       });
     }
     if (what === "sandboxes" && id === undefined && method === "POST") return reply(res, 200, await plant(await readJson(req, PlantSchema)));
     if (what === "sandboxes" && id && parts[2] === "files" && method === "GET") {
       const row = await requireSandbox(id);
-      return reply(res, 200, { files: await store.listFiles(row.id) });
+      return reply(res, 200, { home: hostOf(row).home, files: listFiles(hostOf(row).root) });
     }
     if (what === "faults" && !id && method === "GET") return reply(res, 200, { faults: await store.faults() });
     if (what === "faults" && !id && method === "POST") {
@@ -446,6 +497,7 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     }
     if (what === "faults" && method === "DELETE") return reply(res, 200, { deleted: await store.deleteFaults(id) });
     if (what === "reset" && method === "POST") {
+      for (const r of await store.all(true)) await killSandboxProcesses(hostOf(r));
       await store.reset();
       return reply(res, 200, { ok: true });
     }
@@ -484,15 +536,22 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
           state: body.state ?? "started",
           createdAt,
           visibleAt: createdAt,
+          ingressPort: await freePort(),
         },
         tx,
       );
-      for (const [path, text] of Object.entries(body.files ?? {})) await store.writeFile(id, resolvePath(path), text, createdAt, tx);
-      if (body.runnerState) await store.writeFile(id, RUNNER_STATE_PATH, JSON.stringify(body.runnerState, null, 2), createdAt, tx);
-      const rp = body.runnerProcess ?? (body.runnerState?.process ? { state: "running" as const, ...body.runnerState.process } : null);
-      if (rp) await store.setProcess(id, { state: rp.state, pid: rp.pid ?? null, startedAt: rp.startedAt ?? null }, tx);
       return (await store.byId(id, tx)) ?? inserted;
     });
+    const host = hostOf(row);
+    ensureSandboxDirs(host);
+    const files: Record<string, string> = { ...(body.files ?? {}) };
+    if (body.runnerState) files[RUNNER_STATE_PATH] = JSON.stringify(body.runnerState, null, 2);
+    for (const [p, text] of Object.entries(files)) {
+      const target = resolveInSandbox(host, p);
+      if (!target) throw new HttpError(400, "bad_request", `${p} is outside the sandbox`);
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      fs.writeFileSync(target, text);
+    }
     return toApi(row);
   }
 
@@ -503,7 +562,7 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
       organizationId: ORGANIZATION_ID,
       name: row.name,
       snapshot: "runwarden-emulator",
-      user: "sandbox",
+      user: "daytona",
       env: row.env,
       labels: row.labels,
       public: false,
@@ -543,6 +602,12 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     port,
     toolboxUrl: `${baseUrl}/toolbox`,
     store,
+    dataDir,
+    async killAllProcesses() {
+      let n = 0;
+      for (const r of await store.all(true)) n += await killSandboxProcesses(hostOf(r));
+      return n;
+    },
     config,
     close() {
       closed ??= (async () => {
@@ -558,14 +623,7 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
   };
 }
 
-function requireStarted(row: SandboxRow) {
-  if (row.destroyed_at) throw new HttpError(404, "sandbox_not_found", `Sandbox ${row.id} is destroyed`);
-  if (row.state !== "started") throw new HttpError(409, "sandbox_not_started", `Sandbox ${row.id} is ${row.state}`);
-}
 
-function refusal(r: model.RunnerRefusal): HttpError {
-  return new HttpError(r.status, r.code, r.message);
-}
 
 /** A path segment, percent-decoded; malformed encoding (`%ff`, `%E0%A4%A`) is the client's error. */
 function decodeSegment(segment: string): string {
@@ -589,7 +647,7 @@ async function readJson<T>(req: http.IncomingMessage, schema: z.ZodType<T>): Pro
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY) throw new HttpError(413, "payload_too_large", "request body over 1 MiB");
+    if (size > MAX_BODY) throw new HttpError(413, "payload_too_large", "request body over 64 MiB");
     chunks.push(chunk as Buffer);
   }
   const text = Buffer.concat(chunks).toString("utf8").trim();
@@ -625,18 +683,25 @@ function intParam(url: URL, name: string, fallback: number, min: number, max: nu
   return n;
 }
 
-/** Relative paths are relative to the sandbox user's home, as in Daytona. */
-function resolvePath(path: string): string {
-  const abs = path.startsWith("/") ? path : `${HOME}/${path}`;
-  const out: string[] = [];
-  for (const part of abs.split("/")) {
-    if (!part || part === ".") continue;
-    if (part === "..") out.pop();
-    else out.push(part);
-  }
-  return `/${out.join("/")}`;
+function shellQuote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
 }
 
-function fakePid(): number {
-  return 1000 + crypto.randomInt(60_000);
+function safeRead(file: string): string {
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+async function readBody(req: http.IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY) throw new HttpError(413, "payload_too_large", "request body over 64 MiB");
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
 }

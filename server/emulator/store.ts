@@ -1,12 +1,11 @@
 import crypto from "node:crypto";
 import pg from "pg";
 import type { FaultMatch, FaultRule, FaultSpec } from "./faults";
-import type { ProcessState, RunnerProcessRow } from "./runner-model";
 
 /**
- * The emulator's persistence: plain `pg` on its own database, its own tables. Everything
- * (sandboxes, their files, the runner process, fault rules) lives here, so the emulator
- * survives its own SIGKILL as well as the controller's.
+ * The emulator's persistence: plain `pg` on its own database, its own tables (sandboxes,
+ * fault rules), so the emulator survives its own SIGKILL as well as the controller's. A
+ * sandbox's files and processes live on the host (sandbox-host.ts).
  */
 
 const SCHEMA = `
@@ -27,20 +26,12 @@ CREATE TABLE IF NOT EXISTS emulator_sandbox (
   -- A late materialisation is stored at once but invisible until then (survives a SIGKILL).
   visible_at     timestamptz NOT NULL,
   destroyed_at   timestamptz,
-  runner_process text NOT NULL DEFAULT 'absent',
-  runner_pid     integer,
-  runner_started_at timestamptz,
-  bootstrap_restarts integer NOT NULL DEFAULT 0
+  -- The runner ingress port on the host (each emulated sandbox has its own).
+  ingress_port   integer
 );
+ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS ingress_port integer;
 CREATE INDEX IF NOT EXISTS emulator_sandbox_name_idx ON emulator_sandbox (name);
 CREATE INDEX IF NOT EXISTS emulator_sandbox_labels_idx ON emulator_sandbox USING gin (labels);
-CREATE TABLE IF NOT EXISTS emulator_file (
-  sandbox_id  text NOT NULL REFERENCES emulator_sandbox (id) ON DELETE CASCADE,
-  path        text NOT NULL,
-  content     bytea NOT NULL,
-  updated_at  timestamptz NOT NULL,
-  PRIMARY KEY (sandbox_id, path)
-);
 CREATE TABLE IF NOT EXISTS emulator_fault (
   seq         bigserial UNIQUE,
   id          text PRIMARY KEY,
@@ -68,10 +59,7 @@ export interface SandboxRow {
   updated_at: Date;
   visible_at: Date;
   destroyed_at: Date | null;
-  runner_process: ProcessState;
-  runner_pid: number | null;
-  runner_started_at: Date | null;
-  bootstrap_restarts: number;
+  ingress_port: number | null;
 }
 
 export type Queryable = pg.Pool | pg.PoolClient;
@@ -152,12 +140,13 @@ export class EmulatorStore {
       state: string;
       createdAt: Date;
       visibleAt: Date;
+      ingressPort: number;
     },
     db: Queryable,
   ): Promise<SandboxRow> {
     const { rows } = await db.query<SandboxRow>(
-      `INSERT INTO emulator_sandbox (id, name, labels, env, cpu, memory, disk, state, desired_state, created_at, updated_at, visible_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11) RETURNING *`,
+      `INSERT INTO emulator_sandbox (id, name, labels, env, cpu, memory, disk, state, desired_state, created_at, updated_at, visible_at, ingress_port)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12) RETURNING *`,
       [
         row.id,
         row.name,
@@ -170,6 +159,7 @@ export class EmulatorStore {
         row.state === "stopped" ? "stopped" : "started",
         row.createdAt,
         row.visibleAt,
+        row.ingressPort,
       ],
     );
     return mustRow(rows[0]);
@@ -207,52 +197,11 @@ export class EmulatorStore {
   async setState(id: string, state: string, desired: string, now: Date, db: Queryable, extra: { destroyed?: boolean } = {}): Promise<SandboxRow> {
     const { rows } = await db.query<SandboxRow>(
       `UPDATE emulator_sandbox SET state = $2, desired_state = $3, updated_at = $4,
-         destroyed_at = CASE WHEN $5::boolean THEN $4 ELSE destroyed_at END,
-         runner_process = CASE WHEN $2 IN ('stopped', 'destroyed') AND runner_process = 'running' THEN 'stopped' ELSE runner_process END
+         destroyed_at = CASE WHEN $5::boolean THEN $4 ELSE destroyed_at END
        WHERE id = $1 RETURNING *`,
       [id, state, desired, now, extra.destroyed ?? false],
     );
     return mustRow(rows[0]);
-  }
-
-  async setProcess(id: string, process: RunnerProcessRow, db: Queryable): Promise<void> {
-    await db.query("UPDATE emulator_sandbox SET runner_process = $2, runner_pid = $3, runner_started_at = $4 WHERE id = $1", [
-      id,
-      process.state,
-      process.pid,
-      process.startedAt,
-    ]);
-  }
-
-  async nextBootstrapRestart(id: string, db: Queryable): Promise<number> {
-    const { rows } = await db.query<{ bootstrap_restarts: number }>(
-      "UPDATE emulator_sandbox SET bootstrap_restarts = bootstrap_restarts + 1 WHERE id = $1 RETURNING bootstrap_restarts",
-      [id],
-    );
-    return mustRow(rows[0]).bootstrap_restarts;
-  }
-
-  async readFile(sandboxId: string, path: string, db: Queryable = this.pool): Promise<Buffer | null> {
-    const { rows } = await db.query<{ content: Buffer }>("SELECT content FROM emulator_file WHERE sandbox_id = $1 AND path = $2", [sandboxId, path]);
-    return rows[0]?.content ?? null;
-  }
-
-  async writeFile(sandboxId: string, path: string, content: Buffer | string, now: Date, db: Queryable = this.pool): Promise<void> {
-    await db.query(
-      `INSERT INTO emulator_file (sandbox_id, path, content, updated_at) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (sandbox_id, path) DO UPDATE SET content = EXCLUDED.content, updated_at = EXCLUDED.updated_at`,
-      [sandboxId, path, typeof content === "string" ? Buffer.from(content, "utf8") : content, now],
-    );
-  }
-
-  async moveFile(sandboxId: string, from: string, to: string, db: Queryable): Promise<boolean> {
-    const res = await db.query("UPDATE emulator_file SET path = $3 WHERE sandbox_id = $1 AND path = $2", [sandboxId, from, to]);
-    return (res.rowCount ?? 0) > 0;
-  }
-
-  async listFiles(sandboxId: string): Promise<string[]> {
-    const { rows } = await this.pool.query<{ path: string }>("SELECT path FROM emulator_file WHERE sandbox_id = $1 ORDER BY path", [sandboxId]);
-    return rows.map((r) => r.path);
   }
 
   async faults(): Promise<FaultRule[]> {
@@ -283,7 +232,7 @@ export class EmulatorStore {
   }
 
   async reset(): Promise<void> {
-    await this.pool.query("TRUNCATE emulator_file, emulator_sandbox, emulator_fault");
+    await this.pool.query("TRUNCATE emulator_sandbox, emulator_fault");
   }
 
   async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {

@@ -1,4 +1,7 @@
 import crypto from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import pg from "pg";
 import { withDatabase } from "../db/url";
 import { withAdmin } from "../test/db";
@@ -45,7 +48,8 @@ export async function startTestEmulator(
   options: Partial<Omit<EmulatorOptions, "databaseUrl" | "port">> = {},
 ): Promise<TestEmulator> {
   const database = await createThrowawayDatabase(adminUrl, prefix);
-  const emulator = await startEmulator({ port: 0, databaseUrl: database.url, ...options });
+  const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "rw-emu-test-"));
+  const emulator = await startEmulator({ port: 0, databaseUrl: database.url, ...options, dataDir });
   const apiKey = options.apiKeys?.[0] ?? DEFAULT_API_KEY;
   return {
     emulator,
@@ -55,8 +59,11 @@ export async function startTestEmulator(
     runner: (provider, timeoutMs = 10_000) =>
       createRunnerClient({ apiKey, timeoutMs, toolboxUrl: (id, o) => provider.toolboxUrl(id, o) }),
     async close() {
+      // The sandboxes' processes (detached runners) end with the test.
+      await emulator.killAllProcesses().catch(() => 0);
       await emulator.close();
       await database.drop();
+      if (!options.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -32,7 +32,8 @@ describe("failure catalogue (DOMAIN.md §3)", () => {
   test.each(FAILURE_CODES)("%s: a retryable failure belongs to the agent and offers no Retry; a terminal one belongs to the board", (code) => {
     const row = FAILURE_CATALOGUE[code];
     if (row.outcome === "retryable_failure") expect([row.owner, row.canRetry]).toEqual(["agent", false]);
-    else expect(row.owner).toBe("board");
+    // A failing agent command is the one terminal failure the agent owns (issue 11).
+    else expect(row.owner).toBe(code === "agent_command_failed" ? "agent" : "board");
     // Retry is only ever offered with a next action that says so, and vice versa.
     expect(row.nextAction.includes("Retry")).toBe(row.canRetry);
   });

@@ -80,6 +80,15 @@ export const FAILURE_CATALOGUE = {
     message: "The run was not paused cleanly before the server restarted, so its saved progress cannot be trusted.",
     nextAction: "The run was not paused cleanly: Retry to start it again",
   },
+  // The agent's own command failed a turn (issue 11): the work is the agent's to fix, and
+  // Retry runs the task again once it is.
+  agent_command_failed: {
+    outcome: "terminal_failure",
+    owner: "agent",
+    canRetry: true,
+    message: "The agent's command stopped with an error during a turn, so the run ended there.",
+    nextAction: "The agent's command failed: read the turn log, fix the command or its inputs, then Retry",
+  },
   runner_ingress_bind_conflict: {
     outcome: "retryable_failure",
     owner: "agent",

@@ -19,3 +19,5 @@ export { admitRetry } from "./retry-admission";
 export type { RetryAdmission, RetryAdmissionInput } from "./retry-admission";
 export { LIVE_RUN_STATUSES, EXECUTING_RUN_STATUSES, isLiveRunStatus } from "./run-status";
 export type { LiveRunStatus } from "./run-status";
+export { judgeTurn } from "./turn-result";
+export type { TurnJudgement, TurnRecord } from "./turn-result";

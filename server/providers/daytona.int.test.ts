@@ -109,10 +109,12 @@ describe("Daytona provider against the emulator", () => {
     const planted = await t.admin.plant({
       name: "rw-create-op-file",
       labels: labelsFor("op-file"),
-      files: { "/home/sandbox/notes.txt": "héllo\nworld", "work/relative.txt": "rel" },
+      files: { "notes.txt": "héllo\nworld", "work/relative.txt": "rel" },
     });
-    expect(await provider.readFile(planted.id, "/home/sandbox/notes.txt")).toBe("héllo\nworld");
-    expect(await provider.readFile(planted.id, "/home/sandbox/work/relative.txt")).toBe("rel");
+    // Paths come from the sandbox's own home, never a hard-coded one.
+    const home = await provider.homeDir(planted.id);
+    expect(await provider.readFile(planted.id, `${home}/notes.txt`)).toBe("héllo\nworld");
+    expect(await provider.readFile(planted.id, "work/relative.txt")).toBe("rel");
     expect(await provider.readFile(planted.id, "/nope")).toBeNull();
     expect(await provider.readFile("00000000-0000-4000-8000-000000000000", "/nope")).toBeNull();
   });
@@ -131,8 +133,10 @@ describe("Daytona provider against the emulator", () => {
     const runner = t.runner(provider);
     await runner.start(created.id, { runId: "r-stop", runnerInstanceId: "ri-1", sessionId: "s-1" });
     expect((await provider.stop(created.id)).state).toBe("stopped");
-    expect((await runner.process(created.id)).state).toBe("stopped");
+    // Toolbox calls on a stopped sandbox are refused (Daytona: 400 "Is the Sandbox started?").
+    await expect(runner.process(created.id)).rejects.toMatchObject({ status: 400 });
     expect((await provider.start(created.id)).state).toBe("started");
+    expect((await runner.process(created.id)).state).toBe("stopped");
   });
 
   it("rejects a wrong API key with a 401", async () => {

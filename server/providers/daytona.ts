@@ -2,7 +2,7 @@ import { Configuration, SandboxApi } from "@daytonaio/api-client";
 import { z } from "zod";
 import { ageSeconds, DEFAULT_RATES, hourlyCost, type ResourceRates } from "./cost";
 import { ProviderError } from "./errors";
-import { httpFailure, send, snippet, validate } from "./http";
+import { decodeJson, httpFailure, send, snippet, validate } from "./http";
 import { hasLabels, LABEL_KEYS } from "./labels";
 import type { CreateSandboxInput, DestroyOutcome, SandboxProvider, SandboxView, ViewOptions } from "./types";
 
@@ -53,6 +53,7 @@ const ListSchema = z.object({
 });
 
 const ToolboxUrlSchema = z.object({ url: z.string().min(1) });
+const HomeDirSchema = z.object({ dir: z.string().min(1) });
 
 /**
  * listSandboxes' positional parameters in api-client 0.220.0 (the options object follows
@@ -210,12 +211,16 @@ export class DaytonaProvider implements SandboxProvider {
       this.api.deleteSandbox(id, this.organizationId, { signal: options.signal, timeout: this.timeoutMs }),
     );
     this.toolboxUrls.delete(id);
+    this.homes.delete(id);
     return { outcome: data === null ? "already_gone" : "destroyed" };
   }
 
-  async readFile(sandboxId: string, path: string, options: { signal?: AbortSignal } = {}): Promise<string | null> {
+  async readFile(sandboxId: string, relOrAbs: string, options: { signal?: AbortSignal } = {}): Promise<string | null> {
     const toolbox = await this.toolboxUrl(sandboxId, options);
     if (toolbox === null) return null;
+    // A relative path is under the sandbox user's home, asked of the sandbox (never assumed).
+    const home = relOrAbs.startsWith("/") ? null : await this.homeDir(sandboxId, options);
+    const path = home === null ? relOrAbs : `${home}/${relOrAbs}`;
     const operation = `GET files/download?path=${path}`;
     const url = `${toolbox}/${encodeURIComponent(sandboxId)}/files/download?path=${encodeURIComponent(path)}`;
     let res;
@@ -229,6 +234,23 @@ export class DaytonaProvider implements SandboxProvider {
     if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
     // Raw bytes (DAYTONA.md): decode as UTF-8 text.
     return res.body.toString("utf8");
+  }
+
+  private readonly homes = new Map<string, string>();
+
+  /** The sandbox user's home (`GET /user-home-dir`), cached per sandbox; null when it does not exist. */
+  async homeDir(sandboxId: string, options: { signal?: AbortSignal } = {}): Promise<string | null> {
+    const cached = this.homes.get(sandboxId);
+    if (cached) return cached;
+    const toolbox = await this.toolboxUrl(sandboxId, options);
+    if (toolbox === null) return null;
+    const operation = "GET /user-home-dir";
+    const res = await send({ method: "GET", url: `${toolbox}/${encodeURIComponent(sandboxId)}/user-home-dir`, operation, apiKey: this.apiKey, timeoutMs: this.timeoutMs, signal: options.signal });
+    if (res.status === 404) return null;
+    if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
+    const dir = validate(operation, decodeJson(operation, res), HomeDirSchema, "the home directory").dir.replace(/\/+$/, "");
+    this.homes.set(sandboxId, dir);
+    return dir;
   }
 
   /** Starts a stopped sandbox (not part of the scoped interface; by id). */

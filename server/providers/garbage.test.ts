@@ -56,7 +56,9 @@ beforeAll(async () => {
   });
   routes.set("GET /sandbox/sbx-1", (_q, res) => send(res, 200, "application/json", JSON.stringify(sandbox())));
   routes.set("GET /toolbox/sbx-1/files/download", (_q, res) => send(res, 500, "text/plain", "toolbox exploded"));
-  routes.set("POST /toolbox/sbx-1/runner/session-open", (_q, res) => send(res, 200, "text/html", "<html>login</html>"));
+  routes.set("GET /toolbox/sbx-1/user-home-dir", (_q, res) => send(res, 200, "application/json", JSON.stringify({ dir: "/home/daytona" })));
+  routes.set("POST /toolbox/sbx-1/files/bulk-upload", (_q, res) => send(res, 200, "application/json", "{}"));
+  routes.set("POST /toolbox/sbx-1/process/execute", (_q, res) => send(res, 200, "text/html", "<html>login</html>"));
 });
 
 afterAll(async () => {

@@ -13,6 +13,10 @@ export interface HttpRequest {
   operation: string;
   apiKey?: string;
   body?: unknown;
+  /** A multipart body instead of JSON (the toolbox's bulk upload). */
+  form?: FormData;
+  /** Extra headers (e.g. `X-Daytona-Skip-Last-Activity-Update`). */
+  headers?: Record<string, string>;
   timeoutMs: number;
   signal?: AbortSignal;
 }
@@ -29,11 +33,12 @@ export async function send(req: HttpRequest): Promise<HttpResponse> {
   const headers: Record<string, string> = { accept: "application/json, application/octet-stream;q=0.9, */*;q=0.1" };
   if (req.apiKey) headers.authorization = `Bearer ${req.apiKey}`;
   if (req.body !== undefined) headers["content-type"] = "application/json";
+  Object.assign(headers, req.headers ?? {});
   try {
     const res = await fetch(req.url, {
       method: req.method,
       headers,
-      body: req.body === undefined ? undefined : JSON.stringify(req.body),
+      body: req.form ?? (req.body === undefined ? undefined : JSON.stringify(req.body)),
       signal,
     });
     const body = Buffer.from(await res.arrayBuffer());

@@ -1,18 +1,21 @@
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
 import { z } from "zod";
 import { ProviderError } from "./errors";
 import { decodeJson, httpFailure, send, validate, type HttpResponse } from "./http";
 
 /**
- * The agent runner inside a sandbox, reached through the sandbox's toolbox proxy.
- *
- * Limitation: only the provider emulator implements these runner endpoints
- * (`{toolbox}/{sandboxId}/runner/*`). Real Daytona has no Runwarden runner; against it the
- * runner would have to be installed and driven through Daytona's process API, which this
- * module does not do. The runner *state file* is read through the provider's ordinary file
- * download (`readRunnerState`), which works against both.
+ * The agent runner inside a sandbox (`runner/runnerd.mjs`), reached only through Daytona's
+ * toolbox API by sandbox id (RUNNER.md): the program is uploaded with `files/bulk-upload`,
+ * every operation is one `process/execute` of `node runnerd ctl OP` printing one marked JSON
+ * line, and the runner state is read back with `files/download`. Every path comes from the
+ * sandbox's own home (`GET /user-home-dir`). The same code drives real Daytona and the
+ * emulator.
  */
 
-export const RUNNER_ROOT = "/home/sandbox/.runwarden/runner";
+/** Paths relative to the sandbox user's home (the provider's readFile resolves them). */
+export const RUNNER_ROOT = ".runwarden/runner";
 export const RUNNER_STATE_PATH = `${RUNNER_ROOT}/runner-state.json`;
 /** Written beside the runner state once a provider session exists. */
 export const PROVIDER_STATE_PATH = `${RUNNER_ROOT}/provider-state.json`;
@@ -20,8 +23,13 @@ export const PROVIDER_STATE_PATH = `${RUNNER_ROOT}/provider-state.json`;
 export function bootstrapRestartPath(n: number): string {
   return `${RUNNER_ROOT}/.bootstrap-restart-${n}/runner-state.json`;
 }
-/** Every runner on a sandbox listens here, so a second live runner cannot bind (seed 001). */
+/** The work directory turns run in, under the home. */
+export const WORK_DIR = "work";
+/** The file the demo agent appends one line to per turn, in the work dir. */
+export const DEMO_MARKER_FILE = "runwarden-demo-marker.txt";
+/** In a real sandbox every runner listens here (its own network), so a second live runner cannot bind (seed 001). */
 export const RUNNER_INGRESS_PORT = 43127;
+const RESULT_PREFIX = "RUNWARDEN_RESULT ";
 
 // The runner's vocabulary is the engine's (DOMAIN.md §1), defined once there.
 import { PROVIDER_FAILURE_KINDS, RUNNER_LIFECYCLES } from "../engine/schemas";
@@ -37,7 +45,19 @@ export const ProviderFailureSchema = z.object({
 /** A provider failure as the engine's `startup_failure` evidence takes it (EVIDENCE.md). */
 export type ProviderFailure = z.infer<typeof ProviderFailureSchema>;
 
-export const RunnerProcessIdentitySchema = z.object({ pid: z.number().int(), startedAt: z.string() });
+export const RunnerProcessIdentitySchema = z.object({ pid: z.number().int(), startedAt: z.string(), startTicks: z.number().int().nullish() });
+
+/** One command the runner processed (a turn: its exit code and bounded output tail). */
+export const ProcessedCommandSchema = z.object({
+  seq: z.number().int(),
+  kind: z.string(),
+  processedAt: z.string(),
+  exitCode: z.number().int().nullish(),
+  signal: z.string().nullish(),
+  durationMs: z.number().nullish(),
+  outputTail: z.string().nullish(),
+});
+export type ProcessedCommand = z.infer<typeof ProcessedCommandSchema>;
 
 /** `runner-state.json` (DOMAIN.md §1 Runner state); the EVIDENCE.md `runnerState` fields plus extras. */
 export const RunnerStateSchema = z.object({
@@ -55,6 +75,9 @@ export const RunnerStateSchema = z.object({
   providerStatePresent: z.boolean(),
   /** The runner process that wrote this state. */
   process: RunnerProcessIdentitySchema.nullable(),
+  /** The turn being run when this was written (it is not processed until it is in processedCommands). */
+  inFlight: z.object({ seq: z.number().int(), startedAt: z.string() }).nullish(),
+  agentCommand: z.string().nullish(),
   updatedAt: z.string(),
 });
 export type RunnerState = z.infer<typeof RunnerStateSchema>;
@@ -63,6 +86,7 @@ export const RunnerProcessSchema = z.object({
   state: z.enum(["running", "stopped", "absent"]),
   pid: z.number().int().optional(),
   startedAt: z.string().optional(),
+  startTicks: z.number().int().optional(),
 });
 export type RunnerProcess = z.infer<typeof RunnerProcessSchema>;
 
@@ -91,6 +115,16 @@ export interface StartRunnerInput {
   runId: string;
   runnerInstanceId: string;
   sessionId: string;
+  /** What each turn runs in the work dir; none → the demo agent shipped in runner/. */
+  agentCommand?: string | null;
+  /** Run by session.open; a definite provider failure it reports fails the open. */
+  sessionCommand?: string | null;
+}
+
+export interface TurnResult {
+  state: RunnerState;
+  /** The runner's record of this turn (exit code, output tail). */
+  command: ProcessedCommand;
 }
 
 export type SessionOpenResult =
@@ -122,8 +156,8 @@ export interface RunnerClient {
   sessionOpen(sandboxId: string, options: RunnerCallOptions & { timeoutMs: number }): Promise<SessionOpenResult>;
   /** Reconnects a controller to a live runner (after a restart): `ready`, reconnectCount + 1. */
   reattach(sandboxId: string, options?: RunnerCallOptions): Promise<RunnerState>;
-  /** One controller command; a seq already processed is not processed twice. */
-  turn(sandboxId: string, seq: number, options?: RunnerCallOptions): Promise<RunnerState>;
+  /** One turn: runs the agent command; a seq already processed is answered from its record, never run twice. */
+  turn(sandboxId: string, seq: number, options?: RunnerCallOptions & { prompt?: string }): Promise<TurnResult>;
   /** Graceful drain: lifecycle `suspended`, the process stays up for a reattach. */
   suspend(sandboxId: string, options?: RunnerCallOptions): Promise<RunnerState>;
   /** Lifecycle `stopped` and the runner process exits. Null when no runner was ever started. */
@@ -141,15 +175,54 @@ export interface HttpRunnerClientOptions {
   timeoutMs?: number;
 }
 
-const StateEnvelope = z.object({ state: RunnerStateSchema });
-const MaybeStateEnvelope = z.object({ state: RunnerStateSchema.nullable() });
-const ProcessEnvelope = z.object({ process: RunnerProcessSchema });
-const RejectBody = z.object({ definite: z.literal(true), providerFailure: ProviderFailureSchema, message: z.string().optional() });
+interface Program {
+  name: string;
+  text: Buffer;
+  sha: string;
+}
+
+/** runner/*.mjs, read once; found from this module or from the working directory. */
+function loadProgram(name: string): Program {
+  const candidates = [
+    ...(import.meta.dirname ? [path.resolve(import.meta.dirname, "../../runner", name)] : []),
+    path.resolve(process.cwd(), "runner", name),
+  ];
+  for (const file of candidates) {
+    if (fs.existsSync(file)) {
+      const text = fs.readFileSync(file);
+      return { name, text, sha: crypto.createHash("sha256").update(text).digest("hex").slice(0, 16) };
+    }
+  }
+  throw new Error(`runner program ${name} not found (looked in ${candidates.join(", ")})`);
+}
+
+let programs: { runnerd: Program; demo: Program } | null = null;
+function runnerPrograms() {
+  programs ??= { runnerd: loadProgram("runnerd.mjs"), demo: loadProgram("demo-agent.mjs") };
+  return programs;
+}
+
+const ResultLine = z.object({ ok: z.boolean(), code: z.string().optional(), message: z.string().optional() }).passthrough();
+const ExecuteAnswer = z.object({ exitCode: z.number().int(), result: z.string() });
+const StateResult = z.object({ state: RunnerStateSchema });
+const MaybeStateResult = z.object({ state: RunnerStateSchema.nullable() });
+const ProcessResult = z.object({ process: RunnerProcessSchema });
+const TurnAnswer = z.object({ state: RunnerStateSchema, pending: z.boolean().optional(), command: ProcessedCommandSchema.optional() });
+const RejectResult = z.object({ definite: z.boolean().optional(), providerFailure: ProviderFailureSchema.optional(), message: z.string().optional() });
+
+/** Runner refusals that mean "not there" rather than "in the way". */
+const NOT_FOUND_CODES = new Set(["runner_state_missing"]);
+
+export function shellQuote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}
 
 export class HttpRunnerClient implements RunnerClient {
   private readonly apiKey: string;
   private readonly toolboxUrl: HttpRunnerClientOptions["toolboxUrl"];
   private readonly timeoutMs: number;
+  private readonly homes = new Map<string, string>();
+  private readonly installed = new Map<string, string>();
 
   constructor(options: HttpRunnerClientOptions) {
     this.apiKey = options.apiKey;
@@ -158,91 +231,174 @@ export class HttpRunnerClient implements RunnerClient {
   }
 
   async start(sandboxId: string, input: StartRunnerInput, options: RunnerCallOptions = {}): Promise<RunnerState> {
-    const res = await this.request(sandboxId, "POST", "runner/start", input, options);
-    return this.expect(res, "POST runner/start", StateEnvelope).state;
+    const bin = await this.install(sandboxId, options);
+    const demo = `node ${shellQuote(`${bin}/demo-agent-${runnerPrograms().demo.sha}.mjs`)}`;
+    const args = ["start", "--run", input.runId, "--instance", input.runnerInstanceId, "--session", input.sessionId, "--agent-command", input.agentCommand || demo];
+    if (input.sessionCommand) args.push("--session-command", input.sessionCommand);
+    const out = await this.runnerd(sandboxId, "runnerd start", args, options);
+    return validate("runnerd start", out, StateResult).state;
   }
 
   async sessionOpen(sandboxId: string, options: RunnerCallOptions & { timeoutMs: number }): Promise<SessionOpenResult> {
-    const operation = "POST runner/session-open";
-    let res: HttpResponse;
+    const operation = "runnerd ctl session-open";
+    let out: Record<string, unknown>;
     try {
-      res = await this.request(sandboxId, "POST", "runner/session-open", {}, options);
+      out = await this.runnerd(sandboxId, operation, ["ctl", "session-open", "--wait-ms", String(options.timeoutMs)], { ...options, timeoutMs: options.timeoutMs + 15_000 }, true);
     } catch (err) {
-      if (ProviderError.is(err) && err.kind === "timeout") {
+      // A 408 or no answer is not definite: the runner may still be connecting.
+      if (ProviderError.is(err) && (err.kind === "timeout" || err.status === 408)) {
         return { ok: false, definite: false, reason: "timeout", message: `session.open did not answer within ${options.timeoutMs} ms` };
       }
       throw err;
     }
-    if (res.status === 422) {
-      const body = decodeJson(operation, res);
-      const parsed = RejectBody.safeParse(body);
-      if (parsed.success) {
-        const { providerFailure } = parsed.data;
-        return { ok: false, definite: true, providerFailure, message: parsed.data.message ?? providerFailure.message };
-      }
+    if (out.ok === true) return { ok: true, state: validate(operation, out, StateResult).state };
+    if (out.code === "session_open_pending") {
+      return { ok: false, definite: false, reason: "timeout", message: `session.open did not answer within ${options.timeoutMs} ms` };
     }
-    return { ok: true, state: this.expect(res, operation, StateEnvelope).state };
+    const reject = validate(operation, out, RejectResult);
+    if (reject.definite && reject.providerFailure) {
+      return { ok: false, definite: true, providerFailure: reject.providerFailure, message: reject.message ?? reject.providerFailure.message };
+    }
+    throw refusal(operation, out);
   }
 
   async reattach(sandboxId: string, options: RunnerCallOptions = {}): Promise<RunnerState> {
-    const res = await this.request(sandboxId, "POST", "runner/reattach", {}, options);
-    return this.expect(res, "POST runner/reattach", StateEnvelope).state;
+    return validate("runnerd ctl reattach", await this.runnerd(sandboxId, "runnerd ctl reattach", ["ctl", "reattach"], options), StateResult).state;
   }
 
-  async turn(sandboxId: string, seq: number, options: RunnerCallOptions = {}): Promise<RunnerState> {
-    const res = await this.request(sandboxId, "POST", "runner/turn", { seq }, options);
-    return this.expect(res, "POST runner/turn", StateEnvelope).state;
+  async turn(sandboxId: string, seq: number, options: RunnerCallOptions & { prompt?: string } = {}): Promise<TurnResult> {
+    const operation = `runnerd ctl turn --seq ${seq}`;
+    // Each call stays well under the proxy's timeout; a long turn is polled (same seq: never run twice).
+    for (;;) {
+      const out = await this.runnerd(sandboxId, operation, ["ctl", "turn", "--seq", String(seq), "--prompt", options.prompt ?? "", "--wait-ms", "20000"], options);
+      const answer = validate(operation, out, TurnAnswer);
+      if (answer.pending) continue;
+      const command = answer.command ?? answer.state.processedCommands.map((c) => ProcessedCommandSchema.safeParse(c)).find((c) => c.success && c.data.seq === seq)?.data;
+      if (!command) throw new ProviderError("garbage", operation, `the runner answered without a record of turn ${seq}`);
+      return { state: answer.state, command };
+    }
   }
 
   async suspend(sandboxId: string, options: RunnerCallOptions = {}): Promise<RunnerState> {
-    const res = await this.request(sandboxId, "POST", "runner/suspend", {}, options);
-    return this.expect(res, "POST runner/suspend", StateEnvelope).state;
+    return validate("runnerd ctl suspend", await this.runnerd(sandboxId, "runnerd ctl suspend", ["ctl", "suspend"], options), StateResult).state;
   }
 
   async stop(sandboxId: string, options: RunnerCallOptions = {}): Promise<RunnerState | null> {
-    const res = await this.request(sandboxId, "POST", "runner/stop", {}, options);
-    return this.expect(res, "POST runner/stop", MaybeStateEnvelope).state;
+    return validate("runnerd ctl stop", await this.runnerd(sandboxId, "runnerd ctl stop", ["ctl", "stop"], options), MaybeStateResult).state;
   }
 
   async process(sandboxId: string, options: RunnerCallOptions = {}): Promise<RunnerProcess> {
-    const res = await this.request(sandboxId, "GET", "runner/process", undefined, options);
-    return this.expect(res, "GET runner/process", ProcessEnvelope).process;
+    return validate("runnerd ctl process", await this.runnerd(sandboxId, "runnerd ctl process", ["ctl", "process"], options), ProcessResult).process;
   }
 
+  /** runner-state.json through `files/download`; a 404 is "no state" only when the sandbox answers /version right after. */
   async readState(sandboxId: string, options: RunnerCallOptions = {}): Promise<RunnerState | null> {
-    const res = await this.request(sandboxId, "GET", `files/download?path=${encodeURIComponent(RUNNER_STATE_PATH)}`, undefined, options);
-    if (res.status === 404) return null;
-    if (res.status < 200 || res.status >= 300) throw httpFailure("GET runner-state.json", res);
+    const home = await this.home(sandboxId, options);
+    const operation = "GET files/download runner-state.json";
+    const res = await this.toolbox(sandboxId, "GET", `files/download?path=${encodeURIComponent(`${home}/${RUNNER_STATE_PATH}`)}`, operation, options);
+    if (res.status === 404) {
+      const version = await this.toolbox(sandboxId, "GET", "version", "GET /version", options);
+      if (version.status >= 200 && version.status < 300) return null;
+      throw new ProviderError("http", operation, `404, and the sandbox does not answer /version (HTTP ${version.status}): it may be gone`, { status: 404, code: "sandbox_not_found" });
+    }
+    if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
     return parseRunnerState(res.body.toString("utf8"));
   }
 
-  private async request(
+  /** The sandbox user's home, from the sandbox (cached per sandbox). */
+  private async home(sandboxId: string, options: RunnerCallOptions): Promise<string> {
+    const cached = this.homes.get(sandboxId);
+    if (cached) return cached;
+    const operation = "GET /user-home-dir";
+    const res = await this.toolbox(sandboxId, "GET", "user-home-dir", operation, options);
+    if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
+    const dir = validate(operation, decodeJson(operation, res), z.object({ dir: z.string().min(1) })).dir.replace(/\/+$/, "");
+    this.homes.set(sandboxId, dir);
+    return dir;
+  }
+
+  /** Uploads runnerd and the demo agent once per sandbox and program hash; returns their directory. */
+  private async install(sandboxId: string, options: RunnerCallOptions): Promise<string> {
+    const { runnerd, demo } = runnerPrograms();
+    const key = `${runnerd.sha}:${demo.sha}`;
+    const home = await this.home(sandboxId, options);
+    const bin = `${home}/.runwarden/bin`;
+    if (this.installed.get(sandboxId) === key) return bin;
+    const form = new FormData();
+    [runnerd, demo].forEach((p, i) => {
+      const base = p === runnerd ? "runnerd" : "demo-agent";
+      form.append(`files[${i}].path`, `${bin}/${base}-${p.sha}.mjs`);
+      form.append(`files[${i}].file`, new Blob([new Uint8Array(p.text)]), `${base}.mjs`);
+    });
+    const operation = "POST /files/bulk-upload (runnerd)";
+    const res = await this.toolbox(sandboxId, "POST", "files/bulk-upload", operation, options, { form });
+    if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
+    this.installed.set(sandboxId, key);
+    return bin;
+  }
+
+  /**
+   * One runnerd command through `process/execute`; returns its result line. A refusal
+   * (`ok: false`) is thrown as a ProviderError with the runner's code, unless `raw`.
+   */
+  private async runnerd(sandboxId: string, operation: string, args: string[], options: RunnerCallOptions, raw = false): Promise<Record<string, unknown>> {
+    const bin = await this.install(sandboxId, options);
+    const home = await this.home(sandboxId, options);
+    const command = ["node", `${bin}/runnerd-${runnerPrograms().runnerd.sha}.mjs`, ...args].map(shellQuote).join(" ");
+    const httpTimeoutMs = options.timeoutMs ?? this.timeoutMs;
+    // The command's own bound stays under the HTTP one, so the sandbox answers 408 first.
+    const timeout = Math.max(1, Math.floor(httpTimeoutMs / 1000) - 2);
+    const res = await this.toolbox(sandboxId, "POST", "process/execute", operation, options, {
+      body: { command, cwd: home, timeout },
+      timeoutMs: httpTimeoutMs,
+    });
+    if (res.status === 408) throw new ProviderError("timeout", operation, `the command did not finish within ${timeout} s (HTTP 408)`, { status: 408 });
+    if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
+    const answer = validate(operation, decodeJson(operation, res), ExecuteAnswer, "the process/execute answer");
+    const line = answer.result.split("\n").reverse().find((l) => l.startsWith(RESULT_PREFIX));
+    if (!line) {
+      throw new ProviderError("garbage", operation, `runnerd printed no result line (exit ${answer.exitCode}): ${answer.result.slice(-300).trim() || "no output"}`);
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(line.slice(RESULT_PREFIX.length)) as unknown;
+    } catch {
+      throw new ProviderError("garbage", operation, `runnerd's result line is not JSON: ${line.slice(0, 200)}`);
+    }
+    const out = validate(operation, value, ResultLine, "runnerd's result") as Record<string, unknown>;
+    if (out.ok !== true && !raw) throw refusal(operation, out);
+    return out;
+  }
+
+  private async toolbox(
     sandboxId: string,
     method: "GET" | "POST",
-    path: string,
-    body: unknown,
+    route: string,
+    operation: string,
     options: RunnerCallOptions,
+    extra: { body?: unknown; form?: FormData; timeoutMs?: number } = {},
   ): Promise<HttpResponse> {
-    const operation = `${method} ${path.split("?")[0]}`;
     const toolbox = await this.toolboxUrl(sandboxId, { signal: options.signal });
     if (toolbox === null) {
       throw new ProviderError("http", operation, `sandbox ${sandboxId} does not exist`, { status: 404, code: "sandbox_not_found" });
     }
     return send({
       method,
-      url: `${toolbox}/${encodeURIComponent(sandboxId)}/${path}`,
+      url: `${toolbox}/${encodeURIComponent(sandboxId)}/${route}`,
       operation,
       apiKey: this.apiKey,
-      body,
-      timeoutMs: options.timeoutMs ?? this.timeoutMs,
+      body: extra.body,
+      form: extra.form,
+      timeoutMs: extra.timeoutMs ?? options.timeoutMs ?? this.timeoutMs,
       signal: options.signal,
     });
   }
+}
 
-  private expect<T>(res: HttpResponse, operation: string, schema: z.ZodType<T>): T {
-    if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
-    return validate(operation, decodeJson(operation, res), schema);
-  }
+function refusal(operation: string, out: Record<string, unknown>): ProviderError {
+  const code = typeof out.code === "string" ? out.code : "runner_error";
+  const message = typeof out.message === "string" ? out.message : "the runner refused";
+  return new ProviderError("http", operation, message, { status: NOT_FOUND_CODES.has(code) ? 404 : 409, code });
 }
 
 export function createRunnerClient(options: HttpRunnerClientOptions): RunnerClient {

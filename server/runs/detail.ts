@@ -65,7 +65,13 @@ export const runDetailOutput = z.object({
     heartbeatAt: z.date().nullable(),
     waveId: z.string().nullable(),
     startedAt: z.date().nullable(),
+    /** What each turn runs (null: the demo agent). */
+    agentCommand: z.string().nullable(),
   }),
+  /** Each turn's record from the runner (exit code, bounded output tail), oldest first. */
+  turnLog: z.array(
+    z.object({ turn: z.number().int(), at: z.date(), exitCode: z.number().int().nullable(), durationMs: z.number().nullable(), outputTail: z.string() }),
+  ),
   /** The catalogue's entry for the run's code (null without a code). */
   failure: catalogueEntry.nullable(),
   retry: z.object({
@@ -233,7 +239,9 @@ export async function getRunDetail(db: Db, scope: CompanyScope, id: string): Pro
       createdAt: run.createdAt,
       startedAt: run.startedAt,
       finishedAt: run.finishedAt,
+      agentCommand: run.agentCommand,
     },
+    turnLog: turnLogOf(await db.runEvent.findMany({ where: { runId: id, type: { in: ["turn_done", "turn_failed"] } }, orderBy: { id: "asc" } })),
     failure: describeFailure(run.failureCode),
     retry: { blocker, successorId: run.nextRun?.id ?? null, current: currentRun(lineage.next) },
     events: events.reverse().map((e) => ({ id: e.id.toString(), type: e.type, at: e.at, bootId: e.bootId, data: e.data })),
@@ -322,4 +330,21 @@ export async function runEvidence(db: Db, scope: CompanyScope, id: string): Prom
     select: { id: true, kind: true, verdict: true, evaluatedAt: true, evidence: true },
   });
   return proofs.map((p) => ({ proofId: p.id, kind: p.kind, verdict: p.verdict, evaluatedAt: p.evaluatedAt, evidence: p.evidence }));
+}
+
+/** The turn log from the turn events (the runner's record as the controller stored it). */
+function turnLogOf(events: Array<{ at: Date; data: unknown }>): RunDetail["turnLog"] {
+  const out: RunDetail["turnLog"] = [];
+  for (const e of events) {
+    const d = (e.data ?? {}) as { turn?: unknown; exitCode?: unknown; durationMs?: unknown; outputTail?: unknown };
+    if (typeof d.turn !== "number") continue;
+    out.push({
+      turn: d.turn,
+      at: e.at,
+      exitCode: typeof d.exitCode === "number" ? d.exitCode : null,
+      durationMs: typeof d.durationMs === "number" ? d.durationMs : null,
+      outputTail: typeof d.outputTail === "string" ? d.outputTail : "",
+    });
+  }
+  return out;
 }

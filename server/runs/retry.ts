@@ -49,6 +49,7 @@ export async function retryRun(db: Db, runId: string, actor: Actor, scope: Compa
           target: run.target,
           sandboxMode: run.sandboxMode,
           turnsPlanned: run.turnsPlanned,
+          agentCommand: run.agentCommand,
           maxProviderAttempts: run.maxProviderAttempts,
           previousRunId: run.id,
           waveId: run.waveId,

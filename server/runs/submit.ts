@@ -15,6 +15,8 @@ export const submitRunInput = z.object({
   target: z.enum(["local", "remote"]).default("remote"),
   sandboxMode: z.enum(["per_turn", "warm"]).default("warm"),
   turns: z.number().int().min(1).max(50).default(3),
+  /** A shell command each turn runs in the sandbox's work dir; none: the demo agent. */
+  agentCommand: z.string().trim().min(1, "the agent command is empty").max(4000, "the agent command is over 4000 characters").optional(),
 });
 export type SubmitRunInput = z.input<typeof submitRunInput>;
 
@@ -34,6 +36,7 @@ export async function submitRun(db: Db, instanceId: string, raw: SubmitRunInput,
           target: input.target,
           sandboxMode: input.sandboxMode,
           turnsPlanned: input.turns,
+          agentCommand: input.agentCommand ?? null,
           waveId: options.waveId ?? null,
         },
       });

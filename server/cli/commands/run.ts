@@ -21,8 +21,9 @@ export function registerRun(program: Command, io: CliIO): void {
     .option("--target <target>", "execution target: local or remote", "remote")
     .option("--mode <mode>", "sandbox mode: per_turn or warm", "warm")
     .option("--turns <n>", "agent turns to run", "3")
+    .option("--agent-command <cmd>", "shell command each turn runs in the sandbox's work dir (default: the demo agent)")
     .option("--json", "print the run as JSON")
-    .action(async (opts: { company: string; task: string; agent: string; provider: string; target: string; mode: string; turns: string; json?: boolean }) => {
+    .action(async (opts: { company: string; task: string; agent: string; provider: string; target: string; mode: string; turns: string; agentCommand?: string; json?: boolean }) => {
       const turns = Number(opts.turns);
       await withCliDatabase("run", async (db, env) => {
         const { submitRun } = await import("../../runs/submit");
@@ -30,7 +31,7 @@ export function registerRun(program: Command, io: CliIO): void {
         const created = await submitRun(
           db,
           await instanceIdOf(db, env.RUNWARDEN_INSTANCE_ID),
-          { companyId: opts.company, taskId: opts.task, agent: opts.agent, provider: opts.provider, target: opts.target as "remote", sandboxMode: opts.mode as "warm", turns },
+          { companyId: opts.company, taskId: opts.task, agent: opts.agent, provider: opts.provider, target: opts.target as "remote", sandboxMode: opts.mode as "warm", turns, agentCommand: opts.agentCommand },
           cliActor(),
         );
         io.stdout(opts.json ? `${JSON.stringify({ id: created.id, status: created.status, taskId: created.taskId })}\n` : `queued run ${created.id} for task ${created.taskId}\n`);

@@ -1,0 +1,130 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { childEnv } from "../env";
+import { EmulatorAdminClient } from "../emulator/admin-client";
+import { createThrowawayDatabase, type ThrowawayDatabase } from "../emulator/testing";
+import { submitRun } from "../runs/submit";
+import { spawnController, type ControllerProcessHandle } from "./process-harness";
+import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
+
+/**
+ * The emulator (a local Daytona) SIGKILLed and restarted while a run's runner works: the
+ * runner is a detached process in the sandbox, so it keeps running, and the run finishes
+ * with each turn's side effect exactly once (issue 11).
+ */
+
+const root = path.resolve(import.meta.dirname, "../..");
+let h: ControllerHarness;
+let database: ThrowawayDatabase;
+let dataDir: string;
+let scratch: string;
+let port: number;
+let emu: ChildProcess | null = null;
+let ctl: ControllerProcessHandle | null = null;
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  const p = (srv.address() as net.AddressInfo).port;
+  await new Promise((r) => srv.close(r));
+  return p;
+}
+
+function startEmulatorChild(): Promise<void> {
+  const proc = spawn(process.execPath, [path.join(root, "node_modules/tsx/dist/cli.mjs"), "scripts/emulator.ts"], {
+    cwd: root,
+    env: childEnv({ EMULATOR_PORT: String(port), DATABASE_URL: inject("adminUrl"), EMULATOR_DATABASE: database.name, EMULATOR_URL: undefined, RUNWARDEN_DATA_DIR: dataDir }),
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  emu = proc;
+  let output = "";
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`emulator did not start: ${output}`)), 30_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+      if (/emulator listening on/.test(output)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    proc.stdout?.on("data", onData);
+    proc.stderr?.on("data", onData);
+    proc.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`emulator exited (${signal ?? code}): ${output}`));
+    });
+  });
+}
+
+async function killEmulator(): Promise<void> {
+  const proc = emu;
+  if (!proc?.pid || proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise((r) => proc.once("exit", r));
+  process.kill(-proc.pid, "SIGKILL");
+  await exited;
+  emu = null;
+}
+
+beforeAll(async () => {
+  h = await startControllerHarness();
+  database = await createThrowawayDatabase(inject("adminUrl"), inject("runPrefix"), "emurun");
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "rw-emu-restart-"));
+  scratch = fs.mkdtempSync(path.join(os.tmpdir(), "rw-emu-markers-"));
+  port = await freePort();
+});
+
+afterAll(async () => {
+  ctl?.kill("SIGKILL");
+  await ctl?.exited;
+  // The sandboxes' detached processes end with the test: reset kills them.
+  if (emu) await new EmulatorAdminClient(`http://127.0.0.1:${port}`).reset().catch(() => {});
+  await killEmulator();
+  await database?.drop();
+  await h?.close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  fs.rmSync(scratch, { recursive: true, force: true });
+});
+
+describe("the emulator SIGKILLed and restarted with runners alive", () => {
+  it("the runner keeps running and the run finishes, each turn once", async () => {
+    await startEmulatorChild();
+    const marker = path.join(scratch, "marker.txt");
+    const r = await submitRun(
+      h.db.db,
+      "inst-a",
+      { companyId: "co-1", taskId: "emu-kill", agent: "a", provider: "codex", turns: 4, agentCommand: `sleep 1; printf '%s\\n' "$RUNWARDEN_TURN" >> '${marker}'` },
+      { id: "test", role: "operator" },
+    );
+    ctl = spawnController({
+      DATABASE_URL: h.db.url,
+      EMULATOR_URL: `http://127.0.0.1:${port}`,
+      RUNWARDEN_INSTANCE_ID: "inst-a",
+      RUNWARDEN_CONTROLLER_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "rw-ctl-home-")),
+    });
+    await ctl.ready;
+    await waitFor("the first turn", async () => ((await h.db.db.run.findUniqueOrThrow({ where: { id: r.id } })).turnsDone >= 1 ? true : null), 60_000);
+    const admin = new EmulatorAdminClient(`http://127.0.0.1:${port}`);
+    const sandbox = (await admin.sandboxes()).find((s) => s.labels["runwarden.run"] === r.id);
+    expect(sandbox?.runnerProcess.state).toBe("running");
+    const runnerPid = sandbox!.runnerProcess.pid!;
+
+    await killEmulator();
+    // The runner is the sandbox's process, not the emulator's: it is still there.
+    expect(fs.existsSync(`/proc/${runnerPid}`)).toBe(true);
+    await new Promise((res) => setTimeout(res, 1500));
+    await startEmulatorChild();
+    expect((await admin.sandboxes()).find((s) => s.id === sandbox!.id)?.runnerProcess).toMatchObject({ state: "running", pid: runnerPid });
+
+    const done = await waitFor("the run to settle", async () => {
+      const x = await h.db.db.run.findUniqueOrThrow({ where: { id: r.id } });
+      return x.status === "succeeded" || x.status === "failed" ? x : null;
+    }, 90_000);
+    expect({ status: done.status, turnsDone: done.turnsDone, code: done.failureCode, detail: done.failureDetail }).toMatchObject({ status: "succeeded", turnsDone: 4 });
+    expect(fs.readFileSync(marker, "utf8").trim().split("\n")).toEqual(["1", "2", "3", "4"]);
+  }, 180_000);
+});
