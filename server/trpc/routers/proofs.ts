@@ -14,6 +14,7 @@ export const proofsRouter = createTRPCRouter({
   /** Evaluate an evidence bundle (EVIDENCE.md) and return the verdict with every check. */
   // Pure: it reads nothing stored, so any signed-in role may evaluate evidence.
   evaluate: viewerProcedure
+    .meta({ role: "viewer", pure: true })
     .input(evidenceInput)
     .output(verdictSchema)
     .mutation(({ input }) => {
