@@ -85,7 +85,7 @@ test("every page sends a signed-out visitor to sign-in; a wrong password stays t
   }
 });
 
-test("?next= leads only within the site, and too many attempts are told to wait", async ({ page }) => {
+test("?next= leads only within the site, and wrong guesses do not hold out the owner's own browser", async ({ page }) => {
   const db = e2eDb();
   try {
     await resetSignInLimits(db);
@@ -100,14 +100,14 @@ test("?next= leads only within the site, and too many attempts are told to wait"
     await page.getByRole("button", { name: "Sign out" }).click();
     await expect(page).toHaveURL(/\/sign-in$/);
 
-    // Five attempts a minute per client (one was spent above), then a wait.
+    // Wrong guesses are slowed per account and address (issue 16.2; back-off tested in
+    // server/auth/auth.int.test.ts), but this browser signed in before: its owner gets in.
     for (let i = 0; i < 4; i++) {
       await submit(page, operator.email, `wrong ${i}`);
       await expect(page.getByTestId("sign-in-error")).toHaveText("Wrong email or password.");
     }
     await submit(page, operator.email, operator.password);
-    await expect(page.getByTestId("sign-in-error")).toHaveText("Too many attempts; wait a minute and try again.");
-    await expect(page).toHaveURL(/\/sign-in$/);
+    await expect(page.getByRole("heading", { name: "Overview" })).toBeVisible();
   } finally {
     await resetSignInLimits(db);
     await db.$disconnect();
