@@ -173,23 +173,8 @@ async function judgeIntent(ctx: ControllerContext, id: string, s: SweepSummary):
 
       switch (verdict.verdict) {
         case "reclaim": {
-          const lease = await tx.environmentLease.create({
-            data: {
-              runId: links.runId,
-              instanceId: intent.instanceId,
-              companyId: intent.companyId,
-              intentId: id,
-              provider: ctx.providerTarget,
-              providerLeaseId: sandboxId,
-              sandboxName: intent.creationName,
-              acquisitionOutcome: "created",
-              status: "pending_cleanup",
-              cleanupStatus: "reclaimed_from_intent",
-            },
-          });
-          await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, status: "reclaimed", resolvedAt: now } });
           s.reclaimed += 1;
-          return lease.id;
+          return reclaimIntentSandbox(tx, ctx, intent, { runId: links.runId, intentId: id, sandboxId, cleanupStatus: "reclaimed_from_intent", inspected, now });
         }
         case "manual_reconciliation":
           await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, status: "manual_reconciliation", resolvedAt: now } });
@@ -272,24 +257,34 @@ async function reclaimLate(ctx: ControllerContext, id: string, found: SandboxRef
       return null;
     }
     const committed = await tx.environmentLease.count({ where: { intentId: id } });
-    const lease = await tx.environmentLease.create({
-      data: {
-        runId,
-        instanceId: intent.instanceId,
-        companyId: intent.companyId,
-        intentId: committed === 0 ? id : null,
-        provider: ctx.providerTarget,
-        providerLeaseId: found.id,
-        sandboxName: intent.creationName,
-        acquisitionOutcome: "created",
-        status: "pending_cleanup",
-        cleanupStatus: "reclaimed_late_materialisation",
-      },
-    });
-    await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, status: "reclaimed", resolvedAt: now } });
     s.reclaimed += 1;
-    return lease.id;
+    return reclaimIntentSandbox(tx, ctx, intent, { runId, intentId: committed === 0 ? id : null, sandboxId: found.id, cleanupStatus: "reclaimed_late_materialisation", inspected, now });
   });
+}
+
+/** The reclaim both intent paths share: a pending_cleanup lease for the teardown pass, and the intent marked reclaimed. */
+async function reclaimIntentSandbox(
+  tx: Prisma.TransactionClient,
+  ctx: ControllerContext,
+  intent: SandboxCreationIntent,
+  r: { runId: string | null; intentId: string | null; sandboxId: string | null; cleanupStatus: string; inspected: Prisma.SandboxCreationIntentUpdateInput; now: Date },
+): Promise<string> {
+  const lease = await tx.environmentLease.create({
+    data: {
+      runId: r.runId,
+      instanceId: intent.instanceId,
+      companyId: intent.companyId,
+      intentId: r.intentId,
+      provider: ctx.providerTarget,
+      providerLeaseId: r.sandboxId,
+      sandboxName: intent.creationName,
+      acquisitionOutcome: "created",
+      status: "pending_cleanup",
+      cleanupStatus: r.cleanupStatus,
+    },
+  });
+  await tx.sandboxCreationIntent.update({ where: { id: intent.id }, data: { ...r.inspected, status: "reclaimed", resolvedAt: r.now } });
+  return lease.id;
 }
 
 async function existingRunId(tx: Prisma.TransactionClient, intent: SandboxCreationIntent): Promise<string | null> {
