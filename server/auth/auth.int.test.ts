@@ -106,9 +106,14 @@ describe("sign-in", () => {
     expect(Number(first.headers.get("retry-after"))).toBe(1);
     await new Promise((r) => setTimeout(r, 1100));
     expect((await signIn("slow@example.com", "guess again", "198.51.100.50")).status).toBe(401);
+    const failedAt = Date.now();
     const second = await signIn("slow@example.com", "guess", "198.51.100.50");
     expect(second.status).toBe(429);
-    expect(Number(second.headers.get("retry-after"))).toBe(2);
+    // The wait is now 2 s from that failure; a loaded machine may spend part of it on this request.
+    const waited = Date.now() - failedAt;
+    const retryAfter = Number(second.headers.get("retry-after"));
+    expect(retryAfter).toBeLessThanOrEqual(2);
+    expect(retryAfter).toBeGreaterThanOrEqual(Math.max(1, Math.ceil((2000 - waited) / 1000)));
   });
 
   it("strangers guessing from forged addresses never hold the owner out of a browser they signed in from", async () => {
