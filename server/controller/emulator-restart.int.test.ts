@@ -1,13 +1,11 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { childEnv } from "../env";
 import { EmulatorAdminClient } from "../emulator/admin-client";
 import { createThrowawayDatabase, type ThrowawayDatabase } from "../emulator/testing";
 import { submitRun } from "../runs/submit";
+import { EmulatorChild, freePort } from "../test/emulator-child";
 import { spawnController, type ControllerProcessHandle } from "./process-harness";
 import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
 
@@ -17,58 +15,13 @@ import { startControllerHarness, waitFor, type ControllerHarness } from "./testi
  * with each turn's side effect exactly once (issue 11).
  */
 
-const root = path.resolve(import.meta.dirname, "../..");
 let h: ControllerHarness;
 let database: ThrowawayDatabase;
 let dataDir: string;
 let scratch: string;
 let port: number;
-let emu: ChildProcess | null = null;
+let emulator: EmulatorChild | null = null;
 let ctl: ControllerProcessHandle | null = null;
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-  const p = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return p;
-}
-
-function startEmulatorChild(): Promise<void> {
-  const proc = spawn(process.execPath, [path.join(root, "node_modules/tsx/dist/cli.mjs"), "scripts/emulator.ts"], {
-    cwd: root,
-    env: childEnv({ EMULATOR_PORT: String(port), DATABASE_URL: inject("adminUrl"), EMULATOR_DATABASE: database.name, EMULATOR_URL: undefined, RUNWARDEN_DATA_DIR: dataDir }),
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  emu = proc;
-  let output = "";
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`emulator did not start: ${output}`)), 30_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString("utf8");
-      if (/emulator listening on/.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    proc.stdout?.on("data", onData);
-    proc.stderr?.on("data", onData);
-    proc.once("exit", (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`emulator exited (${signal ?? code}): ${output}`));
-    });
-  });
-}
-
-async function killEmulator(): Promise<void> {
-  const proc = emu;
-  if (!proc?.pid || proc.exitCode !== null || proc.signalCode !== null) return;
-  const exited = new Promise((r) => proc.once("exit", r));
-  process.kill(-proc.pid, "SIGKILL");
-  await exited;
-  emu = null;
-}
 
 beforeAll(async () => {
   h = await startControllerHarness();
@@ -76,14 +29,15 @@ beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "rw-emu-restart-"));
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), "rw-emu-markers-"));
   port = await freePort();
+  emulator = new EmulatorChild({ port, adminUrl: inject("adminUrl"), database: database.name, dataDir });
 });
 
 afterAll(async () => {
   ctl?.kill("SIGKILL");
   await ctl?.exited;
   // The sandboxes' detached processes end with the test: reset kills them.
-  if (emu) await new EmulatorAdminClient(`http://127.0.0.1:${port}`).reset().catch(() => {});
-  await killEmulator();
+  if (emulator?.running) await new EmulatorAdminClient(`http://127.0.0.1:${port}`).reset().catch(() => {});
+  await emulator?.kill();
   await database?.drop();
   await h?.close();
   fs.rmSync(dataDir, { recursive: true, force: true });
@@ -92,7 +46,7 @@ afterAll(async () => {
 
 describe("the emulator SIGKILLed and restarted with runners alive", () => {
   it("the runner keeps running and the run finishes, each turn once", async () => {
-    await startEmulatorChild();
+    await emulator?.start();
     const marker = path.join(scratch, "marker.txt");
     const r = await submitRun(
       h.db.db,
@@ -113,11 +67,11 @@ describe("the emulator SIGKILLed and restarted with runners alive", () => {
     expect(sandbox?.runnerProcess.state).toBe("running");
     const runnerPid = sandbox!.runnerProcess.pid!;
 
-    await killEmulator();
+    await emulator?.kill();
     // The runner is the sandbox's process, not the emulator's: it is still there.
     expect(fs.existsSync(`/proc/${runnerPid}`)).toBe(true);
     await new Promise((res) => setTimeout(res, 1500));
-    await startEmulatorChild();
+    await emulator?.start();
     expect((await admin.sandboxes()).find((s) => s.id === sandbox!.id)?.runnerProcess).toMatchObject({ state: "running", pid: runnerPid });
 
     const done = await waitFor("the run to settle", async () => {

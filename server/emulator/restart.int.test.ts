@@ -1,13 +1,10 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { childEnv } from "../env";
 import { DaytonaProvider } from "../providers/daytona";
 import { createRunnerClient } from "../providers/runner";
 import { buildLabels, creationName, instanceScope } from "../providers/types";
 import { EmulatorAdminClient } from "./admin-client";
+import { EmulatorChild, freePort } from "../test/emulator-child";
 import { createThrowawayDatabase, type ThrowawayDatabase } from "./testing";
 
 /**
@@ -15,66 +12,18 @@ import { createThrowawayDatabase, type ThrowawayDatabase } from "./testing";
  * rules and even a late materialisation in flight survive its SIGKILL and restart.
  */
 
-const root = path.resolve(import.meta.dirname, "../..");
 let database: ThrowawayDatabase;
 let port: number;
-let child: ChildProcess | null = null;
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-  const p = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return p;
-}
-
-/** Starts the emulator script in its own process group; resolves with the URL it prints. */
-function startChild(): Promise<string> {
-  const adminUrl = inject("adminUrl");
-  const proc = spawn(process.execPath, [path.join(root, "node_modules/tsx/dist/cli.mjs"), "scripts/emulator.ts"], {
-    cwd: root,
-    env: childEnv({ EMULATOR_PORT: String(port), DATABASE_URL: adminUrl, EMULATOR_DATABASE: database.name, EMULATOR_URL: undefined }),
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  child = proc;
-  let output = "";
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`emulator did not start: ${output}`)), 30_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString("utf8");
-      const m = /emulator listening on (http:\/\/\S+)/.exec(output);
-      if (m?.[1]) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    };
-    proc.stdout?.on("data", onData);
-    proc.stderr?.on("data", onData);
-    proc.once("exit", (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`emulator exited (${signal ?? code}): ${output}`));
-    });
-  });
-}
-
-/** SIGKILL to the whole group: tsx's wrapper and the emulator process under it. */
-async function killChild(signal: NodeJS.Signals): Promise<void> {
-  const proc = child;
-  if (!proc?.pid || proc.exitCode !== null || proc.signalCode !== null) return;
-  const exited = new Promise((r) => proc.once("exit", r));
-  process.kill(-proc.pid, signal);
-  await exited;
-  child = null;
-}
+let emulator: EmulatorChild | null = null;
 
 beforeAll(async () => {
   database = await createThrowawayDatabase(inject("adminUrl"), inject("runPrefix"), "emukill");
   port = await freePort();
+  emulator = new EmulatorChild({ port, adminUrl: inject("adminUrl"), database: database.name });
 });
 
 afterAll(async () => {
-  await killChild("SIGKILL");
+  await emulator?.kill("SIGKILL");
   await database?.drop();
 });
 
@@ -92,7 +41,7 @@ async function waitUntilRefused(url: string): Promise<void> {
 
 describe("emulator as a separate process", () => {
   it("keeps sandboxes, runner state, faults and a late create across its own SIGKILL", async () => {
-    const url = await startChild();
+    const url = await emulator!.start();
     expect(url).toBe(`http://127.0.0.1:${port}`);
     const provider = new DaytonaProvider({ apiUrl: url, apiKey: "emulator-key", timeoutMs: 5000, instanceId: "inst-k" });
     const runner = createRunnerClient({ apiKey: "emulator-key", toolboxUrl: (id) => provider.toolboxUrl(id) });
@@ -115,11 +64,11 @@ describe("emulator as a separate process", () => {
     const killedAt = Date.now();
 
     // …and the emulator is SIGKILLed while it is still pending.
-    await killChild("SIGKILL");
+    await emulator?.kill("SIGKILL");
     await waitUntilRefused(url);
     await expect(provider.getByName("rw-create-op-k1")).rejects.toMatchObject({ kind: "unreachable" });
 
-    const again = await startChild();
+    const again = await emulator!.start();
     expect(again).toBe(url);
     const listed = await provider.listByLabels(instanceScope("inst-k"));
     const ids = listed.map((s) => s.id);
@@ -139,7 +88,7 @@ describe("emulator as a separate process", () => {
     expect(lateFound?.labels).toEqual(labels("op-late-k"));
     expect(Date.now() - killedAt).toBeGreaterThanOrEqual(1000);
 
-    await killChild("SIGTERM");
+    await emulator?.kill("SIGTERM");
     // The runner was started by the first emulator process and outlived it: it must not outlive the test.
   }, 90_000);
 });
