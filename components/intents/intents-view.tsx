@@ -74,7 +74,7 @@ export function IntentsView() {
       <Section
         title="Creation intents"
         id="intents-list"
-        actions={list.data ? <p className="text-sm text-zinc-700 dark:text-zinc-300">{list.data.total} on instance <span className="font-mono">{list.data.instanceId}</span></p> : null}
+        actions={list.data ? <p className="text-sm text-zinc-700 dark:text-zinc-300">{list.data.totalCapped ? `${list.data.total.toLocaleString("en")}+` : list.data.total} on instance <span className="font-mono">{list.data.instanceId}</span></p> : null}
       >
         {list.isPending ? (
           <Loading label="Loading intents…" />

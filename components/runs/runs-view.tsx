@@ -68,7 +68,8 @@ export function RunsView() {
         actions={
           list.data ? (
             <p className="text-sm text-zinc-700 dark:text-zinc-300" data-testid="runs-count" aria-live="polite">
-              {list.data.total} run{list.data.total === 1 ? "" : "s"} match{list.data.total === 1 ? "es" : ""}
+              {list.data.totalCapped ? `${list.data.total.toLocaleString("en")}+` : list.data.total.toLocaleString("en")} run{list.data.total === 1 && !list.data.totalCapped ? "" : "s"} match
+              {list.data.total === 1 && !list.data.totalCapped ? "es" : ""}
               {values.cursor ? " (a later page)" : ""}
             </p>
           ) : null

@@ -4,7 +4,7 @@ import { IntentStatus, Prisma, RunStatus, type Db, type SandboxCreationIntent } 
 import type { ControllerContext } from "../controller/context";
 import { asIdentity, intentEvidence, judgeExit } from "../controller/observe";
 import { decideCreationIntent, PROCESS_EXIT_REASONS, PROCESS_EXIT_VERDICTS, type PartialIdentity } from "../engine";
-import { afterCursor, cursorInput, PAGE_ORDER, pageOf } from "../runs/cursor";
+import { afterCursor, cappedTotal, countCapped, cursorInput, PAGE_ORDER, pageOf } from "../runs/cursor";
 import { companyWhere, type CompanyScope } from "../auth/roles";
 import { FILTER_MAX } from "../limits";
 import { describeInspection } from "./inspection";
@@ -63,7 +63,7 @@ export const intentListOutput = z.object({
   instanceId: z.string(),
   items: z.array(intentRow),
   nextCursor: z.string().nullable(),
-  total: z.number().int(),
+  ...cappedTotal,
   /** This instance's intents by status (all of them, whatever the filters). */
   byStatus: z.record(z.enum(IntentStatus), z.number().int()),
 });
@@ -93,9 +93,9 @@ export async function listIntents(db: Db, observer: ControllerContext, scope: Co
     and.push({ OR: [{ id: { contains: s, mode: "insensitive" } }, { creationName: { contains: s, mode: "insensitive" } }, { runId: { contains: s, mode: "insensitive" } }] });
   }
   const where: Prisma.SandboxCreationIntentWhereInput = { AND: and };
-  const [rows, total, grouped] = await Promise.all([
+  const [rows, counted, grouped] = await Promise.all([
     db.sandboxCreationIntent.findMany({ where: { AND: [where, afterCursor(input.cursor)] }, orderBy: PAGE_ORDER, take: input.pageSize + 1, include: { lease: { select: { id: true } } } }),
-    db.sandboxCreationIntent.count({ where }),
+    countCapped((take) => db.sandboxCreationIntent.count({ where, take, orderBy: PAGE_ORDER })),
     db.sandboxCreationIntent.groupBy({ by: ["status"], where: { instanceId, ...companyWhere(scope) }, _count: { _all: true } }),
   ]);
   const page = pageOf(rows, input.pageSize);
@@ -135,7 +135,7 @@ export async function listIntents(db: Db, observer: ControllerContext, scope: Co
       };
     }),
     nextCursor: page.nextCursor,
-    total,
+    ...counted,
     byStatus,
   };
 }

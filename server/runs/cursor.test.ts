@@ -15,9 +15,9 @@ describe("keyset cursor", () => {
     },
   );
 
-  it("continues strictly after the row: older, or as old with a smaller id", () => {
+  it("continues strictly after the row: older, or as old with a smaller id, bounded at the row's time", () => {
     const at = new Date("2026-11-12T00:00:00.000Z");
-    expect(afterCursor(encodeCursor({ createdAt: at, id: "b" }))).toEqual({ OR: [{ createdAt: { lt: at } }, { createdAt: at, id: { lt: "b" } }] });
+    expect(afterCursor(encodeCursor({ createdAt: at, id: "b" }))).toEqual({ createdAt: { lte: at }, OR: [{ createdAt: { lt: at } }, { createdAt: at, id: { lt: "b" } }] });
     expect(afterCursor(undefined)).toEqual({});
   });
 

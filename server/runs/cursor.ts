@@ -62,7 +62,29 @@ export const cursorInput = z
 export function afterCursor(cursor: string | undefined | null) {
   const k = cursor ? decodeCursor(cursor) : null;
   if (!k) return {};
-  return { OR: [{ createdAt: { lt: k.createdAt } }, { createdAt: k.createdAt, id: { lt: k.id } }] };
+  // The `lte` bound is what PostgreSQL can start an index range at; the OR alone is a filter
+  // it checks row by row from the top of the index (issue 13: 975 ms at half of 1 M runs).
+  return { createdAt: { lte: k.createdAt }, OR: [{ createdAt: { lt: k.createdAt } }, { createdAt: k.createdAt, id: { lt: k.id } }] };
+}
+
+/** Lists count matches up to this many and then say "10,000+", as large consoles do. */
+export const COUNT_CAP = 10_000;
+
+export const cappedTotal = {
+  /** Matches over all pages, up to COUNT_CAP. */
+  total: z.number().int(),
+  /** True when there are more than `total`: show it as "10,000+". */
+  totalCapped: z.boolean(),
+};
+
+/**
+ * Counts with `take: COUNT_CAP + 1`, so the request never counts a large set exactly. Pass the
+ * list's own order: Prisma otherwise orders the counted rows by id, and PostgreSQL then sorts
+ * every match before the limit.
+ */
+export async function countCapped(count: (take: number) => Promise<number>): Promise<{ total: number; totalCapped: boolean }> {
+  const n = await count(COUNT_CAP + 1);
+  return n > COUNT_CAP ? { total: COUNT_CAP, totalCapped: true } : { total: n, totalCapped: false };
 }
 
 /** Splits the `take: pageSize + 1` read into the page and the next cursor. */

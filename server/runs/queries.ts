@@ -2,7 +2,7 @@ import { z } from "zod";
 import { text } from "../text";
 import { ExecutionTarget, OutcomeClass, Prisma, RunStatus, type Db } from "../db/client";
 import { describeFailure } from "../engine";
-import { afterCursor, cursorInput, PAGE_ORDER, pageOf } from "./cursor";
+import { afterCursor, cappedTotal, countCapped, cursorInput, PAGE_ORDER, pageOf } from "./cursor";
 import { companyWhere, type CompanyScope } from "../auth/roles";
 import { FILTER_MAX } from "../limits";
 
@@ -56,8 +56,8 @@ export function runWhere(f: RunFilter, now: Date): Prisma.RunWhereInput {
   if (f.createdFrom) and.push({ createdAt: { gte: f.createdFrom } });
   if (f.createdTo) and.push({ createdAt: { lte: f.createdTo } });
   if (f.search) {
-    const byTask: Prisma.RunWhereInput = { taskId: { contains: f.search, mode: "insensitive" } };
-    and.push(UUID.test(f.search) ? { OR: [{ id: f.search.toLowerCase() }, byTask] } : byTask);
+    // A whole run id is a primary-key lookup; other text is a task search (trigram index).
+    and.push(UUID.test(f.search) ? { id: f.search.toLowerCase() } : { taskId: { contains: f.search, mode: "insensitive" } });
   }
   return and.length ? { AND: and } : {};
 }
@@ -89,8 +89,8 @@ export type RunRow = z.infer<typeof runRow>;
 export const runListOutput = z.object({
   items: z.array(runRow),
   nextCursor: z.string().nullable(),
-  /** Runs matching the filters, over all pages. */
-  total: z.number().int(),
+  /** Runs matching the filters, over all pages (capped). */
+  ...cappedTotal,
 });
 export type RunListOutput = z.infer<typeof runListOutput>;
 
@@ -118,15 +118,15 @@ const rowSelect = {
 export async function listRuns(db: Db, scope: CompanyScope, raw: RunListInput, now = new Date()): Promise<RunListOutput> {
   const input = runListInput.parse(raw);
   const where: Prisma.RunWhereInput = { AND: [runWhere(input, now), companyWhere(scope)] };
-  const [rows, total] = await Promise.all([
+  const [rows, counted] = await Promise.all([
     db.run.findMany({ where: { AND: [where, afterCursor(input.cursor)] }, orderBy: PAGE_ORDER, take: input.pageSize + 1, select: rowSelect }),
-    db.run.count({ where }),
+    countCapped((take) => db.run.count({ where, take, orderBy: PAGE_ORDER })),
   ]);
   const page = pageOf(rows, input.pageSize);
   return {
     items: page.items.map((r) => ({ ...r, failureMessage: describeFailure(r.failureCode)?.message ?? null })),
     nextCursor: page.nextCursor,
-    total,
+    ...counted,
   };
 }
 
