@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { RunStatus, type Db } from "./db/client";
+import type { Db } from "./db/client";
 import type { ControllerContext } from "./controller/context";
 import { describeFailure } from "./engine";
 import { companyWhere, type CompanyScope } from "./auth/roles";
-import { runStatusCounts, runStatusCountsOutput } from "./runs/queries";
+import { awaitingRetryByCode, runStatusCounts, runStatusCountsOutput } from "./runs/queries";
 import { listOrphans } from "./sandboxes/orphans";
 import { OWNERSHIP_VERDICTS } from "./sandboxes/confirm";
 import { latestWave, waveListItem } from "./waves/queries";
@@ -40,11 +40,7 @@ export async function getOverview(db: Db, service: ControllerContext, scope: Com
   const mine = companyWhere(scope);
   const [runs, retryGroups, overdue, orphans, lastWave] = await Promise.all([
     runStatusCounts(db, scope),
-    db.run.groupBy({
-      by: ["failureCode"],
-      where: { AND: [mine, { status: RunStatus.failed, canRetry: true, failureCode: { not: null }, nextRun: null }] },
-      _count: { _all: true },
-    }),
+    awaitingRetryByCode(db, scope),
     db.sandboxCreationIntent.aggregate({
       where: { AND: [mine, { instanceId, status: "pending", nextAttemptAt: { lte: now } }] },
       _count: { _all: true },
@@ -59,8 +55,8 @@ export async function getOverview(db: Db, service: ControllerContext, scope: Com
   ]);
   const awaitingRetry = retryGroups
     .flatMap((g) => {
-      const entry = describeFailure(g.failureCode);
-      return entry ? [{ code: entry.code, count: g._count._all, message: entry.message, nextAction: entry.nextAction }] : [];
+      const entry = describeFailure(g.code);
+      return entry ? [{ code: entry.code, count: g.count, message: entry.message, nextAction: entry.nextAction }] : [];
     })
     .sort((a, b) => b.count - a.count || a.code.localeCompare(b.code));
   return {

@@ -6,14 +6,14 @@
  */
 import fs from "node:fs";
 import pg from "pg";
-import { createDb, type Db } from "../../server/db/client";
+import { createDb } from "../../server/db/client";
 import { openDatabase } from "../../server/db/embedded";
 import { migrate } from "../../server/db/migrate";
 import { withDatabase } from "../../server/db/url";
 import { env } from "../../server/env";
 import { getRunDetail } from "../../server/runs/detail";
 import { encodeCursor } from "../../server/runs/cursor";
-import { failureGroups, listRuns, runFacets } from "../../server/runs/queries";
+import { failureGroups, listRuns, runFacets, runStatusCounts } from "../../server/runs/queries";
 import { compare, FIGURE_HEADER, formatFigure, type Figure } from "./measure";
 import { generateScaleData, OUR_INSTANCE } from "./scale-data";
 
@@ -140,7 +140,7 @@ async function* measureSize(url: string, size: number, reps: number): AsyncGener
     yield await compare(
       "runs.countByStatus",
       size,
-      () => countByStatus(db),
+      () => runStatusCounts(db, ALL),
       () => q(`SELECT status, count(*) FROM runs GROUP BY status`),
       { reps: Math.min(reps, 10) },
     );
@@ -165,11 +165,6 @@ async function* measureSize(url: string, size: number, reps: number): AsyncGener
     await db.$disconnect();
     await raw.end();
   }
-}
-
-/** What `runs.countByStatus` does (kept beside the router until it has a read model of its own). */
-async function countByStatus(db: Db) {
-  return db.run.groupBy({ by: ["status"], _count: { _all: true } });
 }
 
 async function admin(url: string, sql: string): Promise<void> {

@@ -147,25 +147,69 @@ export const failureGroupsOutput = z.array(
 );
 export type FailureGroups = z.infer<typeof failureGroupsOutput>;
 
-/** Runs with a failure code, grouped by it (most frequent first), under the same filters. */
-export async function failureGroups(db: Db, scope: CompanyScope, raw: z.input<typeof runFilterInput>, now = new Date()): Promise<FailureGroups> {
-  const input = runFilterInput.parse(raw);
+/**
+ * The rollup answers when the filters are its own columns; a time range, dates or a search
+ * need the runs themselves (bounded by the created_at index), so those fall back to them.
+ */
+function rollupWhere(f: RunFilter, scope: CompanyScope): Prisma.RunRollupWhereInput | null {
+  if (f.range || f.createdFrom || f.createdTo || f.search) return null;
+  const and: Prisma.RunRollupWhereInput[] = [{ n: { gt: 0 } }, companyWhere(scope)];
+  if (f.status) and.push({ status: f.status });
+  if (f.outcome) and.push({ outcome: f.outcome });
+  if (f.failureCode) and.push({ failureCode: f.failureCode });
+  if (f.companyId) and.push({ companyId: f.companyId });
+  if (f.provider) and.push({ provider: f.provider });
+  if (f.target) and.push({ target: f.target });
+  return { AND: and };
+}
+
+interface CodeCount {
+  code: string;
+  count: number;
+  open: number;
+  lastAt: Date;
+}
+
+async function countByCode(db: Db, scope: CompanyScope, input: RunFilter, now: Date): Promise<CodeCount[]> {
+  const rollup = rollupWhere({ ...input, failureCode: undefined }, scope);
+  if (rollup) {
+    const rows = await db.runRollup.groupBy({ by: ["failureCode", "open"], where: { AND: [rollup, { failureCode: { not: "" } }] }, _sum: { n: true }, _max: { lastAt: true } });
+    const byCode = new Map<string, CodeCount>();
+    for (const r of rows) {
+      const n = Number(r._sum.n ?? 0);
+      const lastAt = r._max.lastAt;
+      if (n <= 0 || !lastAt) continue;
+      const c = byCode.get(r.failureCode) ?? { code: r.failureCode, count: 0, open: 0, lastAt };
+      c.count += n;
+      if (r.open) c.open += n;
+      if (lastAt > c.lastAt) c.lastAt = lastAt;
+      byCode.set(r.failureCode, c);
+    }
+    return [...byCode.values()];
+  }
   const where: Prisma.RunWhereInput = { AND: [runWhere({ ...input, failureCode: undefined }, now), { failureCode: { not: null } }, companyWhere(scope)] };
   const [groups, open] = await Promise.all([
     db.run.groupBy({ by: ["failureCode"], where, _count: { _all: true }, _max: { createdAt: true } }),
     db.run.groupBy({ by: ["failureCode"], where: { AND: [where, { status: "failed", nextRun: null }] }, _count: { _all: true } }),
   ]);
   const openBy = new Map(open.map((g) => [g.failureCode, g._count._all]));
+  return groups.flatMap((g) => (g.failureCode && g._max.createdAt ? [{ code: g.failureCode, count: g._count._all, open: openBy.get(g.failureCode) ?? 0, lastAt: g._max.createdAt }] : []));
+}
+
+/** Runs with a failure code, grouped by it (most frequent first), under the same filters. */
+export async function failureGroups(db: Db, scope: CompanyScope, raw: z.input<typeof runFilterInput>, now = new Date()): Promise<FailureGroups> {
+  const input = runFilterInput.parse(raw);
+  const groups = await countByCode(db, scope, input, now);
   return groups
     .flatMap((g) => {
-      const entry = describeFailure(g.failureCode);
-      if (!entry || !g._max.createdAt) return [];
+      const entry = describeFailure(g.code);
+      if (!entry) return [];
       return [
         {
           code: entry.code,
-          count: g._count._all,
-          open: openBy.get(g.failureCode) ?? 0,
-          lastAt: g._max.createdAt,
+          count: g.count,
+          open: g.open,
+          lastAt: g.lastAt,
           known: entry.known,
           outcome: entry.outcome,
           owner: entry.owner,
@@ -178,6 +222,16 @@ export async function failureGroups(db: Db, scope: CompanyScope, raw: z.input<ty
     .sort((a, b) => b.count - a.count || a.code.localeCompare(b.code));
 }
 
+/** Failed runs that Retry can start again and no Retry has replaced yet, by code (the overview's "waiting for Retry"). */
+export async function awaitingRetryByCode(db: Db, scope: CompanyScope): Promise<{ code: string; count: number }[]> {
+  const rows = await db.runRollup.groupBy({
+    by: ["failureCode"],
+    where: { AND: [companyWhere(scope), { status: RunStatus.failed, canRetry: true, open: true, failureCode: { not: "" }, n: { gt: 0 } }] },
+    _sum: { n: true },
+  });
+  return rows.map((r) => ({ code: r.failureCode, count: Number(r._sum.n ?? 0) })).filter((r) => r.count > 0);
+}
+
 export const runStatusCountsOutput = z.object({
   total: z.number().int(),
   byStatus: z.record(z.enum(RunStatus), z.number().int()),
@@ -185,12 +239,13 @@ export const runStatusCountsOutput = z.object({
 
 /** How many runs of this person's companies are in each status (every status present). */
 export async function runStatusCounts(db: Db, scope: CompanyScope): Promise<z.infer<typeof runStatusCountsOutput>> {
-  const rows = await db.run.groupBy({ by: ["status"], where: companyWhere(scope), _count: { _all: true } });
+  const rows = await db.runRollup.groupBy({ by: ["status"], where: { AND: [companyWhere(scope), { n: { gt: 0 } }] }, _sum: { n: true } });
   const byStatus = Object.fromEntries(Object.values(RunStatus).map((s) => [s, 0])) as Record<RunStatus, number>;
   let total = 0;
   for (const row of rows) {
-    byStatus[row.status] = row._count._all;
-    total += row._count._all;
+    const n = Number(row._sum.n ?? 0);
+    byStatus[row.status] = n;
+    total += n;
   }
   return { total, byStatus };
 }
@@ -199,15 +254,15 @@ export const runFacetsOutput = z.object({ companies: z.array(z.string()), provid
 
 /** The values the filters can take, for the dropdowns (bounded: this is a hint, not a list). */
 export async function runFacets(db: Db, scope: CompanyScope): Promise<z.infer<typeof runFacetsOutput>> {
-  const mine = companyWhere(scope);
+  const mine: Prisma.RunRollupWhereInput = { AND: [companyWhere(scope), { n: { gt: 0 } }] };
   const [companies, providers, codes] = await Promise.all([
-    db.run.groupBy({ by: ["companyId"], where: mine, orderBy: { companyId: "asc" }, take: 200 }),
-    db.run.groupBy({ by: ["provider"], where: mine, orderBy: { provider: "asc" }, take: 50 }),
-    db.run.groupBy({ by: ["failureCode"], where: { ...mine, failureCode: { not: null } }, orderBy: { failureCode: "asc" }, take: 100 }),
+    db.runRollup.groupBy({ by: ["companyId"], where: mine, orderBy: { companyId: "asc" }, take: 200 }),
+    db.runRollup.groupBy({ by: ["provider"], where: mine, orderBy: { provider: "asc" }, take: 50 }),
+    db.runRollup.groupBy({ by: ["failureCode"], where: { AND: [mine, { failureCode: { not: "" } }] }, orderBy: { failureCode: "asc" }, take: 100 }),
   ]);
   return {
     companies: companies.map((c) => c.companyId),
     providers: providers.map((p) => p.provider),
-    failureCodes: codes.flatMap((c) => (c.failureCode ? [c.failureCode] : [])),
+    failureCodes: codes.map((c) => c.failureCode),
   };
 }
