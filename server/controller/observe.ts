@@ -38,8 +38,32 @@ export function judgeExit(ctx: ControllerContext, record: PartialIdentity | null
   return { evidence, verdict: judgeProcessExit(evidence) };
 }
 
+/**
+ * One probe per distinct creator across a page of intents (issue 13): every row of a page
+ * usually names the same live controller. Only for reading a page: rows the engine would act
+ * on are probed again, fresh, under their lock.
+ */
+export function pageProbes(ctx: ControllerContext): (record: PartialIdentity | null) => Probe {
+  const seen = new Map<string, Probe>();
+  return (record) => {
+    const key = `${record?.pidSpace ?? ""}\u0000${record?.pid ?? ""}`;
+    let probe = seen.get(key);
+    if (!probe) {
+      probe = probeFor(ctx, record);
+      seen.set(key, probe);
+    }
+    return probe;
+  };
+}
+
 /** The creation-intent evidence of a stored intent, before the provider is asked. */
-export function intentEvidence(ctx: ControllerContext, intent: SandboxCreationIntent, committedLease: boolean, now: Date): CreationIntentEvidence {
+export function intentEvidence(
+  ctx: ControllerContext,
+  intent: SandboxCreationIntent,
+  committedLease: boolean,
+  now: Date,
+  probe: (record: PartialIdentity | null) => Probe = (record) => probeFor(ctx, record),
+): CreationIntentEvidence {
   const creator = asIdentity(intent.creator);
   return {
     kind: "creation_intent",
@@ -56,7 +80,7 @@ export function intentEvidence(ctx: ControllerContext, intent: SandboxCreationIn
       creator,
     },
     observer: evidenceIdentity(ctx.identity),
-    creatorProbe: probeFor(ctx, creator),
+    creatorProbe: probe(creator),
     committedLease,
     inspection: null,
   };

@@ -174,6 +174,19 @@ describe("creation-intent sweep", () => {
     expect(await intentStatus(abandoned.id)).toBe("reclaimed");
   });
 
+  it("destroys a page's orphan before it reads the next page", async () => {
+    // Page 1 holds an abandoned intent; the last page holds another. Before issue 13 both
+    // sandboxes were destroyed only after the whole pass.
+    const first = await seedIntent({ creator: dead }, "0001-abandoned-first");
+    for (let i = 0; i < 12; i++) await seedIntent({ creator: self() }, `0002-live-${String(i).padStart(2, "0")}`);
+    const last = await seedIntent({ creator: dead }, "zzzz-abandoned-last");
+    await c.sweep("test");
+    const leaseOfFirst = await h.db.db.environmentLease.findFirstOrThrow({ where: { intentId: first.id } });
+    const judgedLast = await h.db.db.proof.findFirstOrThrow({ where: { kind: "creation_intent", intentId: last.id }, orderBy: { evaluatedAt: "desc" } });
+    expect(leaseOfFirst.endedAt).not.toBeNull();
+    expect(leaseOfFirst.endedAt!.getTime()).toBeLessThanOrEqual(judgedLast.evaluatedAt.getTime());
+  });
+
   it("commits an intent whose lease did commit", async () => {
     const seed = await seedIntent({ creator: dead, sandboxLabels: null });
     await h.db.db.environmentLease.create({ data: { instanceId: "inst-a", companyId: "co-1", provider: "emulator", intentId: seed.id, acquisitionOutcome: "created", status: "active" } });

@@ -4,7 +4,7 @@ import { ProviderError } from "../providers/errors";
 import { normaliseLabels } from "../providers/labels";
 import type { ControllerContext } from "./context";
 import { evidenceIdentity } from "./context";
-import { asIdentity, intentEvidence, probeFor } from "./observe";
+import { asIdentity, intentEvidence, pageProbes, probeFor } from "./observe";
 import { judgeOwnership, type SandboxRef } from "./ownership";
 import { json, recordProof } from "./records";
 import { creationIntent, teardownFence } from "./rules";
@@ -74,29 +74,38 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
         (await ctx.db.environmentLease.findMany({ where: { intentId: { in: page.map((i) => i.id) } }, select: { intentId: true } })).map((l) => l.intentId),
       );
       const due: string[] = [];
+      const probe = pageProbes(ctx);
       for (const intent of page) {
-        const { verdict } = creationIntent(ctx.config, intentEvidence(ctx, intent, committed.has(intent.id), new Date()));
+        const { verdict } = creationIntent(ctx.config, intentEvidence(ctx, intent, committed.has(intent.id), new Date(), probe));
         if (verdict.verdict === "wait") count(s, intent.id, verdict);
         else due.push(intent.id);
       }
+      const reclaimed: string[] = [];
       await inParallel(due, SWEEP_PARALLELISM, async (id) => {
         const leaseId = await judgeIntent(ctx, id, s);
-        if (leaseId) toTearDown.push(leaseId);
+        if (leaseId) reclaimed.push(leaseId);
       });
+      // A page's orphans are destroyed before the next page is read: with a large backlog the
+      // first orphan goes in seconds, not after the whole pass (issue 13).
+      await tearDown(ctx, reclaimed, s);
       cursor = page[page.length - 1]!.id;
       if (ctx.drain.signal.aborted) break;
     }
     if (!ctx.drain.signal.aborted) await relookResolvedAbsent(ctx, s, toTearDown, companies);
-    await inParallel(toTearDown, SWEEP_PARALLELISM, async (leaseId) => {
-      const result = await teardownLease(ctx, leaseId);
-      if (result.outcome === "destroyed" || result.outcome === "already_gone") s.destroyed += 1;
-    });
+    await tearDown(ctx, toTearDown, s);
   } catch (err) {
     error = err instanceof Error ? err.message : String(err);
     ctx.log.error({ err: error }, "creation-intent sweep failed");
   }
   await closePass(ctx, s, error);
   return s;
+}
+
+async function tearDown(ctx: ControllerContext, leaseIds: readonly string[], s: SweepSummary): Promise<void> {
+  await inParallel(leaseIds, SWEEP_PARALLELISM, async (leaseId) => {
+    const result = await teardownLease(ctx, leaseId);
+    if (result.outcome === "destroyed" || result.outcome === "already_gone") s.destroyed += 1;
+  });
 }
 
 /** How many rows a sweep acts on at once (each in its own transaction). */
