@@ -3,7 +3,6 @@
 import { useState } from "react";
 import { toast } from "sonner";
 import { buttonClass } from "../ui";
-import { authClient } from "./auth-client";
 
 export function SignOutButton() {
   const [pending, setPending] = useState(false);
@@ -14,7 +13,8 @@ export function SignOutButton() {
       disabled={pending}
       onClick={async () => {
         setPending(true);
-        const { error } = await authClient.signOut().catch((err: unknown) => ({ error: { message: err instanceof Error ? err.message : String(err) } }));
+        // Loaded on click: the auth client stays out of every page's bundle (issue 13).
+        const { error } = await import("./auth-client").then(({ authClient }) => authClient.signOut()).catch((err: unknown) => ({ error: { message: err instanceof Error ? err.message : String(err) } }));
         if (error) {
           toast.error(`Could not sign out: ${error.message ?? "unknown error"}`);
           setPending(false);

@@ -62,7 +62,7 @@ export function IntentsView() {
           label="Status"
           value={values.status === "all" ? null : values.status}
           allLabel="All statuses"
-          options={INTENT_STATUSES.filter((s) => s !== "all").map((s) => ({ value: s, label: `${s.replace("_", " ")}${list.data ? ` (${list.data.byStatus[s]})` : ""}` }))}
+          options={INTENT_STATUSES.filter((s) => s !== "all").map((s) => ({ value: s, label: `${s.replace("_", " ")}${list.data ? ` (${list.data.byStatus[s]}${list.data.byStatusCapped.includes(s) ? "+" : ""})` : ""}` }))}
           onChange={(status) => void setValues({ status: status ?? "all", cursor: null })}
         />
         <TextFilter id="f-intent-company" maxLength={FILTER_MAX.companyId} label="Company" value={values.company} onApply={(company) => void setValues({ company, cursor: null })} />

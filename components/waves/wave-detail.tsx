@@ -1,5 +1,6 @@
 "use client";
 
+import dynamic from "next/dynamic";
 import { useQuery } from "@tanstack/react-query";
 import { Dialog } from "radix-ui";
 import { useState } from "react";
@@ -7,7 +8,12 @@ import { CHECK_IDS, CHECK_TITLES, summarise, type CheckId, type WaveReport } fro
 import { useTRPC } from "@/trpc/react";
 import { Badge, buttonClass, Empty, ErrorNotice, JsonBlock, Loading, PageHeader, RelativeTime, Section, statusTone, TableWrap, tableClass, tdClass, thClass } from "../ui";
 import { waveTone } from "./tones";
-import { WaveTimeline } from "./wave-timeline";
+
+// The chart library is most of this page's JS: it loads after the report itself (issue 13).
+const WaveTimeline = dynamic(() => import("./wave-timeline").then((m) => m.WaveTimeline), {
+  ssr: false,
+  loading: () => <Loading label="Loading the timeline…" />,
+});
 
 export function WaveDetail({ id }: { id: string }) {
   const trpc = useTRPC();

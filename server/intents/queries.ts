@@ -66,6 +66,8 @@ export const intentListOutput = z.object({
   ...cappedTotal,
   /** This instance's intents by status (all of them, whatever the filters). */
   byStatus: z.record(z.enum(IntentStatus), z.number().int()),
+  /** Statuses whose count reached the cap: show them as "10,000+". */
+  byStatusCapped: z.array(z.enum(IntentStatus)),
 });
 export type IntentListOutput = z.infer<typeof intentListOutput>;
 
@@ -96,14 +98,20 @@ export async function listIntents(db: Db, observer: ControllerContext, scope: Co
   const [rows, counted, grouped] = await Promise.all([
     db.sandboxCreationIntent.findMany({ where: { AND: [where, afterCursor(input.cursor)] }, orderBy: PAGE_ORDER, take: input.pageSize + 1, include: { lease: { select: { id: true } } } }),
     countCapped((take) => db.sandboxCreationIntent.count({ where, take, orderBy: PAGE_ORDER })),
-    db.sandboxCreationIntent.groupBy({ by: ["status"], where: { instanceId, ...companyWhere(scope) }, _count: { _all: true } }),
+    // Per status, each count stops at the cap: no GROUP BY over every intent the instance ever made (issue 13).
+    Promise.all(
+      Object.values(IntentStatus).map(async (status) => ({
+        status,
+        ...(await countCapped((take) => db.sandboxCreationIntent.count({ where: { instanceId, status, ...companyWhere(scope) }, take, orderBy: { id: "asc" } }))),
+      })),
+    ),
   ]);
   const page = pageOf(rows, input.pageSize);
   const runIds = [...new Set(page.items.map((i) => i.runId).filter((id) => UUID.test(id)))];
   const runs = runIds.length ? await db.run.findMany({ where: { id: { in: runIds } }, select: { id: true, status: true } }) : [];
   const runById = new Map(runs.map((r) => [r.id, r]));
-  const byStatus = Object.fromEntries(Object.values(IntentStatus).map((s) => [s, 0])) as Record<IntentStatus, number>;
-  for (const g of grouped) byStatus[g.status] = g._count._all;
+  const byStatus = Object.fromEntries(grouped.map((g) => [g.status, g.total])) as Record<IntentStatus, number>;
+  const byStatusCapped = grouped.filter((g) => g.totalCapped).map((g) => g.status);
 
   return {
     instanceId,
@@ -137,6 +145,7 @@ export async function listIntents(db: Db, observer: ControllerContext, scope: Co
     nextCursor: page.nextCursor,
     ...counted,
     byStatus,
+    byStatusCapped,
   };
 }
 
