@@ -71,7 +71,7 @@ export function createAuth(db: Db) {
           // A disabled person (server/auth/people.ts) gets no session, whatever their password.
           async before(session) {
             const user = await db.user.findUnique({ where: { id: session.userId }, select: { disabledAt: true } });
-            if (user?.disabledAt) throw new APIError("FORBIDDEN", { code: "ACCOUNT_DISABLED", message: "This account is disabled; ask an admin to enable it." });
+            if (user?.disabledAt) throw new APIError("FORBIDDEN", { code: "ACCOUNT_DISABLED", message: "this account is disabled; ask an admin to enable it" });
           },
         },
       },
