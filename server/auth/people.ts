@@ -82,7 +82,7 @@ async function change<T>(
     const { code, reason } = outcome.refused;
     // A person the admin cannot see is audited under the name they gave, not resolved.
     await writeAudit(db, actor, { action, targetType: "user", targetId: ref, input: audited, outcome: "refused", detail: { reason } });
-    throw new AppError(code, code === "NOT_FOUND" ? `no person ${ref}` : `cannot ${action.slice(5).replace("_", " ")} ${ref}: ${reason}`);
+    throw new AppError(code, code === "NOT_FOUND" ? `no person ${ref}` : `${action} of ${ref} refused: ${reason}`);
   }
   return outcome.value;
 }
