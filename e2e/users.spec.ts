@@ -1,4 +1,5 @@
-import { expect, test } from "@playwright/test";
+import { expect, test, type Page } from "@playwright/test";
+import { addUser } from "../server/auth/users";
 import { ACCOUNTS, resetSignInLimits, stateFile } from "./accounts";
 import { e2eDb } from "./db";
 import { expectAccessible, screenshot, tag } from "./support";
@@ -82,6 +83,92 @@ test("anyone else is told the Users page needs the admin role, has no Users link
     const refused = await db.auditEntry.findFirstOrThrow({ where: { action: "users.add", outcome: "refused", actor: ACCOUNTS.operator.email }, orderBy: { id: "desc" } });
     expect(refused.input).toMatchObject({ email, password: "[redacted]" });
   } finally {
+    await db.$disconnect();
+  }
+});
+
+test("an admin edits a person, disables them (their open session ends at once), resets their password after confirming, and enables them again", async ({ browser }) => {
+  const db = e2eDb();
+  const email = `leaver-${tag()}@e2e.test`;
+  const added = await addUser(db, { email, role: "viewer", companies: ["co-e2e-people"], password: "the first password" }, { id: "e2e:users.spec", role: "admin" }, { all: true });
+  const adminContext = await browser.newContext({ storageState: stateFile("admin") });
+  const personContext = await browser.newContext({ storageState: { cookies: [], origins: [] } });
+  const signIn = async (page: Page, password: string) => {
+    await page.goto("/sign-in");
+    await page.getByLabel("Email").fill(email);
+    await page.getByLabel("Password").fill(password);
+    await Promise.all([page.waitForResponse((r) => r.url().endsWith("/api/auth/sign-in/email")), page.getByRole("button", { name: "Sign in" }).click()]);
+  };
+  try {
+    await resetSignInLimits(db);
+    const them = await personContext.newPage();
+    await signIn(them, "the first password");
+    await expect(them.getByTestId("signed-in-as")).toContainText(email);
+
+    const page = await adminContext.newPage();
+    await page.goto("/users");
+    const row = page.getByTestId("users-table").locator(`tr[data-user-email="${email}"]`);
+    const panel = page.getByTestId("users-table").locator(`tr[data-user-email-panel="${email}"]`);
+    await expect(row.getByTestId("person-status")).toHaveText("active");
+
+    // Edit: a bad company id is refused with the server's reason, then a good change lands.
+    await row.getByRole("button", { name: "Edit" }).click();
+    await panel.getByLabel(`Companies of ${email}`).fill(`co-e2e-people, ${"x".repeat(121)}`);
+    await panel.getByRole("button", { name: "Save" }).click();
+    await expect(panel.getByRole("alert")).toContainText(`${email} was not changed.`);
+    await expect(panel.getByRole("alert")).toContainText("at most 120 characters");
+    await panel.getByLabel(`Role of ${email}`).selectOption("board");
+    await panel.getByLabel(`Companies of ${email}`).fill("co-e2e-people, co-e2e-other");
+    await panel.getByRole("button", { name: "Save" }).click();
+    await expect(row).toContainText("board");
+    await expect(row).toContainText("co-e2e-people, co-e2e-other");
+
+    // Disable asks first; Cancel changes nothing.
+    await row.getByRole("button", { name: "Disable" }).click();
+    const dialog = page.getByRole("alertdialog", { name: `Disable ${email}?` });
+    await expect(dialog).toContainText("every session they have open ends at once");
+    await expectAccessible(page);
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await expect(row.getByTestId("person-status")).toHaveText("active");
+    await row.getByRole("button", { name: "Disable" }).click();
+    await page.getByRole("alertdialog").getByRole("button", { name: "Disable now" }).click();
+    await expect(row.getByTestId("person-status")).toHaveText("disabled");
+    expect(await db.session.count({ where: { user: { email } } })).toBe(0);
+
+    // Their open page's next request finds no session: back to sign-in, and the password no longer works.
+    await them.reload();
+    await expect(them).toHaveURL(/\/sign-in/);
+    await resetSignInLimits(db);
+    await signIn(them, "the first password");
+    await expect(them.getByTestId("sign-in-error")).toContainText("this account is disabled");
+
+    // Reset password: confirmed, shown once with a copy button.
+    await row.getByRole("button", { name: "Reset password" }).click();
+    await page.getByRole("alertdialog", { name: `Reset the password of ${email}?` }).getByRole("button", { name: "Reset password" }).click();
+    const shown = panel.getByTestId("password-reset");
+    await expect(shown).toContainText("It will not be shown again.");
+    await expect(shown.getByRole("button", { name: "Copy" })).toBeVisible();
+    const password = await shown.getByTestId("reset-password-value").inputValue();
+    expect(password.length).toBeGreaterThanOrEqual(20);
+    await screenshot(page, "users-password-reset");
+    await shown.getByRole("button", { name: "Done" }).click();
+    await expect(page.getByText(password)).toHaveCount(0);
+
+    await row.getByRole("button", { name: "Enable" }).click();
+    await expect(row.getByTestId("person-status")).toHaveText("active");
+    await resetSignInLimits(db);
+    await signIn(them, password);
+    await expect(them.getByTestId("signed-in-as")).toContainText(email);
+    await expect(them.getByTestId("signed-in-as")).toContainText("board");
+
+    // Each change is in the audit log as the admin, without the password.
+    const entries = await db.auditEntry.findMany({ where: { actor: ACCOUNTS.admin.email, action: { startsWith: "user." }, targetId: added.id } });
+    expect(new Set(entries.map((e) => `${e.action}:${e.outcome}`))).toEqual(new Set(["user.update:ok", "user.disable:ok", "user.reset_password:ok", "user.enable:ok"]));
+    expect(JSON.stringify(entries.map((e) => [e.input, e.detail]))).not.toContain(password);
+  } finally {
+    await resetSignInLimits(db);
+    await adminContext.close();
+    await personContext.close();
     await db.$disconnect();
   }
 });

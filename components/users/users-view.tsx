@@ -6,7 +6,10 @@ import { toast } from "sonner";
 import { ROLES, type Role } from "@/server/auth/roles";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
-import { Badge, buttonClass, Empty, ErrorNotice, inputClass, Loading, RelativeTime, Section, TableWrap, tableClass, tdClass, thClass } from "../ui";
+import { buttonClass, Empty, ErrorNotice, inputClass, Loading, Section, TableWrap, tableClass, thClass } from "../ui";
+import { parseCompanies, PersonRow } from "./person-row";
+
+export { parseCompanies };
 
 type Added = RouterOutputs["users"]["add"];
 
@@ -17,10 +20,7 @@ const ROLE_HELP: Record<Role, string> = {
   admin: "admin — operator, plus managing people",
 };
 
-/** "co-1, co-2" → ["co-1", "co-2"]; "*" means every company. */
-export function parseCompanies(text: string): string[] {
-  return [...new Set(text.split(",").map((c) => c.trim()).filter(Boolean))];
-}
+const COLUMNS = ["Email", "Name", "Role", "Companies", "Status", "Added", "Actions"] as const;
 
 export function UsersView() {
   const trpc = useTRPC();
@@ -39,7 +39,7 @@ export function UsersView() {
             <table className={tableClass} data-testid="users-table">
               <thead className="bg-zinc-50 dark:bg-zinc-900">
                 <tr>
-                  {["Email", "Name", "Role", "Companies", "Added"].map((h) => (
+                  {COLUMNS.map((h) => (
                     <th key={h} scope="col" className={thClass}>
                       {h}
                     </th>
@@ -48,17 +48,7 @@ export function UsersView() {
               </thead>
               <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
                 {users.data.map((u) => (
-                  <tr key={u.id} data-user-email={u.email}>
-                    <td className={`${tdClass} break-all`}>{u.email}</td>
-                    <td className={tdClass}>{u.name}</td>
-                    <td className={tdClass}>
-                      <Badge tone={u.role === "admin" || u.role === "operator" ? "info" : "neutral"}>{u.role}</Badge>
-                    </td>
-                    <td className={`${tdClass} font-mono text-xs`}>{u.companies.includes("*") ? "all companies (*)" : u.companies.join(", ") || "none"}</td>
-                    <td className={tdClass}>
-                      <RelativeTime date={u.createdAt} />
-                    </td>
-                  </tr>
+                  <PersonRow key={u.id} person={u} columns={COLUMNS.length} />
                 ))}
               </tbody>
             </table>

@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { betterAuth } from "better-auth";
 import { prismaAdapter } from "better-auth/adapters/prisma";
+import { APIError } from "better-auth/api";
 import type { Db } from "../db/client";
 import { env } from "../env";
 
@@ -61,6 +62,18 @@ export function createAuth(db: Db) {
       additionalFields: {
         role: { type: "string", required: false, defaultValue: "viewer", input: false },
         companies: { type: "string[]", required: false, defaultValue: [], input: false },
+        disabledAt: { type: "date", required: false, input: false },
+      },
+    },
+    databaseHooks: {
+      session: {
+        create: {
+          // A disabled person (server/auth/people.ts) gets no session, whatever their password.
+          async before(session) {
+            const user = await db.user.findUnique({ where: { id: session.userId }, select: { disabledAt: true } });
+            if (user?.disabledAt) throw new APIError("FORBIDDEN", { code: "ACCOUNT_DISABLED", message: "this account is disabled; ask an admin to enable it" });
+          },
+        },
       },
     },
     session: { expiresIn: 60 * 60 * 24 * 7, updateAge: 60 * 60 * 24 },

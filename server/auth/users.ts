@@ -72,7 +72,9 @@ export async function addUser(db: Db, raw: AddUserInput, actor: Actor, scope: Co
 export async function sessionUser(db: Db, headers: Headers): Promise<SessionUser | null> {
   const session = await authFor(db).api.getSession({ headers });
   if (!session) return null;
-  const u = session.user as { id: string; email: string; role?: unknown; companies?: unknown };
+  const u = session.user as { id: string; email: string; role?: unknown; companies?: unknown; disabledAt?: unknown };
+  // Disabling deletes the sessions; this also shuts out one created in the same instant.
+  if (u.disabledAt != null) return null;
   const role: Role = isRole(u.role) ? u.role : "viewer";
   const companies = Array.isArray(u.companies) ? u.companies.filter((c): c is string => typeof c === "string") : [];
   return { id: u.id, email: u.email, role, scope: scopeOf(companies) };

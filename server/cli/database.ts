@@ -1,4 +1,4 @@
-import { CliFailure, EXIT_BAD_INPUT } from "./io";
+import { CliFailure, EXIT_BAD_INPUT, type CliIO } from "./io";
 
 type Db = import("../db/client").Db;
 type Env = import("../env").Env;
@@ -8,7 +8,7 @@ type Env = import("../env").Env;
  * and turns the errors a person can fix into one line and an exit code. Everything is
  * imported here, lazily, so `decide` never loads the database or reads the environment.
  */
-export async function withCliDatabase(command: string, fn: (db: Db, env: Env) => Promise<void>): Promise<void> {
+export async function withCliDatabase(command: string, io: CliIO, fn: (db: Db, env: Env) => Promise<void>): Promise<void> {
   const [{ env }, { openDatabase }, { migrate }, { createDb }, { AppError }, { ZodError }] = await Promise.all([
     import("../env"),
     import("../db/embedded"),
@@ -17,9 +17,9 @@ export async function withCliDatabase(command: string, fn: (db: Db, env: Env) =>
     import("../errors"),
     import("zod"),
   ]);
-  const database = await openDatabase({ env });
-  await migrate(database.url);
-  const db = createDb(database.url, { max: 2 });
+  const database = io.db ? null : await openDatabase({ env });
+  if (database) await migrate(database.url);
+  const db = io.db ?? createDb(database!.url, { max: 2 });
   try {
     await fn(db, env);
   } catch (err) {
@@ -30,7 +30,9 @@ export async function withCliDatabase(command: string, fn: (db: Db, env: Env) =>
     if (err instanceof AppError) throw new CliFailure(`runwarden ${command}: ${err.message}`, err.code === "INVALID_INPUT" ? EXIT_BAD_INPUT : 1);
     throw err;
   } finally {
-    await db.$disconnect();
-    await database.stop();
+    if (database) {
+      await db.$disconnect();
+      await database.stop();
+    }
   }
 }

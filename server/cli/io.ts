@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import type { Db } from "../db/client";
 
 /**
  * Everything a command touches outside itself, so commands can be run in-process in tests
@@ -9,6 +10,8 @@ export interface CliIO {
   stderr(text: string): void;
   readStdin(): Promise<string>;
   readFile(path: string): Promise<string>;
+  /** A database already open (tests pass their own); without it a command opens the configured one. */
+  db?: Db;
 }
 
 /** A command's failure: one line on standard error and this exit code. */

@@ -1,4 +1,3 @@
-import os from "node:os";
 import type { Command } from "commander";
 import { withCliDatabase } from "../database";
 import type { CliIO } from "../io";
@@ -25,15 +24,12 @@ export function registerRun(program: Command, io: CliIO): void {
     .option("--json", "print the run as JSON")
     .action(async (opts: { company: string; task: string; agent: string; provider: string; target: string; mode: string; turns: string; agentCommand?: string; json?: boolean }) => {
       const turns = Number(opts.turns);
-      await withCliDatabase("run", async (db, env) => {
-        const { submitRun } = await import("../../runs/submit");
-        const { instanceIdOf } = await import("../../db/installation");
-        const created = await submitRun(
-          db,
-          await instanceIdOf(db, env.RUNWARDEN_INSTANCE_ID),
-          { companyId: opts.company, taskId: opts.task, agent: opts.agent, provider: opts.provider, target: opts.target as "remote", sandboxMode: opts.mode as "warm", turns, agentCommand: opts.agentCommand },
-          cliActor(),
-        );
+      await withCliDatabase("run", io, async (db, env) => {
+        const [{ submitRun }, { instanceIdOf }, { auditedCli, machineActor }] = await Promise.all([import("../../runs/submit"), import("../../db/installation"), import("../actor")]);
+        const actor = machineActor("operator");
+        const input = { companyId: opts.company, taskId: opts.task, agent: opts.agent, provider: opts.provider, target: opts.target as "remote", sandboxMode: opts.mode as "warm", turns, agentCommand: opts.agentCommand };
+        const instanceId = await instanceIdOf(db, env.RUNWARDEN_INSTANCE_ID);
+        const created = await auditedCli(db, actor, "run.submit", input, () => submitRun(db, instanceId, input, actor));
         io.stdout(opts.json ? `${JSON.stringify({ id: created.id, status: created.status, taskId: created.taskId })}\n` : `queued run ${created.id} for task ${created.taskId}\n`);
       });
     });
@@ -43,14 +39,13 @@ export function registerRun(program: Command, io: CliIO): void {
     .description("retry a failed run: exactly one new run, however often it is called")
     .argument("<runId>", "the failed run")
     .action(async (runId: string) => {
-      await withCliDatabase("run", async (db) => {
-        const { retryRun } = await import("../../runs/retry");
-        const result = await retryRun(db, runId, cliActor());
+      await withCliDatabase("run", io, async (db) => {
+        const [{ retryRun }, { auditedCli, machineActor }, { z }] = await Promise.all([import("../../runs/retry"), import("../actor"), import("zod")]);
+        const actor = machineActor("operator");
+        // The same input contract as runs.retry: a malformed id is refused (and audited), not a database error.
+        const result = await auditedCli(db, actor, "run.retry", { runId }, () => retryRun(db, z.object({ runId: z.uuid() }).parse({ runId }).runId, actor));
         io.stdout(`${result.created ? "started" : "already retried as"} run ${result.run.id}\n`);
       });
     });
 }
 
-function cliActor() {
-  return { id: `cli:${os.userInfo().username}`, role: "operator" };
-}
