@@ -187,7 +187,7 @@ export function malformedInputs(schema: Schema | null): FuzzCase[] {
     if (path.length > 0) for (const [name, v] of WRONG_TYPES) cases.push({ name: `${at}: ${name}`, input: replaced(base, path, v) });
     if (typeof value === "string") for (const [name, v] of BAD_STRINGS) cases.push({ name: `${at}: ${name}`, input: replaced(base, path, v) });
     if (value && typeof value === "object" && !Array.isArray(value) && !(value instanceof Date)) {
-      cases.push({ name: `${at}: extra keys`, input: replaced(base, path, { ...value, extra: "x", constructor: "x", toString: 1 }) });
+      cases.push({ name: `${at}: extra keys`, input: replaced(base, path, { ...value, extra: "x", toString: 1, valueOf: "x" }) });
       cases.push({ name: `${at}: array for an object`, input: replaced(base, path, [value]) });
     }
     if (Array.isArray(value)) cases.push({ name: `${at}: 10000 items`, input: replaced(base, path, Array.from({ length: 10_000 }, (_, i) => `item-${i}`)) });

@@ -2,6 +2,7 @@ import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { writeAudit } from "../audit";
 import { crossSiteOrigin } from "../auth/origin";
 import { sessionUser } from "../auth/users";
+import type { SessionUser } from "../auth/roles";
 import type { ControllerContext } from "../controller/context";
 import { db as defaultDb } from "../db";
 import type { Db } from "../db/client";
@@ -26,6 +27,8 @@ export interface TrpcHttpOptions {
   db?: Db;
   /** How procedures reach the provider; defaults to the service context of the database. */
   service?: ControllerContext;
+  /** Who is asking, instead of the session cookie (tests that are not about sign-in). */
+  user?: SessionUser | null;
 }
 
 /** Deepest nesting of `[`/`{` in JSON text, counted without parsing (strings skipped). */
@@ -75,10 +78,10 @@ function refusal(status: 400 | 413, code: "BAD_REQUEST" | "PAYLOAD_TOO_LARGE", m
   return Response.json(batch ? paths.map((p) => ({ error: one(p) })) : { error: one(paths[0]) }, { status });
 }
 
-async function auditRefusal(database: Db, req: Request, paths: string[], reason: string, detail: Record<string, unknown>): Promise<void> {
+async function auditRefusal(database: Db, options: TrpcHttpOptions, req: Request, paths: string[], reason: string, detail: Record<string, unknown>): Promise<void> {
   const mutations = auditedMutations(paths);
   if (mutations.length === 0) return;
-  const user = await sessionUser(database, req.headers).catch(() => null);
+  const user = options.user !== undefined ? options.user : await sessionUser(database, req.headers).catch(() => null);
   const actor = { id: user?.email ?? "anonymous", role: user?.role ?? "none" };
   for (const path of mutations) {
     await writeAudit(database, actor, { action: path, targetType: "procedure", targetId: path, outcome: "refused", detail: { reason, ...detail } }).catch((err: unknown) => {
@@ -136,14 +139,14 @@ export async function trpcHttpHandler(req: Request, options: TrpcHttpOptions = {
     body = await readLimited(req, API_LIMITS.bodyBytes);
     if (body === null) {
       const message = `the request body is over the limit of ${API_LIMITS.bodyBytes} bytes`;
-      await auditRefusal(database, req, paths, message, { limit: "bodyBytes" });
+      await auditRefusal(database, options, req, paths, message, { limit: "bodyBytes" });
       return refusal(413, "PAYLOAD_TOO_LARGE", message, paths);
     }
   }
   const input = body ?? url.searchParams.get("input") ?? "";
   if (jsonDepth(input) > API_LIMITS.jsonDepth) {
     const message = `input: nested deeper than ${API_LIMITS.jsonDepth} levels`;
-    await auditRefusal(database, req, paths, message, { limit: "jsonDepth" });
+    await auditRefusal(database, options, req, paths, message, { limit: "jsonDepth" });
     return refusal(400, "BAD_REQUEST", message, paths);
   }
 
@@ -153,7 +156,7 @@ export async function trpcHttpHandler(req: Request, options: TrpcHttpOptions = {
     endpoint: TRPC_ENDPOINT,
     req: forwarded,
     router: appRouter,
-    createContext: () => createTRPCContext({ headers: req.headers, db: options.db, service: options.service }),
+    createContext: () => createTRPCContext({ headers: req.headers, db: options.db, service: options.service, user: options.user }),
     onError({ path, error }) {
       if (error.code === "INTERNAL_SERVER_ERROR") {
         console.error(`tRPC ${path ?? "?"} failed:`, error.cause ?? error);
