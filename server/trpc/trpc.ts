@@ -52,13 +52,20 @@ export function describeZodError(err: ZodError): string {
   return `${where}: ${issue.message}`;
 }
 
-/** The SQLSTATE behind a database error (Prisma wraps it differently per path), or null. */
-function sqlState(err: unknown, depth = 0): string | null {
+/** Prisma's own error codes (P1xxx–P6xxx) look like SQLSTATEs but are not (PL/pgSQL's P0xxx are). */
+const PRISMA_CODE = /^P[1-9]\d{3}$/;
+
+/**
+ * The SQLSTATE behind a database error (Prisma wraps it differently per path), or null.
+ * A Prisma code on the way is skipped, not taken for the SQLSTATE: treating P2023 as one hid
+ * the 22P02 under it and answered 500 for a caller's bad value (found by the fuzz test).
+ */
+export function sqlState(err: unknown, depth = 0): string | null {
   if (!err || typeof err !== "object" || depth > 5) return null;
   const e = err as { code?: unknown; originalCode?: unknown; meta?: unknown; cause?: unknown; message?: unknown };
-  for (const c of [e.originalCode, e.code]) if (typeof c === "string" && /^[0-9A-Z]{5}$/.test(c)) return c;
+  for (const c of [e.originalCode, e.code]) if (typeof c === "string" && /^[0-9A-Z]{5}$/.test(c) && !PRISMA_CODE.test(c)) return c;
   const fromMessage = typeof e.message === "string" ? /Code: `([0-9A-Z]{5})`/.exec(e.message)?.[1] : undefined;
-  if (fromMessage) return fromMessage;
+  if (fromMessage && !PRISMA_CODE.test(fromMessage)) return fromMessage;
   return sqlState(e.meta, depth + 1) ?? sqlState((e.meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError, depth + 1) ?? sqlState(e.cause, depth + 1);
 }
 
