@@ -5,7 +5,7 @@ import { handleAuthRequest } from "../auth/handler";
 import { addUser } from "../auth/users";
 import type { ControllerContext } from "../controller/context";
 import { startControllerHarness, type ControllerHarness } from "../controller/testing";
-import { inputSchemaOf, malformedInputs, WRONG_TYPES, type FuzzCase } from "../test/fuzz";
+import { inputSchemaOf, malformedInputs, type FuzzCase } from "../test/fuzz";
 import { trpcHttpHandler } from "./http";
 import { appRouter } from "./root";
 import type { Meta } from "./trpc";
@@ -99,11 +99,14 @@ async function check(path: string, def: ProcedureDef["_def"], c: FuzzCase, role:
   return null;
 }
 
+/** Fuzzing every procedure once takes a while on a busy machine: each request is a real one. */
+const SLOW = 300_000;
+
 describe.each(procedures)("%s", (path, procedure) => {
   const def = procedure._def;
   const cases = malformedInputs(inputSchemaOf(def.inputs[0]));
 
-  it(`as admin: ${cases.length} malformed inputs, never a 5xx or database text; refused mutations audited`, async () => {
+  it(`as admin: ${cases.length} malformed inputs, never a 5xx or database text; refused mutations audited`, { timeout: SLOW }, async () => {
     const failures: string[] = [];
     for (const c of cases) {
       const problem = await check(path, def, c, "admin");
@@ -111,10 +114,15 @@ describe.each(procedures)("%s", (path, procedure) => {
     }
     expect(failures).toEqual([]);
   });
+});
 
-  it.runIf(def.type === "mutation")("as viewer: refused, with a message, and audited", async () => {
+describe.each(procedures.filter(([, p]) => p._def.type === "mutation"))("%s as a viewer", (path, procedure) => {
+  const def = procedure._def;
+  const cases = malformedInputs(inputSchemaOf(def.inputs[0])).filter((x) => x.name.startsWith("whole input") || x.name.startsWith("raw"));
+
+  it(`${cases.length} malformed inputs: refused with a message (audited unless the procedure is pure), never a 5xx`, { timeout: SLOW }, async () => {
     const failures: string[] = [];
-    for (const c of cases.filter((x) => x.name.startsWith("whole input") || x.name.startsWith("raw")).slice(0, WRONG_TYPES.length + 9)) {
+    for (const c of cases) {
       const problem = await check(path, def, c, "viewer");
       if (problem) failures.push(`${c.name} → ${problem}`);
     }

@@ -1,5 +1,5 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
-import { writeAudit } from "../audit";
+import { writeAudit, type Actor } from "../audit";
 import { crossSiteOrigin } from "../auth/origin";
 import { sessionUser } from "../auth/users";
 import type { SessionUser } from "../auth/roles";
@@ -78,11 +78,16 @@ function refusal(status: 400 | 413, code: "BAD_REQUEST" | "PAYLOAD_TOO_LARGE", m
   return Response.json(batch ? paths.map((p) => ({ error: one(p) })) : { error: one(paths[0]) }, { status });
 }
 
+/** Who a refusal before tRPC is audited as: the signed-in person, or "anonymous". */
+async function actorOf(database: Db, options: TrpcHttpOptions, req: Request): Promise<Actor> {
+  const user = options.user !== undefined ? options.user : await sessionUser(database, req.headers).catch(() => null);
+  return { id: user?.email ?? "anonymous", role: user?.role ?? "none" };
+}
+
 async function auditRefusal(database: Db, options: TrpcHttpOptions, req: Request, paths: string[], reason: string, detail: Record<string, unknown>): Promise<void> {
   const mutations = auditedMutations(paths);
   if (mutations.length === 0) return;
-  const user = options.user !== undefined ? options.user : await sessionUser(database, req.headers).catch(() => null);
-  const actor = { id: user?.email ?? "anonymous", role: user?.role ?? "none" };
+  const actor = await actorOf(database, options, req);
   for (const path of mutations) {
     await writeAudit(database, actor, { action: path, targetType: "procedure", targetId: path, outcome: "refused", detail: { reason, ...detail } }).catch((err: unknown) => {
       console.error(`audit of a refused ${path} failed:`, err);
@@ -122,8 +127,7 @@ export async function trpcHttpHandler(req: Request, options: TrpcHttpOptions = {
   if (req.method === "POST") {
     const origin = crossSiteOrigin(req);
     if (origin) {
-      const user = await sessionUser(database, req.headers).catch(() => null);
-      await writeAudit(database, { id: user?.email ?? "anonymous", role: user?.role ?? "none" }, {
+      await writeAudit(database, await actorOf(database, options, req), {
         action: "csrf.refused",
         targetType: "request",
         targetId: url.pathname,
