@@ -94,8 +94,37 @@ export function publicMessage(error: TRPCError): string {
   return shown.cause instanceof ZodError ? describeZodError(shown.cause) : shown.message;
 }
 
+/** Keys superjson refuses to send (prototype pollution guard): it throws, the answer is a 500. */
+const UNSENDABLE_KEY = new Set(["__proto__", "constructor", "prototype"]);
+
+/**
+ * `value` with keys superjson refuses renamed to `[constructor]` etc. Stored JSON that a
+ * person gave (an audited input, an imported wave report) may hold them, and one such key
+ * made every read of it a 500 (found by the fuzz test). Unchanged values are returned as is.
+ */
+export function sendable(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    const items = value.map(sendable);
+    return items.some((v, i) => v !== value[i]) ? items : value;
+  }
+  if (value === null || typeof value !== "object") return value;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) return value; // Date, Map, Set…: superjson's own
+  let changed = false;
+  const entries = Object.entries(value).map(([k, v]) => {
+    const key = UNSENDABLE_KEY.has(k) ? `[${k}]` : k;
+    const inner = sendable(v);
+    if (key !== k || inner !== v) changed = true;
+    return [key, inner] as const;
+  });
+  return changed ? Object.fromEntries(entries) : value;
+}
+
 const t = initTRPC.context<Context>().meta<Meta>().create({
-  transformer: superjson,
+  transformer: {
+    input: superjson,
+    output: { serialize: (value: unknown) => superjson.serialize(sendable(value)), deserialize: superjson.deserialize },
+  },
   errorFormatter({ shape, error }) {
     const cause = error.cause;
     const zod = cause instanceof ZodError ? cause : null;
