@@ -137,6 +137,42 @@ export const WRONG_TYPES: [string, unknown][] = [
   ["string", "fuzz"],
 ];
 
+/** The wrong types and bad strings tried at each position of a large given base. */
+const SHORT = new Set(["null", "number", "NUL", "lone surrogate"]);
+
+/** A valid restart-chaos wave report (one task), for fuzzing waves.import field by field. */
+export function sampleWaveReport(id = "w-20261201T000000-s7"): Record<string, unknown> {
+  const check = { ok: true, detail: "fine" };
+  return {
+    id,
+    seed: 7,
+    instanceId: "wave-fuzz",
+    companyId: "co-wave",
+    startedAt: "2026-11-12T01:08:00.000Z",
+    finishedAt: "2026-11-12T01:09:00.000Z",
+    plan: { seed: 7, tasks: [], kills: [], concurrency: 1 },
+    passed: true,
+    orphanSandboxes: [],
+    reclaims: [],
+    decoys: [{ id: "d1", kind: "foreign", intact: true }],
+    events: [],
+    tasks: [
+      {
+        id: "t01",
+        taskId: `${id}-t01`,
+        passed: true,
+        restartCrossing: true,
+        runs: [{ id: "r0", status: "succeeded", failureCode: null, previousRunId: null, restarts: 1, createdAt: "2026-11-12T01:08:01.000Z", startedAt: null, finishedAt: "2026-11-12T01:08:05.000Z" }],
+        failureCodes: [],
+        retriesNeeded: 0,
+        checks: { R1: check, R2: check, R3: check, R4: check, R5: check, R6: check },
+      },
+    ],
+    kills: [],
+    faults: [],
+  };
+}
+
 /** Cursors a client could send: unsigned, tampered, or signed around payloads no list hands out. */
 export function forgedCursors(): [string, string][] {
   const signed = (payload: unknown) => sealCursor(typeof payload === "string" ? payload : JSON.stringify(payload));
@@ -166,8 +202,11 @@ export function forgedCursors(): [string, string][] {
  * a plausible input the wrong types, at each string the bad strings, extra keys on each
  * object, and forged cursors wherever a field is called `cursor`.
  */
-export function malformedInputs(schema: Schema | null): FuzzCase[] {
-  const base = schema ? sample(schema) : undefined;
+export function malformedInputs(schema: Schema | null, options: { base?: unknown } = {}): FuzzCase[] {
+  // A given base (a whole wave report, an evidence bundle) has many positions: each gets the short lists.
+  const base = options.base ?? (schema ? sample(schema) : undefined);
+  const wrongTypes = options.base === undefined ? WRONG_TYPES : WRONG_TYPES.filter(([name]) => SHORT.has(name));
+  const badStrings = options.base === undefined ? BAD_STRINGS : BAD_STRINGS.filter(([name]) => SHORT.has(name));
   const cases: FuzzCase[] = [
     { name: "no input", input: undefined },
     { name: "raw: not JSON", raw: "{not json" },
@@ -184,8 +223,8 @@ export function malformedInputs(schema: Schema | null): FuzzCase[] {
   ];
   for (const { path, value } of positions(base)) {
     const at = path.length ? path.join(".") : "input";
-    if (path.length > 0) for (const [name, v] of WRONG_TYPES) cases.push({ name: `${at}: ${name}`, input: replaced(base, path, v) });
-    if (typeof value === "string") for (const [name, v] of BAD_STRINGS) cases.push({ name: `${at}: ${name}`, input: replaced(base, path, v) });
+    if (path.length > 0) for (const [name, v] of wrongTypes) cases.push({ name: `${at}: ${name}`, input: replaced(base, path, v) });
+    if (typeof value === "string") for (const [name, v] of badStrings) cases.push({ name: `${at}: ${name}`, input: replaced(base, path, v) });
     if (value && typeof value === "object" && !Array.isArray(value) && !(value instanceof Date)) {
       cases.push({ name: `${at}: extra keys`, input: replaced(base, path, { ...value, extra: "x", toString: 1, valueOf: "x" }) });
       cases.push({ name: `${at}: array for an object`, input: replaced(base, path, [value]) });
