@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ControllerContext } from "../controller/context";
 import { startControllerHarness, type ControllerHarness } from "../controller/testing";
 import { encodeCursor, sealCursor } from "../runs/cursor";
+import { sampleWaveReport } from "../test/fuzz";
 import { testUser } from "../test/users";
 import { createCaller } from "./root";
 import { trpcHttpHandler } from "./http";
@@ -172,39 +173,12 @@ describe("what the fuzz test found (server/trpc/fuzz.int.test.ts)", () => {
   });
 
   it("a wave report holding a key named constructor is stored, and reading the wave back is not a 500", async () => {
-    const check = { ok: true, detail: "fine" };
-    const report = {
-      id: "w-20261201T000000-s1",
-      seed: 1,
-      instanceId: "wave-fuzz",
-      companyId: "co-wave",
-      startedAt: "2026-11-12T01:08:00.000Z",
-      finishedAt: "2026-11-12T01:09:00.000Z",
-      plan: { seed: 1, tasks: [], kills: [], concurrency: 1 },
-      passed: true,
-      orphanSandboxes: [],
-      reclaims: [],
-      decoys: [{ id: "d1", kind: "foreign", intact: true, constructor: { prototype: { polluted: true } } }],
-      events: [],
-      tasks: [
-        {
-          id: "t01",
-          taskId: "w-fuzz-t01",
-          passed: true,
-          restartCrossing: true,
-          runs: [{ id: "r0", status: "succeeded", failureCode: null, previousRunId: null, restarts: 1, createdAt: "2026-11-12T01:08:01.000Z", startedAt: null, finishedAt: "2026-11-12T01:08:05.000Z" }],
-          failureCodes: [],
-          retriesNeeded: 0,
-          checks: { R1: check, R2: check, R3: check, R4: check, R5: check, R6: check },
-        },
-      ],
-      kills: [],
-      faults: [],
-    };
+    const report = sampleWaveReport("w-20261201T000000-s1");
+    report.decoys = [{ id: "d1", kind: "foreign", intact: true, constructor: { prototype: { polluted: true } } }];
     const http = (req: Request) => trpcHttpHandler(req, { db: h.db.db, service, user: admin });
     const imported = await http(new Request("http://localhost:3000/api/trpc/waves.import", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ json: { report } }) }));
     expect(imported.status, await imported.clone().text()).toBe(200);
-    const read = await http(new Request(`http://localhost:3000/api/trpc/waves.get?input=${encodeURIComponent(JSON.stringify({ json: { id: report.id } }))}`));
+    const read = await http(new Request(`http://localhost:3000/api/trpc/waves.get?input=${encodeURIComponent(JSON.stringify({ json: { id: "w-20261201T000000-s1" } }))}`));
     expect(read.status).toBe(200);
     expect(await read.text()).toContain('"[constructor]"');
   });
