@@ -1,6 +1,7 @@
 import crypto from "node:crypto";
 import { z } from "zod";
 import { authSecret } from "../auth/auth";
+import { CONTROL_CHARACTER } from "../text";
 
 /**
  * A keyset cursor over (createdAt desc, id desc): the last row of a page. Ordering by the
@@ -12,7 +13,14 @@ export interface Keyset {
   id: string;
 }
 
-const payload = z.object({ t: z.iso.datetime(), id: z.string().min(1).max(200) });
+// A signed cursor is still checked: year 0 or a control character reached the query as a 500.
+const payload = z.object({
+  t: z.iso.datetime().refine((t) => {
+    const year = new Date(t).getUTCFullYear();
+    return year >= 1 && year <= 9999;
+  }),
+  id: z.string().min(1).max(200).refine((id) => !CONTROL_CHARACTER.test(id)),
+});
 
 function mac(text: string): string {
   return crypto.createHmac("sha256", authSecret()).update(`cursor:${text}`).digest("base64url").slice(0, 22);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { text } from "../text";
+import { dateInput, text } from "../text";
 import { ExecutionTarget, OutcomeClass, Prisma, RunStatus, type Db } from "../db/client";
 import { describeFailure } from "../engine";
 import { afterCursor, cappedTotal, countCapped, cursorInput, PAGE_ORDER, pageOf } from "./cursor";
@@ -26,8 +26,8 @@ export const runFilterShape = {
   target: z.enum(ExecutionTarget).optional(),
   /** Created within the last hour / day / week / month, measured when the query runs. */
   range: z.enum(TIME_RANGES).optional(),
-  createdFrom: z.date().optional(),
-  createdTo: z.date().optional(),
+  createdFrom: dateInput.optional(),
+  createdTo: dateInput.optional(),
   /** A whole run id, or part of a task id. */
   search: text(FILTER_MAX.search).optional(),
 };

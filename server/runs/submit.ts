@@ -3,7 +3,7 @@ import { writeAudit, type Actor } from "../audit";
 import { Prisma, type Db, type Run } from "../db/client";
 import { LIVE_RUN_STATUSES } from "../engine";
 import { AppError } from "../errors";
-import { text } from "../text";
+import { COMMAND_CONTROL_CHARACTER, hasLoneSurrogate, text } from "../text";
 
 const name = z.string().trim().min(1).max(120).regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, "letters, digits, '.', '_', ':' or '-'");
 
@@ -16,7 +16,15 @@ export const submitRunInput = z.object({
   sandboxMode: z.enum(["per_turn", "warm"]).default("warm"),
   turns: z.number().int().min(1).max(50).default(3),
   /** A shell command each turn runs in the sandbox's work dir; none: the demo agent. */
-  agentCommand: z.string().trim().min(1, "the agent command is empty").max(4000, "the agent command is over 4000 characters").optional(),
+  agentCommand: z
+    .string()
+    // Tab and newline belong in a script; NUL reached the database as a 500 (fuzz test).
+    .refine((s) => !COMMAND_CONTROL_CHARACTER.test(s), "must not contain control characters other than tab and newline")
+    .refine((s) => !hasLoneSurrogate(s), "must be valid Unicode text")
+    .trim()
+    .min(1, "the agent command is empty")
+    .max(4000, "the agent command is over 4000 characters")
+    .optional(),
 });
 export type SubmitRunInput = z.input<typeof submitRunInput>;
 

@@ -1,10 +1,13 @@
 import { TRPCError } from "@trpc/server";
+import crypto from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ControllerContext } from "../controller/context";
 import { startControllerHarness, type ControllerHarness } from "../controller/testing";
-import { encodeCursor } from "../runs/cursor";
+import { encodeCursor, sealCursor } from "../runs/cursor";
+import { sampleWaveReport } from "../test/fuzz";
 import { testUser } from "../test/users";
 import { createCaller } from "./root";
+import { trpcHttpHandler } from "./http";
 import { createTRPCContext } from "./trpc";
 
 /** Issue 16.3–16.5: control characters, forged cursors and refusals at validation, through the real router and PostgreSQL. */
@@ -18,7 +21,7 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-const caller = () => createCaller(() => createTRPCContext({ user: admin, headers: new Headers(), db: h.db.db, service }));
+const caller = (user = admin) => createCaller(() => createTRPCContext({ user, headers: new Headers(), db: h.db.db, service }));
 
 async function failure(p: Promise<unknown>): Promise<{ code: string; message: string }> {
   const err = await p.then(() => null, (e: unknown) => e);
@@ -102,5 +105,81 @@ describe("16.5: mutations refused at input validation are audited", () => {
     expect(entries.length).toBe(before + 1);
     expect(entries[0]!.actor).toBe(admin.email);
     expect(JSON.stringify(entries[0]!.detail)).toMatch(/reason/);
+  });
+});
+
+describe("what the fuzz test found (server/trpc/fuzz.int.test.ts)", () => {
+  const now = () => new Date().toISOString();
+  const uuid = () => crypto.randomUUID();
+
+  it("a runs.list cursor signed by this server around a non-UUID id is a 400, not a 500", async () => {
+    const f = await failure(caller().runs.list({ cursor: sealCursor(JSON.stringify({ t: now(), id: "not-a-uuid" })) }));
+    expect(f.code).toBe("BAD_REQUEST");
+  });
+
+  it("a signed cursor around a year-0 date is a 400 (runs.list and intents.list)", async () => {
+    const cursor = sealCursor(JSON.stringify({ t: "0000-01-01T00:00:00.000Z", id: uuid() }));
+    expect((await failure(caller().runs.list({ cursor }))).code).toBe("BAD_REQUEST");
+    expect((await failure(caller().intents.list({ cursor }))).code).toBe("BAD_REQUEST");
+  });
+
+  it("a signed cursor holding NUL is a 400", async () => {
+    const cursor = sealCursor(JSON.stringify({ t: now(), id: "a\u0000b" }));
+    expect((await failure(caller().runs.list({ cursor }))).code).toBe("BAD_REQUEST");
+  });
+
+  it("a year-0 createdFrom filter is a 400 naming the field", async () => {
+    const f = await failure(caller().runs.failureGroups({ createdFrom: new Date("0000-01-01T00:00:00Z") }));
+    expect(f.code).toBe("BAD_REQUEST");
+    expect(f.message).toMatch(/^createdFrom: /);
+  });
+
+  it("an audit.list cursor signed around an id just past bigint is a 400 naming the cursor", async () => {
+    const f = await failure(caller().audit.list({ cursor: sealCursor("9223372036854775808") }));
+    expect(f.code).toBe("BAD_REQUEST");
+    expect(f.message).toMatch(/^cursor: /);
+  });
+
+  it("NUL in runs.create's agentCommand is a 400 naming the field; tab and newline stay allowed", async () => {
+    const f = await failure(caller().runs.create({ companyId: "co-a", taskId: "fz-nul", agent: "a", provider: "codex", agentCommand: "echo a\u0000b" }));
+    expect(f.code).toBe("BAD_REQUEST");
+    expect(f.message).toMatch(/^agentCommand: /);
+    expect((await failure(caller().runs.create({ companyId: "co-a", taskId: "fz-esc", agent: "a", provider: "codex", agentCommand: "echo \u001b[2J" }))).code).toBe("BAD_REQUEST");
+    expect((await failure(caller().runs.create({ companyId: "co-a", taskId: "fz-tab", agent: "a", provider: "codex", agentCommand: "echo a\tb\necho c" }))).code).toBe("OK");
+  });
+
+  it("a lone surrogate in a text field is a 400 naming it, not a 502 from the provider", async () => {
+    const f = await failure(caller().orphans.destroyUnrecorded({ sandboxId: "a\ud800b", confirmName: "x" }));
+    expect(f.code).toBe("BAD_REQUEST");
+    expect(f.message).toMatch(/^sandboxId: /);
+  });
+
+  it("a bigint as a mutation's input is refused and audited, not a 500", async () => {
+    const viewer = testUser("viewer");
+    expect((await failure(caller(viewer).runs.retry(2n ** 70n as never))).code).toBe("FORBIDDEN");
+    expect((await failure(caller().runs.retry(2n ** 70n as never))).code).toBe("BAD_REQUEST");
+    const entries = await h.db.db.auditEntry.findMany({ where: { action: "runs.retry", input: { equals: (2n ** 70n).toString() } } });
+    expect(entries.map((e) => e.actor).sort()).toEqual([admin.email, viewer.email].sort());
+  });
+
+  it("an input with a key named constructor, once audited, does not break reading the audit log", async () => {
+    const post = await trpcHttpHandler(
+      new Request("http://localhost:3000/api/trpc/users.add", { method: "POST", headers: { "content-type": "application/json" }, body: '{"json":{"email":"c@example.com","constructor":{"prototype":{"x":1}}}}' }),
+      { db: h.db.db, service, user: admin },
+    );
+    expect(post.status).toBe(400);
+    const read = await trpcHttpHandler(new Request(`http://localhost:3000/api/trpc/audit.list?input=${encodeURIComponent('{"json":{}}')}`), { db: h.db.db, service, user: admin });
+    expect(read.status).toBe(200);
+  });
+
+  it("a wave report holding a key named constructor is stored, and reading the wave back is not a 500", async () => {
+    const report = sampleWaveReport("w-20261201T000000-s1");
+    report.decoys = [{ id: "d1", kind: "foreign", intact: true, constructor: { prototype: { polluted: true } } }];
+    const http = (req: Request) => trpcHttpHandler(req, { db: h.db.db, service, user: admin });
+    const imported = await http(new Request("http://localhost:3000/api/trpc/waves.import", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ json: { report } }) }));
+    expect(imported.status, await imported.clone().text()).toBe(200);
+    const read = await http(new Request(`http://localhost:3000/api/trpc/waves.get?input=${encodeURIComponent(JSON.stringify({ json: { id: "w-20261201T000000-s1" } }))}`));
+    expect(read.status).toBe(200);
+    expect(await read.text()).toContain('"[constructor]"');
   });
 });

@@ -52,13 +52,20 @@ export function describeZodError(err: ZodError): string {
   return `${where}: ${issue.message}`;
 }
 
-/** The SQLSTATE behind a database error (Prisma wraps it differently per path), or null. */
-function sqlState(err: unknown, depth = 0): string | null {
+/** Prisma's own error codes (P1xxx–P6xxx) look like SQLSTATEs but are not (PL/pgSQL's P0xxx are). */
+const PRISMA_CODE = /^P[1-9]\d{3}$/;
+
+/**
+ * The SQLSTATE behind a database error (Prisma wraps it differently per path), or null.
+ * A Prisma code on the way is skipped, not taken for the SQLSTATE: treating P2023 as one hid
+ * the 22P02 under it and answered 500 for a caller's bad value (found by the fuzz test).
+ */
+export function sqlState(err: unknown, depth = 0): string | null {
   if (!err || typeof err !== "object" || depth > 5) return null;
   const e = err as { code?: unknown; originalCode?: unknown; meta?: unknown; cause?: unknown; message?: unknown };
-  for (const c of [e.originalCode, e.code]) if (typeof c === "string" && /^[0-9A-Z]{5}$/.test(c)) return c;
+  for (const c of [e.originalCode, e.code]) if (typeof c === "string" && /^[0-9A-Z]{5}$/.test(c) && !PRISMA_CODE.test(c)) return c;
   const fromMessage = typeof e.message === "string" ? /Code: `([0-9A-Z]{5})`/.exec(e.message)?.[1] : undefined;
-  if (fromMessage) return fromMessage;
+  if (fromMessage && !PRISMA_CODE.test(fromMessage)) return fromMessage;
   return sqlState(e.meta, depth + 1) ?? sqlState((e.meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError, depth + 1) ?? sqlState(e.cause, depth + 1);
 }
 
@@ -87,8 +94,37 @@ export function publicMessage(error: TRPCError): string {
   return shown.cause instanceof ZodError ? describeZodError(shown.cause) : shown.message;
 }
 
+/** Keys superjson refuses to send (prototype pollution guard): it throws, the answer is a 500. */
+const UNSENDABLE_KEY = new Set(["__proto__", "constructor", "prototype"]);
+
+/**
+ * `value` with keys superjson refuses renamed to `[constructor]` etc. Stored JSON that a
+ * person gave (an audited input, an imported wave report) may hold them, and one such key
+ * made every read of it a 500 (found by the fuzz test). Unchanged values are returned as is.
+ */
+export function sendable(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    const items = value.map(sendable);
+    return items.some((v, i) => v !== value[i]) ? items : value;
+  }
+  if (value === null || typeof value !== "object") return value;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) return value; // Date, Map, Set…: superjson's own
+  let changed = false;
+  const entries = Object.entries(value).map(([k, v]) => {
+    const key = UNSENDABLE_KEY.has(k) ? `[${k}]` : k;
+    const inner = sendable(v);
+    if (key !== k || inner !== v) changed = true;
+    return [key, inner] as const;
+  });
+  return changed ? Object.fromEntries(entries) : value;
+}
+
 const t = initTRPC.context<Context>().meta<Meta>().create({
-  transformer: superjson,
+  transformer: {
+    input: superjson,
+    output: { serialize: (value: unknown) => superjson.serialize(sendable(value)), deserialize: superjson.deserialize },
+  },
   errorFormatter({ shape, error }) {
     const cause = error.cause;
     const zod = cause instanceof ZodError ? cause : null;
