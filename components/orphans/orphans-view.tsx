@@ -109,10 +109,10 @@ export function OrphansView() {
           label="Ownership"
           value={values.verdict}
           options={OWNERSHIP_VERDICTS.map((v) => ({ value: v, label: `${VERDICT_LABEL[v]}${list.data ? ` (${list.data.byVerdict[v]})` : ""}` }))}
-          onChange={(verdict) => void setValues({ verdict })}
+          onChange={(verdict) => void setValues({ verdict, cursor: null })}
         />
-        <TextFilter id="f-orphan-company" maxLength={FILTER_MAX.companyId} label="Company" value={values.company} onApply={(company) => void setValues({ company })} />
-        <TextFilter id="f-orphan-q" maxLength={FILTER_MAX.search} label="Search" value={values.q} onApply={(q) => void setValues({ q })} placeholder="sandbox name or id" />
+        <TextFilter id="f-orphan-company" maxLength={FILTER_MAX.companyId} label="Company" value={values.company} onApply={(company) => void setValues({ company, cursor: null })} />
+        <TextFilter id="f-orphan-q" maxLength={FILTER_MAX.search} label="Search" value={values.q} onApply={(q) => void setValues({ q, cursor: null })} placeholder="sandbox name or id" />
       </form>
 
       <Section
@@ -121,7 +121,9 @@ export function OrphansView() {
         actions={
           list.data ? (
             <p className="text-sm text-zinc-700 dark:text-zinc-300" data-testid="orphan-totals">
-              {list.data.totals.count} shown · {formatUsd(list.data.totals.hourlyCost)}/h · {formatUsd(list.data.totals.accruedCost)} accrued · {list.data.held} held by live runs
+              {list.data.totals.count} match
+              {list.data.totals.count > list.data.items.length ? ` (showing ${list.data.offset + 1}–${list.data.offset + list.data.items.length})` : ""} · {formatUsd(list.data.totals.hourlyCost)}/h ·{" "}
+              {formatUsd(list.data.totals.accruedCost)} accrued · {list.data.held} held by live runs
             </p>
           ) : null
         }
@@ -199,6 +201,16 @@ export function OrphansView() {
             </table>
           </TableWrap>
         )}
+        {list.data && (values.cursor || list.data.nextCursor) ? (
+          <nav aria-label="Pages" className="mt-3 flex flex-wrap items-center gap-3">
+            <button type="button" className={buttonClass.secondary} disabled={!values.cursor} onClick={() => void setValues({ cursor: null })}>
+              First page
+            </button>
+            <button type="button" className={buttonClass.secondary} disabled={!list.data.nextCursor} onClick={() => void setValues({ cursor: list.data.nextCursor })}>
+              Next page
+            </button>
+          </nav>
+        ) : null}
       </Section>
 
       <Section title="Reclaim" id="reclaim">

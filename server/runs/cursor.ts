@@ -103,3 +103,24 @@ export function pageOf<T extends Keyset>(rows: T[], pageSize: number): { items: 
 }
 
 export const PAGE_ORDER = [{ createdAt: "desc" as const }, { id: "desc" as const }];
+
+/** A page start in a list that is computed whole (orphans): a signed offset. */
+export function encodeOffset(offset: number): string {
+  return sealCursor(JSON.stringify({ o: offset }));
+}
+
+export function decodeOffset(cursor: string): number | null {
+  const text = openCursor(cursor);
+  if (text === null) return null;
+  try {
+    const parsed = z.object({ o: z.number().int().min(0).max(10_000_000) }).safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data.o : null;
+  } catch {
+    return null;
+  }
+}
+
+export const offsetCursorInput = z
+  .string()
+  .max(400)
+  .refine((c) => decodeOffset(c) !== null, "not a cursor of this list (open the first page again)");

@@ -17,6 +17,7 @@ import type { SandboxView } from "../providers/types";
 import { confirmWord, OWNERSHIP_VERDICTS, type OwnershipVerdict } from "./confirm";
 import { inScope, type CompanyScope } from "../auth/roles";
 import { FILTER_MAX } from "../limits";
+import { decodeOffset, encodeOffset, offsetCursorInput } from "../runs/cursor";
 
 /**
  * Orphaned sandboxes (DOMAIN.md §5 R4): this instance's sandboxes — listed by its instance
@@ -148,21 +149,32 @@ async function loadRecords(db: Db, instanceId: string, sandboxes: SandboxView[])
   const runById = new Map(runs.map((r) => [r.id, r]));
 
   const companies = [...new Set(sandboxes.map((s) => s.labels[LABEL_KEYS.company]).filter((c): c is string => !!c))];
-  const known = new Set<string>();
-  if (companies.length) {
-    const scope = { instanceId, companyId: { in: companies } };
-    const [a, b, c] = await Promise.all([
-      db.run.groupBy({ by: ["companyId"], where: scope }),
-      db.sandboxCreationIntent.groupBy({ by: ["companyId"], where: scope }),
-      db.environmentLease.groupBy({ by: ["companyId"], where: scope }),
-    ]);
-    for (const g of [...a, ...b, ...c]) known.add(g.companyId);
+  // One probe per company for any record of this instance (issue 13: three GROUP BYs before).
+  const known = new Set(
+    companies.length
+      ? (
+          await db.$queryRaw<{ c: string }[]>`
+            SELECT c FROM unnest(${companies}::text[]) AS c
+            WHERE EXISTS (SELECT 1 FROM runs WHERE company_id = c AND instance_id = ${instanceId})
+               OR EXISTS (SELECT 1 FROM sandbox_creation_intents WHERE company_id = c AND instance_id = ${instanceId})
+               OR EXISTS (SELECT 1 FROM environment_leases WHERE company_id = c AND instance_id = ${instanceId})`
+        ).map((r) => r.c)
+      : [],
+  );
+
+  // A lease names its sandbox by id; one that never learnt the id, by its exact name.
+  const byId = new Map<string, typeof leases>();
+  const byName = new Map<string, typeof leases>();
+  for (const l of leases) {
+    const key = l.providerLeaseId ?? l.sandboxName;
+    if (!key) continue;
+    const map = l.providerLeaseId ? byId : byName;
+    map.set(key, [...(map.get(key) ?? []), l]);
   }
 
   const out = new Map<string, SandboxRecords>();
   for (const s of sandboxes) {
-    // A lease names its sandbox by id; one that never learnt the id, by its exact name.
-    const mine = leases.filter((l) => l.providerLeaseId === s.id || (!l.providerLeaseId && l.sandboxName === s.name));
+    const mine = [...(byId.get(s.id) ?? []), ...(byName.get(s.name) ?? [])].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
     const intent = intentByName.get(s.name) ?? null;
     const latestLeaseRun = [...mine].reverse().find((l) => l.run)?.run ?? null;
     const labelRun = s.labels[LABEL_KEYS.run];
@@ -198,6 +210,9 @@ export const orphanListInput = z.object({
   companyId: text(FILTER_MAX.companyId).optional(),
   /** Part of a sandbox name or id. */
   search: text(FILTER_MAX.search).optional(),
+  /** Where the page starts in the costliest-first order (from the previous page's `nextCursor`). */
+  cursor: offsetCursorInput.optional(),
+  pageSize: z.number().int().min(1).max(500).default(100),
 });
 export type OrphanListInput = z.input<typeof orphanListInput>;
 
@@ -226,7 +241,12 @@ export type OrphanRow = z.infer<typeof orphanRow>;
 export const orphanListOutput = z.object({
   instanceId: z.string(),
   listedAt: z.date(),
+  /** One page of the matching orphans, the costliest first. */
   items: z.array(orphanRow),
+  /** Where the page starts among all matching orphans (0-based). */
+  offset: z.number().int(),
+  nextCursor: z.string().nullable(),
+  /** All matching orphans, not only this page. */
   totals: z.object({ count: z.number().int(), hourlyCost: z.number(), accruedCost: z.number() }),
   /** All orphans of this instance by verdict, whatever the filters. */
   byVerdict: z.record(z.enum(OWNERSHIP_VERDICTS), z.number().int()),
@@ -287,10 +307,15 @@ export async function listOrphans(db: Db, service: ControllerContext, scope: Com
       (!input.companyId || r.companyId === input.companyId) &&
       (!search || r.name.toLowerCase().includes(search) || r.id.toLowerCase().includes(search)),
   );
+  // The provider is listed whole to judge every sandbox; only one page travels to the browser.
+  const offset = Math.min(input.cursor ? (decodeOffset(input.cursor) ?? 0) : 0, items.length);
+  const end = offset + input.pageSize;
   return {
     instanceId,
     listedAt: now,
-    items,
+    items: items.slice(offset, end),
+    offset,
+    nextCursor: end < items.length ? encodeOffset(end) : null,
     totals: {
       count: items.length,
       hourlyCost: round6(items.reduce((n, r) => n + r.hourlyCost, 0)),

@@ -154,6 +154,27 @@ describe("orphans.list", () => {
     expect(bad.code).toBe("BAD_REQUEST");
     expect((bad.cause as ZodError).issues[0]?.path).toEqual(["verdict"]);
   });
+
+  it("pages on the server: each orphan once, in the costliest-first order, with totals over all (issue 13)", async () => {
+    const c = caller();
+    const whole = await c.orphans.list({});
+    const seen: string[] = [];
+    const offsets: number[] = [];
+    let cursor: string | undefined;
+    for (let pages = 0; pages < 10; pages++) {
+      const page = await c.orphans.list({ pageSize: 3, ...(cursor ? { cursor } : {}) });
+      expect(page.items.length).toBeLessThanOrEqual(3);
+      expect(page.totals.count).toBe(whole.totals.count);
+      offsets.push(page.offset);
+      seen.push(...page.items.map((r) => r.id));
+      if (!page.nextCursor) break;
+      cursor = page.nextCursor;
+    }
+    expect(offsets).toEqual([0, 3, 6]);
+    expect(seen).toEqual(whole.items.map((r) => r.id));
+    const forged = await trpcError(c.orphans.list({ cursor: "bm90IGEgY3Vyc29y.AAAAAAAAAAAAAAAAAAAAAA" }));
+    expect(forged.code).toBe("BAD_REQUEST");
+  });
 });
 
 describe("intents.list", () => {
