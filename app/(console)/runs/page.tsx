@@ -11,11 +11,11 @@ export const metadata: Metadata = { title: "Runs" };
 export default async function RunsPage({ searchParams }: { searchParams: Promise<SearchParams> }) {
   const values = await loadRunsSearchParams(searchParams);
   const qc = getQueryClient();
-  await Promise.all([
-    qc.prefetchQuery(trpc.runs.list.queryOptions(toRunListInput(values))),
-    qc.prefetchQuery(trpc.runs.failureGroups.queryOptions(toRunFilter(values))),
-    qc.prefetchQuery(trpc.runs.facets.queryOptions()),
-  ]);
+  // The list is what the page is for: it is awaited; the aggregates stream in after it
+  // (pending queries are dehydrated), so they never hold the first paint (issue 13).
+  void qc.prefetchQuery(trpc.runs.failureGroups.queryOptions(toRunFilter(values)));
+  void qc.prefetchQuery(trpc.runs.facets.queryOptions());
+  await qc.prefetchQuery(trpc.runs.list.queryOptions(toRunListInput(values)));
   return (
     <HydrateClient>
       <PageHeader title="Runs">Every run, newest first. Filters live in the address, so a link reproduces this view.</PageHeader>
