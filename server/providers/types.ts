@@ -65,6 +65,8 @@ export interface CreateSandboxInput {
   memory?: number;
   /** GiB. */
   disk?: number;
+  /** Minutes without activity before the provider stops the sandbox (Daytona: default 15, 0 = never). */
+  autoStopInterval?: number;
   /** Aborting it abandons the request; the provider may still materialise the sandbox later. */
   signal?: AbortSignal;
 }
