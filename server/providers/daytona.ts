@@ -223,16 +223,26 @@ export class DaytonaProvider implements SandboxProvider {
     const operation = `DELETE /sandbox/${id}`;
     if (!id) throw new ProviderError("refused", operation, "an id is required");
     let data: unknown;
-    try {
-      data = await this.callOrNull(operation, options.signal, () =>
-        this.api.deleteSandbox(id, this.organizationId, { signal: options.signal, timeout: this.timeoutMs }),
-      );
-    } catch (err) {
-      // 409 "state change in progress": an earlier delete is still under way — gone all the same.
-      if (!(ProviderError.is(err) && err.kind === "http" && err.status === 409)) throw err;
-      const now = await this.getById(id, options);
-      if (now !== null && now.desiredState !== "destroyed" && now.state !== "destroying" && now.state !== "destroyed") throw err;
-      data = null;
+    const deadline = Date.now() + this.transitionTimeoutMs;
+    for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+      try {
+        data = await this.callOrNull(operation, options.signal, () =>
+          this.api.deleteSandbox(id, this.organizationId, { signal: options.signal, timeout: this.timeoutMs }),
+        );
+        break;
+      } catch (err) {
+        // 409 "state change in progress": Daytona refuses a delete while the sandbox changes state.
+        if (!(ProviderError.is(err) && err.kind === "http" && err.status === 409)) throw err;
+        const now = await this.getById(id, options);
+        // An earlier delete still under way: gone all the same.
+        if (now === null || now.desiredState === "destroyed" || now.state === "destroying" || now.state === "destroyed") {
+          data = null;
+          break;
+        }
+        // Still creating, starting or stopping: delete once that has ended.
+        if (!(STARTING_STATES.has(now.state) || now.state === "stopping") || Date.now() + delay > deadline) throw err;
+        await abortableSleep(delay, options.signal, operation);
+      }
     }
     this.toolboxUrls.delete(id);
     this.homes.delete(id);
