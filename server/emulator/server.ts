@@ -55,6 +55,8 @@ export interface EmulatorOptions {
    */
   dataDir?: string;
   log?: (line: string) => void;
+  /** Sees every request (method and path with query), e.g. to check what a client sends. */
+  onRequest?: (method: string, pathAndQuery: string) => void;
 }
 
 export interface TransitionMs {
@@ -201,6 +203,7 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://emulator.invalid");
     const method = req.method ?? "GET";
+    options.onRequest?.(method, `${url.pathname}${url.search}`);
 
     if (method === "GET" && url.pathname === "/health") return reply(res, 200, { ok: true });
     // The key first: nobody without it learns anything, not even how a path is read (issue 16.8).
