@@ -239,8 +239,8 @@ export class DaytonaProvider implements SandboxProvider {
           data = null;
           break;
         }
-        // Still creating, starting or stopping: delete once that has ended.
-        if (!(STARTING_STATES.has(now.state) || now.state === "stopping") || Date.now() + delay > deadline) throw err;
+        // Creating, starting or stopping (or just done with it): delete again once that has ended.
+        if (Date.now() + delay > deadline) throw err;
         await abortableSleep(delay, options.signal, operation);
       }
     }
