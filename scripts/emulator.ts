@@ -36,6 +36,8 @@ async function main() {
       apiKeys: emulatorApiKeys(env),
       duplicateNames: env.EMULATOR_DUPLICATE_NAMES,
       destroyedRetentionMs: env.EMULATOR_DESTROYED_RETENTION_MS,
+      transitionMs: { create: env.EMULATOR_TRANSITION_MS, start: env.EMULATOR_TRANSITION_MS, stop: env.EMULATOR_TRANSITION_MS, destroy: env.EMULATOR_TRANSITION_MS },
+      autoStopMinuteMs: env.EMULATOR_AUTO_STOP_MINUTE_MS,
       // Sandboxes are directories here; their detached runners outlive this process.
       dataDir: path.resolve(env.RUNWARDEN_DATA_DIR, "emulator", env.EMULATOR_DATABASE),
       log: say,

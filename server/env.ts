@@ -107,6 +107,10 @@ const schema = z.object({
   EMULATOR_DUPLICATE_NAMES: z.enum(["conflict", "allow"]).default("conflict"),
   /** How long a deleted sandbox stays visible as `destroyed` before GET answers 404. */
   EMULATOR_DESTROYED_RETENTION_MS: z.coerce.number().int().min(0).default(0),
+  /** How long each of the emulator's transitional states (creating, starting, stopping, destroying) lasts. */
+  EMULATOR_TRANSITION_MS: z.coerce.number().int().min(0).default(150),
+  /** How long one minute of a sandbox's `autoStopInterval` lasts in the emulator (Daytona: 60000). */
+  EMULATOR_AUTO_STOP_MINUTE_MS: z.coerce.number().int().min(1).default(60_000),
 });
 
 const withDerived = schema

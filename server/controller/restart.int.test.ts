@@ -56,7 +56,7 @@ async function settled(runId: string, timeoutMs = 30_000) {
 }
 
 async function liveSandboxesOf(runId: string) {
-  return (await h.emu.admin.sandboxes()).filter((s) => s.labels["runwarden.run"] === runId && s.state !== "destroyed");
+  return (await h.emu.admin.sandboxes()).filter((s) => s.labels["runwarden.run"] === runId && !/^destroy(ing|ed)$/.test(s.state));
 }
 
 describe("a restart between an intent's commit and its lease's commit (seed 003, K4)", () => {

@@ -53,6 +53,9 @@ async function seedIntent(seed: IntentSeed, id: string = crypto.randomUUID()) {
   return { id, name, sandboxId };
 }
 
+/** Deleted: `destroying` (Daytona's transition, in the emulator too) or already `destroyed`. */
+const DELETED = /^destroy(ing|ed)$/;
+
 async function sandboxState(id: string) {
   return (await h.emu.admin.sandboxes({ includeDestroyed: true })).find((s) => s.id === id)?.state;
 }
@@ -74,7 +77,7 @@ describe("creation-intent sweep", () => {
     const [summary] = await c.sweep("test");
     expect(summary!.reclaimed).toBeGreaterThanOrEqual(1);
     expect(await intentStatus(seed.id)).toBe("reclaimed");
-    expect(await sandboxState(seed.sandboxId!)).toBe("destroyed");
+    expect(await sandboxState(seed.sandboxId!)).toMatch(DELETED);
     const lease = await h.db.db.environmentLease.findUniqueOrThrow({ where: { intentId: seed.id } });
     expect(lease).toMatchObject({ status: "expired", runId: null, acquisitionOutcome: "created" });
   });
@@ -86,7 +89,7 @@ describe("creation-intent sweep", () => {
     await c.sweep("test");
     for (const s of [live, otherHost, unidentified]) {
       expect(await intentStatus(s.id)).toBe("pending");
-      expect(await sandboxState(s.sandboxId!)).not.toBe("destroyed");
+      expect(await sandboxState(s.sandboxId!)).not.toMatch(DELETED);
       expect(await h.db.db.proof.count({ where: { intentId: s.id } })).toBe(0);
     }
   });
@@ -128,8 +131,9 @@ describe("creation-intent sweep", () => {
     });
     await c.sweep("test");
     expect(await intentStatus(id)).toBe("reclaimed");
-    const sandbox = (await h.emu.admin.sandboxes({ includeDestroyed: true })).find((s) => s.name === name);
-    expect(sandbox?.state).toBe("destroyed");
+    // A deleted sandbox is renamed DESTROYED_<name>_<ms> at once (Daytona).
+    const sandbox = (await h.emu.admin.sandboxes({ includeDestroyed: true })).find((s) => s.name.startsWith(`DESTROYED_${name}_`));
+    expect(sandbox?.state).toMatch(DELETED);
   });
 
   it("resolves an intent as absent when nothing appears by the settle deadline", async () => {
@@ -154,15 +158,15 @@ describe("creation-intent sweep", () => {
     await c.sweep("test");
 
     expect(await intentStatus(seed.id)).toBe("reclaimed");
-    expect(await sandboxState(late.id)).toBe("destroyed");
+    expect(await sandboxState(late.id)).toMatch(DELETED);
     const proof = await h.db.db.proof.findFirstOrThrow({ where: { intentId: seed.id, kind: "sandbox_ownership" } });
     expect(proof).toMatchObject({ verdict: "owned", sandboxId: late.id });
     // Labels that do not match: nothing destroyed, an operator reconciles it.
     expect(await intentStatus(mismatched.id)).toBe("manual_reconciliation");
-    expect(await sandboxState(wrong.id)).not.toBe("destroyed");
+    expect(await sandboxState(wrong.id)).not.toMatch(DELETED);
     expect(await h.db.db.proof.count({ where: { intentId: mismatched.id, kind: "sandbox_ownership", verdict: "refused" } })).toBe(1);
     expect(await intentStatus(old.id)).toBe("resolved_absent");
-    expect(await sandboxState(tooOld.id)).not.toBe("destroyed");
+    expect(await sandboxState(tooOld.id)).not.toMatch(DELETED);
   });
 
   it("pages past more unprovable intents than one page to reach an abandoned one", async () => {
@@ -225,7 +229,7 @@ describe("teardown fences", () => {
     const { lease, sandboxId } = await fencedLease(dead);
     await c.sweep("test");
     expect(await leaseStatus(lease.id)).toBe("expired");
-    expect(await sandboxState(sandboxId)).toBe("destroyed");
+    expect(await sandboxState(sandboxId)).toMatch(DELETED);
     expect((await h.db.db.proof.findFirstOrThrow({ where: { leaseId: lease.id } })).reason).toBe("claimer_exited");
   });
 
@@ -249,7 +253,7 @@ describe("teardown fences", () => {
     const { lease, sandboxId } = await fencedLease(foreign(), { fencedForMs: -1000 });
     await c.sweep("test");
     expect(await leaseStatus(lease.id)).toBe("expired");
-    expect(await sandboxState(sandboxId)).toBe("destroyed");
+    expect(await sandboxState(sandboxId)).toMatch(DELETED);
   });
 
   it("pages past more live fences than one page to release a lost one", async () => {

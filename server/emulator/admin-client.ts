@@ -70,7 +70,14 @@ export class EmulatorAdminClient {
     return ((await this.call("GET", `/admin/sandboxes/${encodeURIComponent(sandboxId)}/files`)) as { files: string[] }).files;
   }
 
-  async configure(config: { duplicateNames?: "conflict" | "allow"; destroyedRetentionMs?: number }): Promise<void> {
+  async configure(config: {
+    duplicateNames?: "conflict" | "allow";
+    destroyedRetentionMs?: number;
+    /** How long creating / starting / stopping / destroying last. */
+    transitionMs?: Partial<Record<"create" | "start" | "stop" | "destroy", number>>;
+    /** How long one minute of `autoStopInterval` lasts. */
+    autoStopMinuteMs?: number;
+  }): Promise<void> {
     await this.call("POST", "/admin/config", config);
   }
 

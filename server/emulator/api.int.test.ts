@@ -16,6 +16,14 @@ afterAll(async () => {
   await t?.close();
 });
 
+async function waitState(id: string, state: string) {
+  for (let i = 0; i < 100; i++) {
+    if ((await call("GET", `/sandbox/${id}`)).body.state === state) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`${id} never became ${state}`);
+}
+
 async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = auth) {
   const res = await fetch(`${t.emulator.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
@@ -24,9 +32,11 @@ async function call(method: string, path: string, body?: unknown, headers: Recor
 describe("emulator REST surface", () => {
   it("answers health without a key and everything else only with a configured Bearer key", async () => {
     expect(await call("GET", "/health", undefined, {})).toEqual({ status: 200, body: { ok: true } });
-    expect(await call("GET", "/sandbox", undefined, {})).toEqual({
+    // Daytona's REST errors: {path, timestamp, statusCode, error, message}, no `code` (RUNNER.md).
+    const missing = await call("GET", "/sandbox", undefined, {});
+    expect(missing).toEqual({
       status: 401,
-      body: { message: "Missing Authorization: Bearer <API key>", code: "unauthorized", statusCode: 401 },
+      body: { path: "/sandbox", timestamp: expect.any(String), statusCode: 401, error: "Unauthorized", message: "Missing Authorization: Bearer <API key>" },
     });
     expect((await call("GET", "/sandbox", undefined, { authorization: "Bearer wrong" })).status).toBe(401);
     expect((await call("GET", "/sandbox", undefined, { authorization: "Bearer second-key" })).status).toBe(200);
@@ -37,14 +47,14 @@ describe("emulator REST surface", () => {
     expect((await call("GET", "/sandbox/%ff", undefined, { authorization: "Bearer wrong" })).status).toBe(401);
     expect(await call("GET", "/sandbox/%ff")).toEqual({
       status: 400,
-      body: { message: 'malformed percent-encoding in path segment "%ff"', code: "bad_request", statusCode: 400 },
+      body: { path: "/sandbox/%ff", timestamp: expect.any(String), statusCode: 400, error: "Bad Request", message: 'malformed percent-encoding in path segment "%ff"' },
     });
   });
 
   it("answers a missing sandbox with a 404 error body", async () => {
     expect(await call("GET", "/sandbox/does-not-exist")).toEqual({
       status: 404,
-      body: { message: "Sandbox with ID or name does-not-exist not found", code: "not_found", statusCode: 404 },
+      body: { path: "/sandbox/does-not-exist", timestamp: expect.any(String), statusCode: 404, error: "Not Found", message: "Sandbox with ID or name does-not-exist not found" },
     });
   });
 
@@ -53,9 +63,12 @@ describe("emulator REST surface", () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push(String((await call("POST", "/sandbox", { name: `api-${i}`, labels })).body.id));
     await call("POST", "/sandbox", { name: "api-other", labels: { "runwarden.instance": "inst-other" } });
+    await waitState(String(ids[4]), "started");
     await call("POST", `/sandbox/${ids[4]}/stop`);
+    await waitState(String(ids[4]), "stopped");
 
-    const q = `labels=${encodeURIComponent(JSON.stringify({ "runwarden.instance": "inst-api" }))}`;
+    // Creation order only when asked for: Daytona's default is last activity, newest first.
+    const q = `labels=${encodeURIComponent(JSON.stringify({ "runwarden.instance": "inst-api" }))}&sort=createdAt&order=asc`;
     const seen: string[] = [];
     let cursor: string | null = null;
     let pages = 0;

@@ -1,6 +1,6 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
-import http from "node:http";
+import http, { STATUS_CODES } from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -21,7 +21,7 @@ import {
   startSquatter,
   type SandboxHost,
 } from "./sandbox-host";
-import { EmulatorStore, type Queryable, type SandboxRow } from "./store";
+import { EmulatorStore, TRANSITIONS, type Queryable, type SandboxRow, type SortKey } from "./store";
 
 /**
  * The provider emulator, a local Daytona: the subset of Daytona's REST API that
@@ -42,13 +42,31 @@ export interface EmulatorOptions {
   apiKeys?: string[];
   duplicateNames?: DuplicateNames;
   destroyedRetentionMs?: number;
+  /** How long each transitional state lasts (creating, starting, stopping, destroying); 0 skips it. */
+  transitionMs?: Partial<TransitionMs>;
+  /**
+   * How long one minute of `autoStopInterval` lasts here (Daytona: 60 000 ms). Tests set it
+   * small so a sandbox with `autoStopInterval: 1` stops after that many ms without activity.
+   */
+  autoStopMinuteMs?: number;
   /**
    * Where sandboxes live on the host (`<dataDir>/sandboxes/<id>`). Unset: a directory under
    * the OS temp dir named after the database, so a restart on the same database finds them.
    */
   dataDir?: string;
   log?: (line: string) => void;
+  /** Sees every request (method and path with query), e.g. to check what a client sends. */
+  onRequest?: (method: string, pathAndQuery: string) => void;
 }
+
+export interface TransitionMs {
+  create: number;
+  start: number;
+  stop: number;
+  destroy: number;
+}
+
+export const DEFAULT_TRANSITION_MS: TransitionMs = { create: 150, start: 100, stop: 100, destroy: 100 };
 
 export interface EmulatorHandle {
   url: string;
@@ -60,8 +78,15 @@ export interface EmulatorHandle {
   /** Kills every process of every sandbox (tests; a real emulator leaves runners running). */
   killAllProcesses(): Promise<number>;
   /** Runtime settings (also settable with `POST /admin/config`). */
-  config: { duplicateNames: DuplicateNames; destroyedRetentionMs: number };
+  config: EmulatorConfig;
   close(): Promise<void>;
+}
+
+export interface EmulatorConfig {
+  duplicateNames: DuplicateNames;
+  destroyedRetentionMs: number;
+  transitionMs: TransitionMs;
+  autoStopMinuteMs: number;
 }
 
 export const DEFAULT_API_KEY = "emulator-key";
@@ -69,16 +94,19 @@ const ORGANIZATION_ID = "emulator-org";
 const MAX_BODY = 64 * 1024 * 1024;
 const TOOLBOX_VERSION = "0.190.0-runwarden-emulator";
 
+/** `code` is sent only by the toolbox; Daytona's REST API errors carry none (RUNNER.md). */
 class HttpError extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
-    readonly extra: Record<string, unknown> = {},
   ) {
     super(message);
   }
 }
+
+const CHANGING = new Set(Object.keys(TRANSITIONS));
+const SORT_KEYS: readonly SortKey[] = ["createdAt", "updatedAt", "lastActivityAt", "name"];
 
 const LabelsSchema = z.record(z.string(), z.string());
 const CreateSchema = z.object({
@@ -88,6 +116,7 @@ const CreateSchema = z.object({
   cpu: z.number().positive().optional(),
   memory: z.number().positive().optional(),
   disk: z.number().positive().optional(),
+  autoStopInterval: z.number().int().min(0).optional(),
 });
 const PlantSchema = CreateSchema.extend({
   id: z.string().min(1).optional(),
@@ -105,6 +134,8 @@ const ExecuteSchema = z.object({
 const ConfigSchema = z.object({
   duplicateNames: z.enum(["conflict", "allow"]).optional(),
   destroyedRetentionMs: z.number().int().min(0).optional(),
+  transitionMs: z.object({ create: z.number().int().min(0), start: z.number().int().min(0), stop: z.number().int().min(0), destroy: z.number().int().min(0) }).partial().optional(),
+  autoStopMinuteMs: z.number().int().min(1).optional(),
 });
 
 export async function startEmulator(options: EmulatorOptions): Promise<EmulatorHandle> {
@@ -118,7 +149,14 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     options.dataDir ?? path.join(os.tmpdir(), "runwarden-emulator", crypto.createHash("sha256").update(options.databaseUrl).digest("hex").slice(0, 16)),
   );
   fs.mkdirSync(dataDir, { recursive: true });
-  const config = { duplicateNames: options.duplicateNames ?? "conflict", destroyedRetentionMs: options.destroyedRetentionMs ?? 0 };
+  const config: EmulatorConfig = {
+    duplicateNames: options.duplicateNames ?? "conflict",
+    destroyedRetentionMs: options.destroyedRetentionMs ?? 0,
+    transitionMs: { ...DEFAULT_TRANSITION_MS, ...(options.transitionMs ?? {}) },
+    autoStopMinuteMs: options.autoStopMinuteMs ?? 60_000,
+  };
+  /** Toolbox calls in progress per sandbox: a running turn keeps its sandbox alive. */
+  const inFlight = new Map<string, number>();
   const apiKeys = new Set(options.apiKeys?.length ? options.apiKeys : [DEFAULT_API_KEY]);
   const host = options.host ?? "127.0.0.1";
   const closing = new AbortController();
@@ -128,12 +166,12 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     void handle(req, res).catch((err: unknown) => {
       const e = err instanceof HttpError ? err : null;
       if (!e) log(`emulator: ${req.method} ${req.url} failed: ${(err as Error)?.stack ?? String(err)}`);
-      reply(res, e?.status ?? 500, {
-        message: e?.message ?? "internal emulator error",
-        code: e?.code ?? "internal",
-        statusCode: e?.status ?? 500,
-        ...(e?.extra ?? {}),
-      });
+      const status = e?.status ?? 500;
+      const message = e?.message ?? "internal emulator error";
+      const pathname = (req.url ?? "/").split("?")[0] ?? "/";
+      // The toolbox answers {statusCode, message, code}; the REST API Nest's shape, no `code`.
+      if (pathname.startsWith("/toolbox/")) reply(res, status, { statusCode: status, message, code: e?.code ?? "internal" });
+      else reply(res, status, { path: pathname, timestamp: new Date().toISOString(), statusCode: status, error: STATUS_CODES[status] ?? "Error", message });
     });
   });
 
@@ -165,11 +203,14 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://emulator.invalid");
     const method = req.method ?? "GET";
+    options.onRequest?.(method, `${url.pathname}${url.search}`);
 
     if (method === "GET" && url.pathname === "/health") return reply(res, 200, { ok: true });
     // The key first: nobody without it learns anything, not even how a path is read (issue 16.8).
     authorize(req, apiKeys);
     const parts = url.pathname.split("/").filter(Boolean).map(decodeSegment);
+    // Transitions end lazily (and by the sweeper): every answer sees the states as of now.
+    await store.settle(new Date());
 
     const [root, a, b] = parts;
     if (root === "sandbox") {
@@ -200,13 +241,29 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     const delayMs = late?.fault.kind === "late" ? late.fault.delayMs : 0;
     // Stored now, visible from arrival + delay: the caller may abort, the sandbox still appears.
     const visibleAt = new Date(arrived + delayMs);
+    // Daytona answers `creating`; toolbox calls work once it is `started`.
+    const createMs = config.transitionMs.create;
     const row = await store.transaction(async (tx) => {
       await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`name:${name}`]);
       if (config.duplicateNames === "conflict" && (await store.nameTaken(name, tx))) {
         throw new HttpError(409, "conflict", `Sandbox with name ${name} already exists`);
       }
       return store.insert(
-        { id, name, labels, env: body.env ?? {}, cpu: body.cpu ?? 1, memory: body.memory ?? 1, disk: body.disk ?? 3, state: "started", createdAt: visibleAt, visibleAt, ingressPort: await freePort() },
+        {
+          id,
+          name,
+          labels,
+          env: body.env ?? {},
+          cpu: body.cpu ?? 1,
+          memory: body.memory ?? 1,
+          disk: body.disk ?? 3,
+          state: createMs > 0 ? "creating" : "started",
+          transitionUntil: createMs > 0 ? new Date(visibleAt.getTime() + createMs) : null,
+          autoStopInterval: body.autoStopInterval ?? 15,
+          createdAt: visibleAt,
+          visibleAt,
+          ingressPort: await freePort(),
+        },
         tx,
       );
     });
@@ -233,14 +290,22 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
       labels = ok.data;
     }
     const limit = intParam(url, "limit", 100, 1, 200);
-    const cursor = url.searchParams.get("cursor");
-    if (cursor !== null && !/^\d+$/.test(cursor)) throw new HttpError(400, "bad_request", "invalid cursor");
+    const sortParam = url.searchParams.get("sort") ?? "lastActivityAt";
+    const sort = SORT_KEYS.find((k) => k === sortParam);
+    if (!sort) throw new HttpError(400, "bad_request", `sort must be one of ${SORT_KEYS.join(", ")}`);
+    const orderParam = url.searchParams.get("order") ?? "desc";
+    if (orderParam !== "asc" && orderParam !== "desc") throw new HttpError(400, "bad_request", "order must be asc or desc");
+    const after = decodeCursor(url.searchParams.get("cursor"));
     await faultFor("list", subjectOf(null, labels), null);
     const rows = await store.list(
       {
         labels,
         states: url.searchParams.getAll("states"),
-        afterSeq: cursor,
+        namePrefix: url.searchParams.get("name") || null,
+        idPrefix: url.searchParams.get("id") || null,
+        sort,
+        order: orderParam,
+        after,
         limit: limit + 1,
         includeDestroyed: url.searchParams.get("includeErroredDeleted") === "true",
       },
@@ -248,7 +313,7 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     );
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    return { items: page.map(toApi), nextCursor: rows.length > limit && last ? last.seq : null };
+    return { items: page.map(toApi), nextCursor: rows.length > limit && last ? encodeCursor(sortValue(last, sort), last.id) : null };
   }
 
   async function requireSandbox(idOrName: string, db?: Queryable, lock = false): Promise<SandboxRow> {
@@ -264,16 +329,30 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     const out = await store.transaction(async (tx) => {
       const row = await requireSandbox(idOrName, tx, true);
       const now = new Date();
+      const ms = config.transitionMs;
+      const until = (d: number) => (d > 0 ? new Date(now.getTime() + d) : null);
+      if (row.destroyed_at) {
+        if (op === "delete") throw new HttpError(404, "not_found", `Sandbox ${row.id} is already destroyed`);
+        throw new HttpError(400, "bad_request", `Sandbox ${row.id} is destroyed`);
+      }
+      // Daytona refuses a lifecycle change while one is under way.
+      if (CHANGING.has(row.state)) throw new HttpError(409, "conflict", "Sandbox state change in progress");
       switch (op) {
         case "delete":
-          if (row.destroyed_at) throw new HttpError(404, "not_found", `Sandbox ${row.id} is already destroyed`);
-          return toApi(await store.setState(row.id, "destroyed", "destroyed", now, tx, { destroyed: true }));
+          // Renamed at once: GET by name is a 404, the name is free; GET by id shows `destroying`.
+          return toApi(
+            await store.setState(row.id, ms.destroy > 0 ? "destroying" : "destroyed", "destroyed", now, tx, {
+              destroyed: ms.destroy <= 0,
+              transitionUntil: until(ms.destroy),
+              name: `DESTROYED_${row.name}_${now.getTime()}`,
+            }),
+          );
         case "start":
-          if (row.destroyed_at) throw new HttpError(400, "bad_request", `Sandbox ${row.id} is destroyed`);
-          return toApi(await store.setState(row.id, "started", "started", now, tx));
+          if (row.state === "started") return toApi(row);
+          return toApi(await store.setState(row.id, ms.start > 0 ? "starting" : "started", "started", now, tx, { transitionUntil: until(ms.start) }));
         case "stop":
-          if (row.destroyed_at) throw new HttpError(400, "bad_request", `Sandbox ${row.id} is destroyed`);
-          return toApi(await store.setState(row.id, "stopped", "stopped", now, tx));
+          if (row.state !== "started") throw new HttpError(400, "bad_request", `Sandbox ${row.id} is ${row.state}, not started`);
+          return toApi(await store.setState(row.id, ms.stop > 0 ? "stopping" : "stopped", "stopped", now, tx, { transitionUntil: until(ms.stop) }));
         default: {
           const never: never = op;
           return never;
@@ -281,15 +360,37 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
       }
     });
     // A stopped or deleted sandbox keeps no process running, detached ones included.
-    if (op === "stop" || op === "delete") await killSandboxProcesses(hostOf(await mustFind(out.id)));
-    if (op === "delete") fs.rmSync(hostOf(await mustFind(out.id)).root, { recursive: true, force: true });
+    if (op === "stop" || op === "delete") await killSandboxProcesses(hostOf(out));
+    if (op === "delete") fs.rmSync(hostOf(out).root, { recursive: true, force: true });
     return out;
   }
 
-  async function mustFind(id: string): Promise<SandboxRow> {
-    const row = await store.byId(id);
-    if (!row) throw new HttpError(404, "not_found", `Sandbox ${id} not found`);
-    return row;
+  /**
+   * Auto-stop (Daytona): a started sandbox without toolbox or lifecycle activity for
+   * `autoStopInterval` minutes stops, its processes killed, even while they run. A toolbox
+   * call still in progress (a turn being polled) is activity.
+   */
+  async function autoStop(): Promise<void> {
+    const now = new Date();
+    await store.settle(now);
+    for (const idle of await store.idle(now, config.autoStopMinuteMs)) {
+      if (inFlight.has(idle.id)) {
+        await store.touch(idle.id, now);
+        continue;
+      }
+      const stopped = await store.transaction(async (tx) => {
+        await tx.query("SELECT 1 FROM emulator_sandbox WHERE id = $1 FOR UPDATE", [idle.id]);
+        const row = await store.byId(idle.id, tx);
+        // Re-checked under the lock: activity may have come in meanwhile.
+        const last = row?.last_activity_at ?? row?.updated_at;
+        if (!row || row.state !== "started" || row.destroyed_at || !last || last.getTime() !== (idle.last_activity_at ?? idle.updated_at).getTime()) return null;
+        const ms = config.transitionMs.stop;
+        return store.setState(row.id, ms > 0 ? "stopping" : "stopped", "stopped", now, tx, { transitionUntil: ms > 0 ? new Date(now.getTime() + ms) : null });
+      });
+      if (!stopped) continue;
+      log(`emulator: ${stopped.name} auto-stopped after ${stopped.auto_stop_interval} min without activity`);
+      await killSandboxProcesses(hostOf(stopped));
+    }
   }
 
   const hostOf = (row: Pick<SandboxRow, "id">): SandboxHost => sandboxHost(dataDir, row.id);
@@ -317,6 +418,21 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     const host = hostOf(row);
     if (row.state !== "started") throw new HttpError(400, "bad_request", `Sandbox ${row.id} is ${row.state}. Is the Sandbox started?`);
     ensureSandboxDirs(host);
+    // A toolbox call is activity (unless the caller says not to); one in progress keeps the sandbox up.
+    if (req.headers["x-daytona-skip-last-activity-update"] === "true") return toolboxRoute(row, host, route, method, url, req, res);
+    await store.touch(row.id, new Date());
+    inFlight.set(row.id, (inFlight.get(row.id) ?? 0) + 1);
+    try {
+      return await toolboxRoute(row, host, route, method, url, req, res);
+    } finally {
+      const n = (inFlight.get(row.id) ?? 1) - 1;
+      if (n > 0) inFlight.set(row.id, n);
+      else inFlight.delete(row.id);
+      await store.touch(row.id, new Date()).catch(() => {});
+    }
+  }
+
+  async function toolboxRoute(row: SandboxRow, host: SandboxHost, route: string, method: string, url: URL, req: http.IncomingMessage, res: http.ServerResponse) {
     if (method === "GET" && route === "version") return reply(res, 200, { version: TOOLBOX_VERSION });
     if (method === "GET" && route === "user-home-dir") return reply(res, 200, { dir: host.home });
     if (method === "GET" && route === "files/download") {
@@ -505,6 +621,8 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     if (what === "config" && method === "POST") {
       const next = await readJson(req, ConfigSchema);
       if (next.duplicateNames) config.duplicateNames = next.duplicateNames;
+      if (next.transitionMs) config.transitionMs = { ...config.transitionMs, ...next.transitionMs };
+      if (next.autoStopMinuteMs !== undefined) config.autoStopMinuteMs = next.autoStopMinuteMs;
       if (next.destroyedRetentionMs !== undefined) {
         config.destroyedRetentionMs = next.destroyedRetentionMs;
         store.destroyedRetentionMs = next.destroyedRetentionMs;
@@ -536,6 +654,8 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
           state: body.state ?? "started",
           createdAt,
           visibleAt: createdAt,
+          // A planted sandbox (maybe "created" long ago) has just been touched.
+          lastActivityAt: new Date(),
           ingressPort: await freePort(),
         },
         tx,
@@ -576,12 +696,12 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
       state: row.state,
       desiredState: row.desired_state,
       errorReason: row.error_reason ?? undefined,
-      autoStopInterval: 0,
+      autoStopInterval: row.auto_stop_interval,
       autoArchiveInterval: 0,
       autoDeleteInterval: -1,
       createdAt: at(row.created_at),
       updatedAt: at(row.updated_at),
-      lastActivityAt: at(row.updated_at),
+      lastActivityAt: at(row.last_activity_at ?? row.updated_at),
       toolboxProxyUrl: `${baseUrl}/toolbox`,
     };
   }
@@ -595,6 +715,18 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
   });
   const port = (server.address() as AddressInfo).port;
   baseUrl = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+
+  let sweeping = false;
+  const sweeper = setInterval(() => {
+    if (sweeping) return;
+    sweeping = true;
+    void autoStop()
+      .catch((err: unknown) => log(`emulator: auto-stop sweep failed: ${(err as Error)?.message ?? String(err)}`))
+      .finally(() => {
+        sweeping = false;
+      });
+  }, Math.min(1000, Math.max(25, Math.floor(config.autoStopMinuteMs / 10))));
+  sweeper.unref();
 
   let closed: Promise<void> | null = null;
   return {
@@ -612,6 +744,7 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     close() {
       closed ??= (async () => {
         closing.abort();
+        clearInterval(sweeper);
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();
@@ -624,6 +757,41 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
 }
 
 
+
+/** Daytona's list cursor: base64 of `{sortValue, id}` (the last row of the page). */
+function encodeCursor(sortValue: string, id: string): string {
+  return Buffer.from(JSON.stringify({ sortValue, id })).toString("base64");
+}
+
+const CursorSchema = z.object({ sortValue: z.string(), id: z.string() });
+
+function decodeCursor(raw: string | null): { sortValue: string; id: string } | null {
+  if (raw === null || raw === "") return null;
+  try {
+    const parsed = CursorSchema.safeParse(JSON.parse(Buffer.from(raw, "base64").toString("utf8")));
+    if (parsed.success) return parsed.data;
+  } catch {
+    // falls through to the 400
+  }
+  throw new HttpError(400, "bad_request", "invalid cursor");
+}
+
+function sortValue(row: SandboxRow, sort: SortKey): string {
+  switch (sort) {
+    case "createdAt":
+      return row.created_at.toISOString();
+    case "updatedAt":
+      return row.updated_at.toISOString();
+    case "lastActivityAt":
+      return (row.last_activity_at ?? row.updated_at).toISOString();
+    case "name":
+      return row.name;
+    default: {
+      const never: never = sort;
+      return never;
+    }
+  }
+}
 
 /** A path segment, percent-decoded; malformed encoding (`%ff`, `%E0%A4%A`) is the client's error. */
 function decodeSegment(segment: string): string {

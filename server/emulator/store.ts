@@ -30,7 +30,14 @@ CREATE TABLE IF NOT EXISTS emulator_sandbox (
   ingress_port   integer
 );
 ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS ingress_port integer;
+-- When the current transitional state (creating, starting, stopping, destroying) ends.
+ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS transition_until timestamptz;
+-- Toolbox and lifecycle activity (Daytona's lastActivityAt: list order and auto-stop).
+ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS last_activity_at timestamptz;
+-- Minutes without activity before the sandbox stops (0 = never); Daytona's default is 15.
+ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS auto_stop_interval integer NOT NULL DEFAULT 15;
 CREATE INDEX IF NOT EXISTS emulator_sandbox_name_idx ON emulator_sandbox (name);
+CREATE INDEX IF NOT EXISTS emulator_sandbox_transition_idx ON emulator_sandbox (transition_until) WHERE transition_until IS NOT NULL;
 CREATE INDEX IF NOT EXISTS emulator_sandbox_labels_idx ON emulator_sandbox USING gin (labels);
 CREATE TABLE IF NOT EXISTS emulator_fault (
   seq         bigserial UNIQUE,
@@ -60,6 +67,34 @@ export interface SandboxRow {
   visible_at: Date;
   destroyed_at: Date | null;
   ingress_port: number | null;
+  transition_until: Date | null;
+  last_activity_at: Date | null;
+  auto_stop_interval: number;
+}
+
+/** The state a transitional state ends in. */
+export const TRANSITIONS: Record<string, string> = { creating: "started", starting: "started", stopping: "stopped", destroying: "destroyed" };
+
+export type SortKey = "createdAt" | "updatedAt" | "lastActivityAt" | "name";
+const SORT_COLUMNS: Record<SortKey, string> = {
+  createdAt: "created_at",
+  updatedAt: "updated_at",
+  lastActivityAt: "COALESCE(last_activity_at, updated_at)",
+  name: "name",
+};
+
+export interface ListFilter {
+  labels: Record<string, string>;
+  states: string[];
+  /** Prefix matches, as Daytona's `name` and `id` filters. */
+  namePrefix: string | null;
+  idPrefix: string | null;
+  sort: SortKey;
+  order: "asc" | "desc";
+  /** Keyset: the last row's sort value and id. */
+  after: { sortValue: string; id: string } | null;
+  limit: number;
+  includeDestroyed: boolean;
 }
 
 export type Queryable = pg.Pool | pg.PoolClient;
@@ -141,12 +176,16 @@ export class EmulatorStore {
       createdAt: Date;
       visibleAt: Date;
       ingressPort: number;
+      /** When `creating` becomes `started` (null: no transition). */
+      transitionUntil?: Date | null;
+      autoStopInterval?: number;
+      lastActivityAt?: Date;
     },
     db: Queryable,
   ): Promise<SandboxRow> {
     const { rows } = await db.query<SandboxRow>(
-      `INSERT INTO emulator_sandbox (id, name, labels, env, cpu, memory, disk, state, desired_state, created_at, updated_at, visible_at, ingress_port)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12) RETURNING *`,
+      `INSERT INTO emulator_sandbox (id, name, labels, env, cpu, memory, disk, state, desired_state, created_at, updated_at, visible_at, ingress_port, transition_until, last_activity_at, auto_stop_interval)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13, $15, $14) RETURNING *`,
       [
         row.id,
         row.name,
@@ -160,29 +199,67 @@ export class EmulatorStore {
         row.createdAt,
         row.visibleAt,
         row.ingressPort,
+        row.transitionUntil ?? null,
+        row.autoStopInterval ?? 15,
+        row.lastActivityAt ?? row.createdAt,
       ],
     );
     return mustRow(rows[0]);
   }
 
-  async list(
-    filter: { labels: Record<string, string>; states: string[]; afterSeq: string | null; limit: number; includeDestroyed: boolean },
-    now: Date,
-  ): Promise<SandboxRow[]> {
+  async list(filter: ListFilter, now: Date): Promise<SandboxRow[]> {
     const params: unknown[] = [now, String(this.destroyedRetentionMs), JSON.stringify(filter.labels)];
     let sql = `SELECT * FROM emulator_sandbox WHERE ${this.visible("$1", "$2")} AND labels @> $3::jsonb`;
+    // Destroyed sandboxes are never listed (destroying ones are, as in Daytona).
     if (!filter.includeDestroyed) sql += " AND destroyed_at IS NULL";
     if (filter.states.length) {
       params.push(filter.states);
       sql += ` AND state = ANY($${params.length}::text[])`;
     }
-    if (filter.afterSeq !== null) {
-      params.push(filter.afterSeq);
-      sql += ` AND seq > $${params.length}::bigint`;
+    for (const [column, prefix] of [["name", filter.namePrefix], ["id", filter.idPrefix]] as const) {
+      if (prefix === null) continue;
+      params.push(prefix);
+      sql += ` AND starts_with(${column}, $${params.length})`;
+    }
+    const column = SORT_COLUMNS[filter.sort];
+    const dir = filter.order === "asc" ? "ASC" : "DESC";
+    const cast = filter.sort === "name" ? "text" : "timestamptz";
+    if (filter.after !== null) {
+      params.push(filter.after.sortValue, filter.after.id);
+      sql += ` AND (${column}, id) ${filter.order === "asc" ? ">" : "<"} ($${params.length - 1}::${cast}, $${params.length})`;
     }
     params.push(filter.limit);
-    sql += ` ORDER BY seq LIMIT $${params.length}`;
+    sql += ` ORDER BY ${column} ${dir}, id ${dir} LIMIT $${params.length}`;
     const { rows } = await this.pool.query<SandboxRow>(sql, params);
+    return rows;
+  }
+
+  /** Ends every transition that is due (lazy, so it survives an emulator restart); returns the rows changed. */
+  async settle(now: Date): Promise<SandboxRow[]> {
+    const { rows } = await this.pool.query<SandboxRow>(
+      `UPDATE emulator_sandbox SET
+         state = CASE state WHEN 'creating' THEN 'started' WHEN 'starting' THEN 'started' WHEN 'stopping' THEN 'stopped' WHEN 'destroying' THEN 'destroyed' ELSE state END,
+         updated_at = transition_until,
+         destroyed_at = CASE WHEN state = 'destroying' THEN transition_until ELSE destroyed_at END,
+         transition_until = NULL
+       WHERE transition_until IS NOT NULL AND transition_until <= $1 RETURNING *`,
+      [now],
+    );
+    return rows;
+  }
+
+  /** Toolbox or lifecycle activity: pushes the auto-stop deadline back. */
+  async touch(id: string, now: Date): Promise<void> {
+    await this.pool.query("UPDATE emulator_sandbox SET last_activity_at = GREATEST(COALESCE(last_activity_at, $2), $2) WHERE id = $1", [id, now]);
+  }
+
+  /** Started sandboxes idle for longer than their autoStopInterval (one minute = `minuteMs`). */
+  async idle(now: Date, minuteMs: number): Promise<SandboxRow[]> {
+    const { rows } = await this.pool.query<SandboxRow>(
+      `SELECT * FROM emulator_sandbox WHERE state = 'started' AND destroyed_at IS NULL AND auto_stop_interval > 0
+         AND COALESCE(last_activity_at, updated_at) + (auto_stop_interval * $2::double precision || ' milliseconds')::interval <= $1`,
+      [now, minuteMs],
+    );
     return rows;
   }
 
@@ -194,12 +271,24 @@ export class EmulatorStore {
     return rows;
   }
 
-  async setState(id: string, state: string, desired: string, now: Date, db: Queryable, extra: { destroyed?: boolean } = {}): Promise<SandboxRow> {
+  /**
+   * A lifecycle change: the new state, desired state, when a transitional state ends, and
+   * optionally a new name (delete renames). Lifecycle changes count as activity.
+   */
+  async setState(
+    id: string,
+    state: string,
+    desired: string,
+    now: Date,
+    db: Queryable,
+    extra: { destroyed?: boolean; transitionUntil?: Date | null; name?: string } = {},
+  ): Promise<SandboxRow> {
     const { rows } = await db.query<SandboxRow>(
-      `UPDATE emulator_sandbox SET state = $2, desired_state = $3, updated_at = $4,
-         destroyed_at = CASE WHEN $5::boolean THEN $4 ELSE destroyed_at END
+      `UPDATE emulator_sandbox SET state = $2, desired_state = $3, updated_at = $4, last_activity_at = $4,
+         destroyed_at = CASE WHEN $5::boolean THEN $4 ELSE destroyed_at END,
+         transition_until = $6, name = COALESCE($7, name)
        WHERE id = $1 RETURNING *`,
-      [id, state, desired, now, extra.destroyed ?? false],
+      [id, state, desired, now, extra.destroyed ?? false, extra.transitionUntil ?? null, extra.name ?? null],
     );
     return mustRow(rows[0]);
   }

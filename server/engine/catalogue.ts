@@ -96,6 +96,15 @@ export const FAILURE_CATALOGUE = {
     message: "Something else in the sandbox was using the connection the agent needs, so the agent could not start yet.",
     nextAction: "The sandbox was busy: nothing to do, it is tried again automatically",
   },
+  // The sandbox stopped (Daytona's auto-stop, e.g. while the controller was down) and could
+  // not be started again: the run cannot go on in it (issue 11).
+  sandbox_not_restartable: {
+    outcome: "terminal_failure",
+    owner: "board",
+    canRetry: true,
+    message: "The run's sandbox stopped and could not be started again, so the run ended there.",
+    nextAction: "The sandbox could not be started again: check the provider, then Retry",
+  },
   native_restart_recovery_blocked: {
     outcome: "terminal_failure",
     owner: "board",

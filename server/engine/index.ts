@@ -21,3 +21,5 @@ export { LIVE_RUN_STATUSES, EXECUTING_RUN_STATUSES, isLiveRunStatus } from "./ru
 export type { LiveRunStatus } from "./run-status";
 export { judgeTurn } from "./turn-result";
 export type { TurnJudgement, TurnRecord } from "./turn-result";
+export { decideStoppedSandbox } from "./stopped-sandbox";
+export type { StoppedSandboxDecision, StoppedSandboxEvidence } from "./stopped-sandbox";

@@ -29,7 +29,18 @@ export interface DaytonaProviderOptions {
   pageSize?: number;
   /** Stops a list whose cursor never ends (a provider bug) instead of looping forever. */
   maxPages?: number;
+  /** Bound on waiting for a lifecycle transition (creating → started, start, stop). */
+  transitionTimeoutMs?: number;
 }
+
+/** States a sandbox passes through on its way to `started` (wait, do not act). */
+const STARTING_STATES = new Set(["creating", "starting", "restoring", "pulling_snapshot", "pending_build", "building_snapshot", "resuming"]);
+
+export type EnsureStartedOutcome =
+  /** It was already started (or became so on its own). */
+  | "already_started"
+  /** It was stopped (auto-stop, an outage) and this call started it again. */
+  | "restarted";
 
 /** The subset of Daytona's Sandbox that Runwarden relies on; the rest is ignored. */
 const SandboxSchema = z.object({
@@ -110,6 +121,7 @@ export class DaytonaProvider implements SandboxProvider {
   private readonly pageSize: number;
   private readonly maxPages: number;
   private readonly toolboxUrls = new Map<string, string>();
+  private readonly transitionTimeoutMs: number;
 
   constructor(options: DaytonaProviderOptions) {
     if (!options.apiUrl) throw new ProviderError("refused", "DaytonaProvider", "apiUrl is required (DAYTONA_API_URL)");
@@ -123,6 +135,7 @@ export class DaytonaProvider implements SandboxProvider {
     this.clock = options.clock ?? (() => new Date());
     this.pageSize = options.pageSize ?? 100;
     this.maxPages = options.maxPages ?? 1000;
+    this.transitionTimeoutMs = options.transitionTimeoutMs ?? 120_000;
     // basePath is used verbatim: the client adds no /api prefix (DAYTONA.md).
     const configuration = new Configuration({
       basePath: this.apiUrl,
@@ -141,6 +154,7 @@ export class DaytonaProvider implements SandboxProvider {
     if (input.cpu !== undefined) body.cpu = input.cpu;
     if (input.memory !== undefined) body.memory = input.memory;
     if (input.disk !== undefined) body.disk = input.disk;
+    if (input.autoStopInterval !== undefined) body.autoStopInterval = input.autoStopInterval;
     const signal = input.signal ?? options.signal;
     const data = await this.call(operation, signal, () =>
       this.api.createSandbox(body, this.organizationId, { signal, timeout: this.timeoutMs }),
@@ -184,7 +198,8 @@ export class DaytonaProvider implements SandboxProvider {
       if (page >= this.maxPages) {
         throw new ProviderError("garbage", operation, `the list did not end after ${this.maxPages} pages`);
       }
-      const args = listArgs({ xDaytonaOrganizationID: this.organizationId, cursor, limit: this.pageSize, labels: encoded });
+      // Daytona's default order (last activity, newest first) moves under load: page by creation.
+      const args = listArgs({ xDaytonaOrganizationID: this.organizationId, cursor, limit: this.pageSize, labels: encoded, sort: "createdAt", order: "asc" });
       const data = await this.call(operation, options.signal, () =>
         this.api.listSandboxes(...args, { signal: options.signal, timeout: this.timeoutMs }),
       );
@@ -207,9 +222,28 @@ export class DaytonaProvider implements SandboxProvider {
   async destroy(id: string, options: { signal?: AbortSignal } = {}): Promise<{ outcome: DestroyOutcome }> {
     const operation = `DELETE /sandbox/${id}`;
     if (!id) throw new ProviderError("refused", operation, "an id is required");
-    const data = await this.callOrNull(operation, options.signal, () =>
-      this.api.deleteSandbox(id, this.organizationId, { signal: options.signal, timeout: this.timeoutMs }),
-    );
+    let data: unknown;
+    const deadline = Date.now() + this.transitionTimeoutMs;
+    for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+      try {
+        data = await this.callOrNull(operation, options.signal, () =>
+          this.api.deleteSandbox(id, this.organizationId, { signal: options.signal, timeout: this.timeoutMs }),
+        );
+        break;
+      } catch (err) {
+        // 409 "state change in progress": Daytona refuses a delete while the sandbox changes state.
+        if (!(ProviderError.is(err) && err.kind === "http" && err.status === 409)) throw err;
+        const now = await this.getById(id, options);
+        // An earlier delete still under way: gone all the same.
+        if (now === null || now.desiredState === "destroyed" || now.state === "destroying" || now.state === "destroyed") {
+          data = null;
+          break;
+        }
+        // Creating, starting or stopping (or just done with it): delete again once that has ended.
+        if (Date.now() + delay > deadline) throw err;
+        await abortableSleep(delay, options.signal, operation);
+      }
+    }
     this.toolboxUrls.delete(id);
     this.homes.delete(id);
     return { outcome: data === null ? "already_gone" : "destroyed" };
@@ -253,22 +287,69 @@ export class DaytonaProvider implements SandboxProvider {
     return dir;
   }
 
-  /** Starts a stopped sandbox (not part of the scoped interface; by id). */
+  /** A sandbox by id (not part of the scoped interface), or null when it does not exist. */
+  async getById(id: string, options: ViewOptions = {}): Promise<SandboxView | null> {
+    const operation = `GET /sandbox/${id}`;
+    const data = await this.callOrNull(operation, options.signal, () =>
+      this.api.getSandbox(id, this.organizationId, undefined, { signal: options.signal, timeout: this.timeoutMs }),
+    );
+    if (data === null) return null;
+    const raw = validate(operation, data, SandboxSchema, "the sandbox");
+    if (raw.id !== id) throw new ProviderError("garbage", operation, `asked for the id ${JSON.stringify(id)}, got ${JSON.stringify(raw.id)}`);
+    return this.view(raw, options.now);
+  }
+
+  /** Starts a stopped sandbox by id and waits until it is `started` (Daytona passes through `starting`). */
   async start(id: string, options: ViewOptions = {}): Promise<SandboxView> {
     const operation = `POST /sandbox/${id}/start`;
     const data = await this.call(operation, options.signal, () =>
       this.api.startSandbox(id, this.organizationId, { signal: options.signal, timeout: this.timeoutMs }),
     );
-    return this.view(validate(operation, data, SandboxSchema, "the sandbox"), options.now);
+    const view = this.view(validate(operation, data, SandboxSchema, "the sandbox"), options.now);
+    return view.state === "started" ? view : this.waitFor(id, "started", options);
   }
 
-  /** Stops a sandbox; its processes (the runner) end. */
+  /** Stops a sandbox and waits until it is `stopped`; its processes (the runner) end. */
   async stop(id: string, options: ViewOptions = {}): Promise<SandboxView> {
     const operation = `POST /sandbox/${id}/stop`;
     const data = await this.call(operation, options.signal, () =>
       this.api.stopSandbox(id, this.organizationId, false, { signal: options.signal, timeout: this.timeoutMs }),
     );
-    return this.view(validate(operation, data, SandboxSchema, "the sandbox"), options.now);
+    const view = this.view(validate(operation, data, SandboxSchema, "the sandbox"), options.now);
+    return view.state === "stopped" ? view : this.waitFor(id, "stopped", options);
+  }
+
+  /**
+   * Makes sure a sandbox is `started` before work goes on in it: a stopped one (auto-stop
+   * while the controller was down) is started again (`POST /sandbox/{id}/start`), one on its
+   * way up or down is waited for. Throws a `refused` ProviderError for a sandbox that cannot
+   * be started (destroyed, error, archived…) and a 404 one when it does not exist.
+   */
+  async ensureStarted(id: string, options: ViewOptions = {}): Promise<{ outcome: EnsureStartedOutcome; before: string; sandbox: SandboxView }> {
+    const operation = `ensure ${id} started`;
+    let view = await this.getById(id, options);
+    if (view === null) throw new ProviderError("http", operation, `sandbox ${id} does not exist`, { status: 404, code: "sandbox_not_found" });
+    const before = view.state;
+    if (STARTING_STATES.has(view.state)) view = await this.waitFor(id, "started", options);
+    if (view.state === "stopping") view = await this.waitFor(id, "stopped", options);
+    if (view.state === "started") return { outcome: "already_started", before, sandbox: view };
+    if (view.state !== "stopped") throw new ProviderError("refused", operation, `sandbox ${id} is ${view.state}: it cannot be started`);
+    return { outcome: "restarted", before, sandbox: await this.start(id, options) };
+  }
+
+  /** Polls until the sandbox reaches `target`; a state it cannot pass through on the way ends the wait. */
+  private async waitFor(id: string, target: "started" | "stopped", options: ViewOptions): Promise<SandboxView> {
+    const operation = `wait for ${id} ${target}`;
+    const deadline = Date.now() + this.transitionTimeoutMs;
+    const passing = target === "started" ? STARTING_STATES : new Set(["stopping"]);
+    for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+      const view = await this.getById(id, options);
+      if (view === null) throw new ProviderError("http", operation, `sandbox ${id} does not exist`, { status: 404, code: "sandbox_not_found" });
+      if (view.state === target) return view;
+      if (!passing.has(view.state)) throw new ProviderError("refused", operation, `sandbox ${id} is ${view.state}, not ${target}${view.errorReason ? `: ${view.errorReason}` : ""}`);
+      if (Date.now() + delay > deadline) throw new ProviderError("timeout", operation, `still ${view.state} after ${this.transitionTimeoutMs} ms`);
+      await abortableSleep(delay, options.signal, operation);
+    }
   }
 
   /**
@@ -283,7 +364,12 @@ export class DaytonaProvider implements SandboxProvider {
       this.api.getSandbox(sandboxId, this.organizationId, undefined, { signal: options.signal, timeout: this.timeoutMs }),
     );
     if (data === null) return null;
-    const raw = validate(operation, data, SandboxSchema, "the sandbox");
+    let raw = validate(operation, data, SandboxSchema, "the sandbox");
+    // Toolbox calls need `started`: wait out `creating` (and other ways up) first.
+    if (STARTING_STATES.has(raw.state ?? "")) {
+      const started = await this.waitFor(sandboxId, "started", options);
+      raw = { ...raw, state: started.state, toolboxProxyUrl: started.toolboxProxyUrl ?? raw.toolboxProxyUrl };
+    }
     let url = raw.toolboxProxyUrl ?? "";
     if (!url) {
       const proxyOp = `GET /sandbox/${sandboxId}/toolbox-proxy-url`;
@@ -343,6 +429,21 @@ export class DaytonaProvider implements SandboxProvider {
 
 export function createDaytonaProvider(options: DaytonaProviderOptions): DaytonaProvider {
   return new DaytonaProvider(options);
+}
+
+function abortableSleep(ms: number, signal: AbortSignal | undefined, operation: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new ProviderError("aborted", operation, "the caller aborted the wait"));
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    function onAbort() {
+      clearTimeout(timer);
+      reject(new ProviderError("aborted", operation, "the caller aborted the wait"));
+    }
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 function listArgs(named: Partial<Record<(typeof LIST_SANDBOXES_PARAMS)[number], unknown>>): ListParams {

@@ -65,6 +65,8 @@ export interface CreateSandboxInput {
   memory?: number;
   /** GiB. */
   disk?: number;
+  /** Minutes without activity before the provider stops the sandbox (Daytona: default 15, 0 = never). */
+  autoStopInterval?: number;
   /** Aborting it abandons the request; the provider may still materialise the sandbox later. */
   signal?: AbortSignal;
 }
@@ -90,6 +92,12 @@ export interface SandboxProvider {
   listByLabels(labels: Record<string, string>, options?: ViewOptions): Promise<SandboxView[]>;
   /** Destroys one sandbox by id; one that is already gone is a success. */
   destroy(id: string, options?: { signal?: AbortSignal }): Promise<{ outcome: DestroyOutcome }>;
+  /**
+   * Makes sure the sandbox is `started` (toolbox calls need it): a stopped one — auto-stop
+   * while the controller was down — is started again and waited for. `restarted` says it
+   * was; processes that ran in it (the runner) did not survive the stop.
+   */
+  ensureStarted(id: string, options?: ViewOptions): Promise<{ outcome: "already_started" | "restarted"; before: string; sandbox: SandboxView }>;
   /** A file's text, or null when the sandbox or the file does not exist. */
   readFile(sandboxId: string, path: string, options?: { signal?: AbortSignal }): Promise<string | null>;
 }

@@ -112,7 +112,7 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 async function existing(): Promise<Set<string>> {
-  return new Set((await h.emu.admin.sandboxes()).filter((s) => s.state !== "destroyed").map((s) => s.id));
+  return new Set((await h.emu.admin.sandboxes()).filter((s) => !/^destroy(ing|ed)$/.test(s.state)).map((s) => s.id));
 }
 
 describe("orphans.list", () => {

@@ -1,0 +1,193 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { DaytonaProvider } from "../providers/daytona";
+import { buildLabels, creationName, instanceScope } from "../providers/types";
+import { startTestEmulator, type TestEmulator } from "./testing";
+
+/**
+ * The emulator behaves like Daytona where Runwarden's correctness depends on it
+ * (RUNNER.md "The sandbox API facts that matter for correctness"), checked over plain HTTP
+ * and through the unmodified provider.
+ */
+
+let t: TestEmulator;
+let provider: DaytonaProvider;
+const requests: string[] = [];
+const auth = { authorization: "Bearer emulator-key", "content-type": "application/json" };
+// Long enough to observe each transitional state over HTTP, short enough for a test.
+const TRANSITION_MS = { create: 400, start: 400, stop: 400, destroy: 400 };
+
+beforeAll(async () => {
+  t = await startTestEmulator(inject("adminUrl"), inject("runPrefix"), {
+    transitionMs: TRANSITION_MS,
+    onRequest: (method, path) => requests.push(`${method} ${path}`),
+  });
+  provider = t.provider({ instanceId: "inst-f" });
+});
+
+afterAll(async () => {
+  await t?.close();
+});
+
+interface Answer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+async function call(method: string, path: string, body?: unknown): Promise<Answer> {
+  const res = await fetch(`${t.emulator.url}${path}`, { method, headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+const labels = (op: string) => buildLabels({ instanceId: "inst-f", companyId: "co-1", operationId: op });
+
+async function create(name: string, op = name): Promise<string> {
+  const res = await call("POST", "/sandbox", { name, labels: labels(op) });
+  expect(res.status).toBe(200);
+  return String(res.body.id);
+}
+
+async function waitState(id: string, state: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const now = (await call("GET", `/sandbox/${id}`)).body.state;
+    if (now === state) return;
+    if (Date.now() > deadline) throw new Error(`${id} is ${String(now)}, never ${state}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe("Daytona fidelity of the emulator", () => {
+  it("create answers creating, then started after the delay; toolbox calls need started; the provider waits for it", async () => {
+    const id = await create("fid-create");
+    expect((await call("GET", `/sandbox/${id}`)).body).toMatchObject({ state: "creating", desiredState: "started" });
+    const early = await call("GET", `/toolbox/${id}/version`);
+    expect(early.status).toBe(400);
+    expect(early.body).toMatchObject({ statusCode: 400, code: "bad_request", message: expect.stringMatching(/Is the Sandbox started\?/) });
+    await waitState(id, "started");
+    expect((await call("GET", `/toolbox/${id}/version`)).status).toBe(200);
+
+    // Through the provider: the first toolbox call right after create waits for `started`.
+    const created = await provider.create({ name: creationName("fid", "op-wait"), labels: labels("op-wait") });
+    expect(created.state).toBe("creating");
+    const home = await provider.homeDir(created.id);
+    expect(home).toMatch(/\/home$/);
+    expect((await provider.getById(created.id))?.state).toBe("started");
+  });
+
+  it("delete renames to DESTROYED_<name>_<ms> and goes through destroying; by name 404 at once; a second delete is 409", async () => {
+    const id = await create("fid-delete");
+    await waitState(id, "started");
+    const before = Date.now();
+    const deleted = await call("DELETE", `/sandbox/${id}`);
+    expect(deleted.status).toBe(200);
+    expect(deleted.body).toMatchObject({ id, state: "destroying", desiredState: "destroyed" });
+    const m = /^DESTROYED_fid-delete_(\d+)$/.exec(String(deleted.body.name));
+    expect(m).not.toBeNull();
+    expect(Number(m?.[1])).toBeGreaterThanOrEqual(before);
+    expect(Number(m?.[1])).toBeLessThanOrEqual(Date.now());
+
+    expect((await call("GET", "/sandbox/fid-delete")).status).toBe(404);
+    expect((await call("GET", `/sandbox/${id}`)).body).toMatchObject({ state: "destroying" });
+    const again = await call("DELETE", `/sandbox/${id}`);
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({ statusCode: 409, error: "Conflict", message: "Sandbox state change in progress" });
+    expect(again.body).not.toHaveProperty("code");
+    // The provider takes that 409 as "already gone".
+    expect(await provider.destroy(id)).toEqual({ outcome: "already_gone" });
+
+    // The name is free at once; the old one is never listed once destroyed.
+    await create("fid-delete", "fid-delete-2");
+    await new Promise((r) => setTimeout(r, TRANSITION_MS.destroy + 50));
+    expect((await call("GET", `/sandbox/${id}`)).status).toBe(404);
+    const listed = await call("GET", `/sandbox?labels=${encodeURIComponent(JSON.stringify(labels("fid-delete")))}`);
+    expect(listed.body.items).toEqual([]);
+  });
+
+  it("answers REST errors in Daytona's shape (statusCode, error, message, path, timestamp; no code)", async () => {
+    const missing = await call("GET", "/sandbox/fid-nobody");
+    expect(missing).toEqual({
+      status: 404,
+      body: { path: "/sandbox/fid-nobody", timestamp: expect.any(String), statusCode: 404, error: "Not Found", message: "Sandbox with ID or name fid-nobody not found" },
+    });
+    await create("fid-dup");
+    const dup = await call("POST", "/sandbox", { name: "fid-dup", labels: labels("fid-dup") });
+    expect(dup.status).toBe(409);
+    expect(Object.keys(dup.body).sort()).toEqual(["error", "message", "path", "statusCode", "timestamp"]);
+    expect((await call("GET", "/sandbox?labels=not-json")).body).toMatchObject({ statusCode: 400, error: "Bad Request" });
+  });
+
+  it("lists by last activity unless asked for createdAt asc; name and id filters are prefixes; the provider asks for creation order", async () => {
+    const op = "fid-order";
+    const ids = [await create("fid-order-a", op), await create("fid-order-b", op), await create("fid-order-c", op)];
+    for (const id of ids) await waitState(id, "started");
+    // Activity on the oldest one moves it to the front of the default order.
+    await new Promise((r) => setTimeout(r, 5));
+    expect((await call("GET", `/toolbox/${ids[0]}/version`)).status).toBe(200);
+    const q = `labels=${encodeURIComponent(JSON.stringify(labels(op)))}`;
+    const names = (a: Answer) => (a.body.items as { name: string }[]).map((s) => s.name);
+    expect(names(await call("GET", `/sandbox?${q}`))).toEqual(["fid-order-a", "fid-order-c", "fid-order-b"]);
+    expect(names(await call("GET", `/sandbox?${q}&sort=createdAt&order=asc`))).toEqual(["fid-order-a", "fid-order-b", "fid-order-c"]);
+
+    // Paging in the default order with Daytona's cursor (base64 of {sortValue, id}).
+    const first = await call("GET", `/sandbox?${q}&limit=2`);
+    const cursor = String(first.body.nextCursor);
+    expect(JSON.parse(Buffer.from(cursor, "base64").toString("utf8"))).toMatchObject({ id: ids[2], sortValue: expect.any(String) });
+    expect(names(await call("GET", `/sandbox?${q}&limit=2&cursor=${encodeURIComponent(cursor)}`))).toEqual(["fid-order-b"]);
+    expect((await call("GET", `/sandbox?${q}&cursor=nonsense`)).status).toBe(400);
+
+    expect(names(await call("GET", `/sandbox?name=fid-order-&sort=createdAt&order=asc`))).toEqual(["fid-order-a", "fid-order-b", "fid-order-c"]);
+    expect(names(await call("GET", `/sandbox?name=fid-order-b`))).toEqual(["fid-order-b"]);
+    expect(names(await call("GET", `/sandbox?id=${String(ids[1]).slice(0, 13)}`))).toEqual(["fid-order-b"]);
+
+    requests.length = 0;
+    const paged = t.provider({ instanceId: "inst-f", pageSize: 2 });
+    const listed = await paged.listByLabels({ ...instanceScope("inst-f"), "runwarden.operation": op });
+    expect(listed.map((s) => s.name)).toEqual(["fid-order-a", "fid-order-b", "fid-order-c"]);
+    const lists = requests.filter((r) => r.startsWith("GET /sandbox?"));
+    expect(lists).toHaveLength(2);
+    for (const r of lists) expect(r).toMatch(/[?&]sort=createdAt&order=asc/);
+  });
+
+  it("refuses toolbox and file calls on a stopped sandbox with 400, and reaches the toolbox by id only", async () => {
+    const id = await create("fid-stopped");
+    await waitState(id, "started");
+    // By name the proxy finds no container.
+    expect((await call("GET", "/toolbox/fid-stopped/version")).status).toBe(404);
+    expect((await call("POST", `/sandbox/${id}/stop`)).status).toBe(200);
+    await waitState(id, "stopped");
+    const form = new FormData();
+    form.append("files[0].path", "x.txt");
+    form.append("files[0].file", new Blob(["x"]), "x.txt");
+    const upload = await fetch(`${t.emulator.url}/toolbox/${id}/files/bulk-upload`, { method: "POST", headers: { authorization: auth.authorization }, body: form });
+    const answers = [
+      (await call("POST", `/toolbox/${id}/process/execute`, { command: "echo hi" })).status,
+      (await call("GET", `/toolbox/${id}/files/download?path=x.txt`)).status,
+      upload.status,
+      (await call("GET", `/toolbox/${id}/user-home-dir`)).status,
+    ];
+    expect(answers).toEqual([400, 400, 400, 400]);
+  });
+
+  it("start and stop pass through starting and stopping and refuse (409) while changing", async () => {
+    const id = await create("fid-life");
+    // Still creating: no lifecycle change.
+    expect((await call("POST", `/sandbox/${id}/stop`)).status).toBe(409);
+    await waitState(id, "started");
+    const stopping = await call("POST", `/sandbox/${id}/stop`);
+    expect(stopping.body).toMatchObject({ state: "stopping", desiredState: "stopped" });
+    expect((await call("POST", `/sandbox/${id}/start`)).status).toBe(409);
+    expect((await call("POST", `/sandbox/${id}/stop`)).status).toBe(409);
+    await waitState(id, "stopped");
+    // Stopping a sandbox that is not started is refused.
+    expect((await call("POST", `/sandbox/${id}/stop`)).status).toBe(400);
+    const starting = await call("POST", `/sandbox/${id}/start`);
+    expect(starting.body).toMatchObject({ state: "starting", desiredState: "started" });
+    expect((await call("POST", `/sandbox/${id}/stop`)).status).toBe(409);
+    expect((await call("DELETE", `/sandbox/${id}`)).status).toBe(409);
+    await waitState(id, "started");
+    // The provider's stop and start wait for the end of the transition.
+    expect((await provider.stop(id)).state).toBe("stopped");
+    expect((await provider.start(id)).state).toBe("started");
+  });
+});

@@ -1,0 +1,43 @@
+import { describe, expect, test } from "vitest";
+import { describeFailure } from "./catalogue";
+import { decideStoppedSandbox, type StoppedSandboxEvidence } from "./stopped-sandbox";
+
+const evidence = (over: Partial<StoppedSandboxEvidence>): StoppedSandboxEvidence => ({
+  sandboxState: "stopped",
+  desiredState: "stopped",
+  startAttempts: 0,
+  maxStartAttempts: 2,
+  ...over,
+});
+
+describe("decideStoppedSandbox (issue 11: auto-stop while the controller was down)", () => {
+  test("a started sandbox: recovery proceeds", () => {
+    expect(decideStoppedSandbox(evidence({ sandboxState: "started", desiredState: "started" })).verdict).toBe("proceed");
+  });
+
+  test.each(["stopped", "archived"])("a %s sandbox is started again while attempts are left", (state) => {
+    const d = decideStoppedSandbox(evidence({ sandboxState: state }));
+    expect(d).toMatchObject({ verdict: "start_sandbox", code: null });
+    expect(d.checks.find((c) => c.name === "start_attempts_left")).toMatchObject({ ok: true, expected: 2, actual: 0 });
+  });
+
+  test("never a loop: once the attempts are spent the run ends with a catalogue code and Retry", () => {
+    const d = decideStoppedSandbox(evidence({ startAttempts: 2 }));
+    expect(d).toMatchObject({ verdict: "end_run", code: "sandbox_not_restartable" });
+    expect(describeFailure(d.code)).toMatchObject({ outcome: "terminal_failure", canRetry: true });
+  });
+
+  test.each(["creating", "starting", "stopping"])("%s: the provider is already acting, look again", (state) => {
+    expect(decideStoppedSandbox(evidence({ sandboxState: state, desiredState: "started" })).verdict).toBe("wait");
+  });
+
+  test.each([
+    [null, null],
+    ["destroying", "destroyed"],
+    ["destroyed", "destroyed"],
+    ["error", "started"],
+    ["build_failed", "started"],
+  ])("state %s (desired %s): cannot be started, the run ends", (state, desired) => {
+    expect(decideStoppedSandbox(evidence({ sandboxState: state, desiredState: desired }))).toMatchObject({ verdict: "end_run", code: "sandbox_not_restartable" });
+  });
+});
