@@ -1,7 +1,7 @@
 import type { ControllerContext } from "./context";
 import { executeRun } from "./execute";
 import { appendEvent } from "./records";
-import { claimInterruptedRuns, recoverRun } from "./recovery";
+import { claimInterruptedRuns, countFailedAttempt, recoverRun } from "./recovery";
 import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "./sweeps";
 
 export type ControllerDeps = Omit<ControllerContext, "drain">;
@@ -127,11 +127,15 @@ export class Controller {
   private track(runId: string, work: () => Promise<void>): void {
     const task = work()
       .catch(async (err: unknown) => {
-        // The run is let go so that recovery (a "hot" restart) takes it up with proof.
+        // A failed attempt is counted and judged (§2.8): the run is let go with a back-off so
+        // recovery (a "hot" restart) takes it up with proof, or it ends with Retry.
         this.ctx.log.error({ runId, err: err instanceof Error ? err.stack : String(err) }, "run task failed");
-        await this.ctx.db.run
-          .updateMany({ where: { id: runId, executorBootId: this.ctx.identity.bootId }, data: { executorBootId: null } })
-          .catch(() => {});
+        await countFailedAttempt(this.ctx, runId, err).catch(async (countErr: unknown) => {
+          this.ctx.log.error({ runId, err: String(countErr) }, "recovery attempt could not be counted");
+          await this.ctx.db.run
+            .updateMany({ where: { id: runId, executorBootId: this.ctx.identity.bootId }, data: { executorBootId: null } })
+            .catch(() => {});
+        });
       })
       .finally(() => this.tasks.delete(runId));
     this.tasks.set(runId, task);

@@ -6,9 +6,9 @@ import { AcquireError, acquireSandbox } from "./acquire";
 import type { ControllerContext } from "./context";
 import { crashPoint } from "./crash";
 import { writeRunnerRoot } from "./home";
-import { judgeTurn } from "../engine";
+import { judgeTurnResult, type TurnResultEvidence } from "../engine";
 import { finishRunFailed, finishRunSucceeded, handleStartupFailure } from "./outcome";
-import { appendEvent, json } from "./records";
+import { appendEvent, json, recordProof } from "./records";
 import { releaseRunLeases } from "./teardown";
 
 /**
@@ -164,35 +164,24 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
     await suspendRun(ctx, run);
     return false;
   }
-  let turn;
-  // The provider unreachable for a while (its API restarting) does not end the turn: the
-  // same seq is asked again, and the runner answers a processed seq from its record, never
-  // running it twice. A runner refusal or a longer outage goes on as before.
-  const outageUntil = Date.now() + 30_000;
-  for (;;) {
-    try {
-      turn = await ctx.runner.turn(lease.providerLeaseId!, seq, { prompt: `turn ${seq} of ${run.turnsPlanned} for task ${run.taskId}` });
-      break;
-    } catch (err) {
-      if (!ProviderError.is(err)) throw err;
-      if ((err.kind === "unreachable" || err.kind === "timeout") && Date.now() < outageUntil && !ctx.drain.signal.aborted) {
-        await sleep(500, ctx.drain.signal);
-        continue;
-      }
-      await handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message: `turn ${seq}: ${err.message}` });
-      return false;
-    }
-  }
+  // A provider error during a turn is not a startup failure (§2.3) and the shell does not
+  // retry it: it throws, the attempt is counted, and recovery reattaches with the runner's
+  // processed commands as evidence (the runner answers a processed seq from its record,
+  // never running it twice).
+  const turn = await ctx.runner.turn(lease.providerLeaseId!, seq, { prompt: `turn ${seq} of ${run.turnsPlanned} for task ${run.taskId}` });
   // Chaos: the turn ran in the sandbox, its checkpoint is not committed yet (issue 11).
   crashPoint(ctx, "after_turn_executed", { runId: run.id });
   const { state, command } = turn;
   // The turn log: the runner's durable record of what the agent command did.
   const log = { turn: seq, exitCode: command.exitCode ?? null, durationMs: command.durationMs ?? null, outputTail: command.outputTail ?? "" };
-  const judgement = judgeTurn(seq, { seq: command.seq, exitCode: command.exitCode ?? null });
+  const evidence: TurnResultEvidence = { kind: "turn_result", expectedSeq: seq, record: { seq: command.seq, exitCode: command.exitCode ?? null } };
+  const judgement = judgeTurnResult(evidence);
   if (judgement.verdict === "turn_failed") {
+    // A failed turn is a proof (issue 12 item 1); the run rests where its verdict says.
+    await recordProof(ctx.db, judgement, evidence, ctx.identity.bootId, { runId: run.id, leaseId: lease.id, sandboxId: lease.providerLeaseId });
     await ctx.db.run.update({ where: { id: run.id }, data: { lastRunnerState: json(state), lastRunnerStateAt: new Date() } });
     await appendEvent(ctx.db, run.id, "turn_failed", ctx.identity.bootId, { ...log, checks: judgement.checks });
-    await finishRunFailed(ctx, run.id, judgement.code ?? "agent_command_failed", `turn ${seq}: the agent command exited ${command.exitCode ?? "without a code"}`);
+    await finishRunFailed(ctx, run.id, judgement, `turn ${seq}: the agent command exited ${command.exitCode ?? "without a code"}`);
     return false;
   }
   const checkpoint = {
