@@ -9,6 +9,7 @@ import { writeRunnerRoot } from "./home";
 import { judgeTurnResult, type TurnResultEvidence } from "../engine";
 import { finishRunFailed, finishRunSucceeded, handleStartupFailure } from "./outcome";
 import { appendEvent, json, recordProof } from "./records";
+import { assertCurrent, fenced } from "./fence";
 import { releaseRunLeases } from "./teardown";
 
 /**
@@ -34,7 +35,7 @@ export async function executeRun(ctx: ControllerContext, runId: string): Promise
           if (!(err instanceof AcquireError) && !ProviderError.is(err)) throw err;
           return handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message: (err as Error).message });
         }
-        await ctx.db.run.update({
+        await fenced(ctx, run).update({
           where: { id: run.id },
           data: {
             phase: "bootstrapping",
@@ -48,7 +49,7 @@ export async function executeRun(ctx: ControllerContext, runId: string): Promise
       case "bootstrapping": {
         const lease = await activeLease(ctx, run);
         if (!lease?.providerLeaseId) {
-          await ctx.db.run.update({ where: { id: run.id }, data: { phase: "acquiring" } });
+          await fenced(ctx, run).update({ where: { id: run.id }, data: { phase: "acquiring" } });
           continue;
         }
         const outcome = await bootstrap(ctx, run, lease);
@@ -58,12 +59,12 @@ export async function executeRun(ctx: ControllerContext, runId: string): Promise
       case "session_open": {
         const lease = await activeLease(ctx, run);
         if (run.turnsDone >= run.turnsPlanned) {
-          await ctx.db.run.update({ where: { id: run.id }, data: { phase: "finishing" } });
+          await fenced(ctx, run).update({ where: { id: run.id }, data: { phase: "finishing" } });
           continue;
         }
         if (!lease?.providerLeaseId) {
           // Between per-turn sandboxes: the next turn gets a fresh one.
-          await ctx.db.run.update({ where: { id: run.id }, data: { phase: "acquiring" } });
+          await fenced(ctx, run).update({ where: { id: run.id }, data: { phase: "acquiring" } });
           continue;
         }
         const done = await doTurn(ctx, run, lease);
@@ -71,7 +72,7 @@ export async function executeRun(ctx: ControllerContext, runId: string): Promise
         continue;
       }
       case "finishing":
-        await finishRunSucceeded(ctx, run.id);
+        await finishRunSucceeded(ctx, run);
         return;
       case "done":
         return;
@@ -99,7 +100,7 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
       sandboxId,
       startedAt: new Date().toISOString(),
     });
-    await ctx.db.run.update({
+    await fenced(ctx, run).update({
       where: { id: run.id },
       data: {
         status: "running",
@@ -141,7 +142,7 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
     });
     return "failed";
   }
-  await ctx.db.run.update({
+  await fenced(ctx, run).update({
     where: { id: run.id },
     data: {
       phase: "session_open",
@@ -179,9 +180,9 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
   if (judgement.verdict === "turn_failed") {
     // A failed turn is a proof (issue 12 item 1); the run rests where its verdict says.
     await recordProof(ctx.db, judgement, evidence, ctx.identity.bootId, { runId: run.id, leaseId: lease.id, sandboxId: lease.providerLeaseId });
-    await ctx.db.run.update({ where: { id: run.id }, data: { lastRunnerState: json(state), lastRunnerStateAt: new Date() } });
+    await fenced(ctx, run).update({ where: { id: run.id }, data: { lastRunnerState: json(state), lastRunnerStateAt: new Date() } });
     await appendEvent(ctx.db, run.id, "turn_failed", ctx.identity.bootId, { ...log, checks: judgement.checks });
-    await finishRunFailed(ctx, run.id, judgement, `turn ${seq}: the agent command exited ${command.exitCode ?? "without a code"}`);
+    await finishRunFailed(ctx, run, judgement, `turn ${seq}: the agent command exited ${command.exitCode ?? "without a code"}`);
     return false;
   }
   const checkpoint = {
@@ -192,7 +193,7 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
     remoteCwd: lease.remoteCwd,
     at: new Date().toISOString(),
   };
-  await ctx.db.run.update({
+  await fenced(ctx, run).update({
     where: { id: run.id },
     data: { turnsDone: seq, checkpoint: json(checkpoint), lastRunnerState: json(state), lastRunnerStateAt: new Date() },
   });
@@ -213,6 +214,8 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
  * for a controller to reattach it, and no retry run is created.
  */
 export async function suspendRun(ctx: ControllerContext, run: Run): Promise<void> {
+  // A controller that lost the run must not suspend the new executor's runner (§2.10).
+  await assertCurrent(ctx, run);
   const lease = await activeLease(ctx, run);
   let runnerState = null;
   if (lease?.providerLeaseId && run.phase === "session_open") {
@@ -223,7 +226,7 @@ export async function suspendRun(ctx: ControllerContext, run: Run): Promise<void
     runnerState = await ctx.runner.stop(lease.providerLeaseId).catch(() => null);
   }
   const nothingStarted = !lease || run.phase === null || run.phase === "acquiring";
-  await ctx.db.run.update({
+  await fenced(ctx, run).update({
     where: { id: run.id },
     data: {
       status: "suspended",

@@ -4,6 +4,7 @@ import type { ProviderFailure } from "../providers/runner";
 import type { ControllerContext } from "./context";
 import { removeRunnerRoot } from "./home";
 import { appendEvent, recordProof } from "./records";
+import { assertCurrent, fenced, type RunFence } from "./fence";
 import { releaseRunLeases } from "./teardown";
 
 /**
@@ -11,10 +12,12 @@ import { releaseRunLeases } from "./teardown";
  * next action are where the verdict rests (`restingFailure`), so the run row never
  * contradicts its proof; no caller names a code.
  */
-export async function finishRunFailed(ctx: ControllerContext, runId: string, verdict: Verdict, detail: string, extra: { recoveryState?: "blocked" | null } = {}) {
+export async function finishRunFailed(ctx: ControllerContext, run: RunFence, verdict: Verdict, detail: string, extra: { recoveryState?: "blocked" | null } = {}) {
+  const runId = run.id;
   const rest = restingFailure(verdict);
   if (!rest) throw new Error(`run ${runId}: a ${verdict.kind} verdict "${verdict.verdict}" does not end a run`);
-  await ctx.db.run.update({
+  // Fenced (§2.10): a controller that lost the run writes nothing and releases nothing.
+  await fenced(ctx, run).update({
     where: { id: runId },
     data: {
       status: "failed",
@@ -38,12 +41,14 @@ export async function finishRunFailed(ctx: ControllerContext, runId: string, ver
   removeRunnerRoot(ctx.config.home, ctx.config.instanceId, runId);
 }
 
-export async function finishRunSucceeded(ctx: ControllerContext, runId: string) {
+export async function finishRunSucceeded(ctx: ControllerContext, run: RunFence) {
+  const runId = run.id;
   // Sandboxes go first, so a succeeded run never still holds one (a crash in between
-  // leaves the run in `finishing`, which recovery completes).
+  // leaves the run in `finishing`, which recovery completes) — once the epoch is proven ours.
+  await assertCurrent(ctx, run);
   await stopRunnersQuietly(ctx, runId);
   await releaseRunLeases(ctx, runId);
-  await ctx.db.run.update({
+  await fenced(ctx, run).update({
     where: { id: runId },
     data: {
       status: "succeeded",
@@ -104,10 +109,11 @@ export async function handleStartupFailure(ctx: ControllerContext, run: Run, fai
   await appendEvent(ctx.db, run.id, "startup_failed", ctx.identity.bootId, { attempt, verdict: verdict.verdict, code: verdict.code, message: failure.message });
 
   if (verdict.verdict === "retryable_failure") {
+    await assertCurrent(ctx, run);
     await stopRunnersQuietly(ctx, run.id);
     await releaseRunLeases(ctx, run.id);
     const retryAt = new Date(Date.now() + ctx.config.retryDelayMs);
-    await ctx.db.run.update({
+    await fenced(ctx, run).update({
       where: { id: run.id },
       data: {
         status: "queued",
@@ -128,6 +134,6 @@ export async function handleStartupFailure(ctx: ControllerContext, run: Run, fai
     await appendEvent(ctx.db, run.id, "retry_scheduled", ctx.identity.bootId, { attempt, retryAt: retryAt.toISOString(), code: verdict.code });
     return;
   }
-  await ctx.db.run.update({ where: { id: run.id }, data: { providerAttempts: attempt } });
-  await finishRunFailed(ctx, run.id, verdict, failure.message);
+  await fenced(ctx, run).update({ where: { id: run.id }, data: { providerAttempts: attempt } });
+  await finishRunFailed(ctx, run, verdict, failure.message);
 }

@@ -21,6 +21,7 @@ import { REMOTE_CWD } from "./context";
 import { activeLease } from "./execute";
 import { readRunnerRoot } from "./home";
 import { judgeExit } from "./observe";
+import { fenced } from "./fence";
 import { finishRunFailed } from "./outcome";
 import { appendEvent, json, recordProof } from "./records";
 import { leaseBinding } from "./rules";
@@ -101,10 +102,13 @@ export async function claimInterruptedRuns(ctx: ControllerContext, limit: number
       const status = executorStatus(ctx, executor, now);
       if (!status.gone) continue;
       const { count } = await ctx.db.run.updateMany({
-        where: { id: run.id, executorBootId: run.executorBootId, status: { in: [...ACTIVE] } },
-        data: { executorBootId: ctx.identity.bootId, restarts: { increment: 1 }, heartbeatAt: now },
+        where: { id: run.id, executorBootId: run.executorBootId, executorEpoch: run.executorEpoch, status: { in: [...ACTIVE] } },
+        // A takeover moves the executor epoch on (§2.10): the old executor's writes now match nothing.
+        data: { executorBootId: ctx.identity.bootId, restarts: { increment: 1 }, heartbeatAt: now, executorEpoch: { increment: 1 } },
       });
-      if (count === 1) claimed.push({ run: { ...run, executorBootId: ctx.identity.bootId, restarts: run.restarts + 1 }, status });
+      if (count === 1) {
+        claimed.push({ run: { ...run, executorBootId: ctx.identity.bootId, restarts: run.restarts + 1, executorEpoch: run.executorEpoch + 1 }, status });
+      }
     }
   }
   return claimed;
@@ -188,8 +192,8 @@ export async function recoverRun(ctx: ControllerContext, run: Run, status: Execu
       }
       return recoverSession(ctx, run, requireTarget(run, target), status);
     case "refused":
-      await finishRunFailed(ctx, run.id, route, "the run had opened its session but holds no sandbox lease", { recoveryState: "blocked" });
-      await ctx.db.run.update({ where: { id: run.id }, data: { recoveryMode: "ambiguous_state" } });
+      await finishRunFailed(ctx, run, route, "the run had opened its session but holds no sandbox lease", { recoveryState: "blocked" });
+      await fenced(ctx, run).update({ where: { id: run.id }, data: { recoveryMode: "ambiguous_state" } });
       return false;
     case "read_runner":
       throw new Error(`run ${run.id}: recovery asked for the runner without a sandbox to read it on`);
@@ -246,13 +250,13 @@ export async function countFailedAttempt(ctx: ControllerContext, runId: string, 
   const kept = json([...errors, message].slice(-20));
   if (verdict.verdict === "try_again") {
     await ctx.db.run.updateMany({
-      where: { id: runId, executorBootId: boot },
+      where: { id: runId, executorBootId: boot, executorEpoch: run.executorEpoch },
       data: { recoveryAttempts: evidence.attempts, recoveryErrors: kept, recoveryNotBefore: verdict.notBefore ? new Date(verdict.notBefore) : null, executorBootId: null },
     });
     return;
   }
-  await ctx.db.run.update({ where: { id: runId }, data: { recoveryAttempts: evidence.attempts, recoveryErrors: kept } });
-  await finishRunFailed(ctx, runId, verdict, `recovery failed ${evidence.attempts} times; last: ${message}`);
+  await fenced(ctx, run).update({ where: { id: runId }, data: { recoveryAttempts: evidence.attempts, recoveryErrors: kept } });
+  await finishRunFailed(ctx, run, verdict, `recovery failed ${evidence.attempts} times; last: ${message}`);
 }
 
 async function continueAs(
@@ -260,7 +264,7 @@ async function continueAs(
   run: Run,
   data: Pick<Prisma.RunUpdateInput, "phase" | "recoveryMode" | "recoveryState">,
 ): Promise<void> {
-  await ctx.db.run.update({ where: { id: run.id }, data: { ...data, status: run.status === "suspended" ? "starting" : run.status } });
+  await fenced(ctx, run).update({ where: { id: run.id }, data: { ...data, status: run.status === "suspended" ? "starting" : run.status } });
 }
 
 async function readState(ctx: ControllerContext, sandboxId: string): Promise<{ state: RunnerState | null }> {
@@ -290,7 +294,7 @@ async function recoverBootstrap(ctx: ControllerContext, run: Run, lease: Environ
       restartKind: status.restartKind,
     },
   });
-  await ctx.db.run.update({ where: { id: run.id }, data: { recoveryState: "bootstrap_incomplete", recoveryMode: "bootstrap_retry" } });
+  await fenced(ctx, run).update({ where: { id: run.id }, data: { recoveryState: "bootstrap_incomplete", recoveryMode: "bootstrap_retry" } });
   await appendEvent(ctx.db, run.id, "claim_made", boot, { claimId: claim.id, kind: claim.kind, restartKind: status.restartKind });
 
   const before = await readState(ctx, sandboxId);
@@ -340,14 +344,14 @@ async function recoverBootstrap(ctx: ControllerContext, run: Run, lease: Environ
   const verdict = evaluateBootstrapRestart(evidence);
   await recordProof(ctx.db, verdict, evidence, boot, { runId: run.id, claimId: claim.id, leaseId: lease.id, sandboxId });
   await ctx.db.recoveryClaim.update({ where: { id: claim.id }, data: { disposition: verdict.verdict, decidedAt: new Date() } });
-  if (state) await ctx.db.run.update({ where: { id: run.id }, data: { lastRunnerState: json(state), lastRunnerStateAt: new Date() } });
+  if (state) await fenced(ctx, run).update({ where: { id: run.id }, data: { lastRunnerState: json(state), lastRunnerStateAt: new Date() } });
 
   if (verdict.verdict === "restart_bootstrap") {
     await continueAs(ctx, run, { phase: "bootstrapping", recoveryMode: "bootstrap_retry", recoveryState: null });
     await appendEvent(ctx.db, run.id, "bootstrap_restart", boot, { claimId: claim.id, proofSource: (verdict as { proofSource?: string }).proofSource ?? null });
     return true;
   }
-  await finishRunFailed(ctx, run.id, verdict, `bootstrap restart refused: ${failedChecks(verdict.checks)}`, {
+  await finishRunFailed(ctx, run, verdict, `bootstrap restart refused: ${failedChecks(verdict.checks)}`, {
     recoveryState: "blocked",
   });
   return false;
@@ -374,7 +378,7 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
       restartKind: status.restartKind,
     },
   });
-  await ctx.db.run.update({ where: { id: run.id }, data: { recoveryState: "awaiting_runner_reattach", recoveryMode: "exact_checkpoint_resume" } });
+  await fenced(ctx, run).update({ where: { id: run.id }, data: { recoveryState: "awaiting_runner_reattach", recoveryMode: "exact_checkpoint_resume" } });
   await appendEvent(ctx.db, run.id, "claim_made", boot, { claimId: claim.id, kind: claim.kind, restartKind: status.restartKind });
 
   const { state } = await readState(ctx, sandboxId);
@@ -398,14 +402,14 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
   if (verdict.verdict !== "admitted") {
     // The run rests where the verdict says (§2.1): its continuation code; the refusal code stays on the proof.
     await appendEvent(ctx.db, run.id, "continuation_blocked", boot, { code: verdict.code, restsIn: restingCode(verdict) });
-    await finishRunFailed(ctx, run.id, verdict, `reattach refused (${verdict.code ?? "refused"}): ${failedChecks(verdict.checks)}`, {
+    await finishRunFailed(ctx, run, verdict, `reattach refused (${verdict.code ?? "refused"}): ${failedChecks(verdict.checks)}`, {
       recoveryState: "blocked",
     });
     return false;
   }
   // The lease is proven; a reattach that fails throws and counts as a failed attempt (§2.8).
   const reattached = await ctx.runner.reattach(sandboxId);
-  await ctx.db.run.update({
+  await fenced(ctx, run).update({
     where: { id: run.id },
     data: {
       status: "running",
