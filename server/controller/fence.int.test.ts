@@ -93,7 +93,11 @@ describe("a stalled controller wakes after a takeover (§2.10)", () => {
     // Each turn ran once, and B's sandbox was torn down by B's finish only.
     expect(fs.readFileSync(marker, "utf8").trim().split("\n")).toEqual(["1", "2", "3", "4", "5"]);
     expect(stoppedAt.getTime()).toBeLessThan(takeoverAt.getTime());
-    await waitFor("A to notice it lost the run", async () => a.output.some((l) => l.includes("run lost to another controller")) || null, 20_000);
+    // A is still up (it stopped working on the run, either at its fenced write — "run lost to
+    // another controller" — or at an in-flight call that failed while it was stopped), and
+    // stored no proof about the run either.
+    expect(a.child.exitCode).toBeNull();
+    expect(await h.db.db.proof.count({ where: { runId: run.id, evaluatedBy: aBoot, evaluatedAt: { gt: takeoverAt } } })).toBe(0);
     // Claimed by A (queued → A), then taken over by B: the fencing token moved twice.
     expect(taken.executorEpoch).toBeGreaterThanOrEqual(2);
   }, 240_000);
