@@ -58,6 +58,10 @@ const schema = z.object({
   RUNWARDEN_CREATE_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   /** A controller silent this long no longer holds its runs (other hosts cannot be probed). */
   RUNWARDEN_EXECUTOR_TIMEOUT_MS: z.coerce.number().int().min(500).default(20_000),
+  /** Recovery attempts that may throw before a run ends with `native_recovery_attempts_exhausted` (§2.8). */
+  RUNWARDEN_RECOVERY_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+  /** The first back-off after a failed recovery attempt; it doubles each attempt, capped at 300 s. */
+  RUNWARDEN_RECOVERY_BACKOFF_MS: z.coerce.number().int().min(0).default(2_000),
   /**
    * Chaos-wave tests only: a deliberately broken recovery rule, to prove the wave's checks
    * can fail. Never set in production.

@@ -16,6 +16,10 @@ export interface ControllerConfig {
   sessionOpenTimeoutMs: number;
   createTimeoutMs: number;
   executorTimeoutMs: number;
+  /** Failed recovery attempts before the run ends with Retry (§2.8). */
+  recoveryMaxAttempts: number;
+  /** First back-off after a failed recovery attempt (doubles, capped at 300 s). */
+  recoveryBackoffMs: number;
   /** Rows a sweep reads per page (the id cursor moves on after each). */
   pageSize: number;
   crashAt: ReadonlySet<string>;
@@ -39,6 +43,8 @@ export function controllerConfig(env: Env, overrides: Partial<ControllerConfig> 
     sessionOpenTimeoutMs: env.RUNWARDEN_SESSION_OPEN_TIMEOUT_MS,
     createTimeoutMs: env.RUNWARDEN_CREATE_TIMEOUT_MS,
     executorTimeoutMs: env.RUNWARDEN_EXECUTOR_TIMEOUT_MS,
+    recoveryMaxAttempts: env.RUNWARDEN_RECOVERY_MAX_ATTEMPTS,
+    recoveryBackoffMs: env.RUNWARDEN_RECOVERY_BACKOFF_MS,
     pageSize: 100,
     breakRule: env.RUNWARDEN_TEST_BREAK_RULE ?? null,
     crashAt: new Set((env.RUNWARDEN_CRASH_AT ?? "").split(",").map((s) => s.trim()).filter(Boolean)),

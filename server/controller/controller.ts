@@ -1,7 +1,8 @@
 import type { ControllerContext } from "./context";
 import { executeRun } from "./execute";
+import { isRunLost } from "./fence";
 import { appendEvent } from "./records";
-import { claimInterruptedRuns, recoverRun } from "./recovery";
+import { claimInterruptedRuns, countFailedAttempt, recoverRun } from "./recovery";
 import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "./sweeps";
 
 export type ControllerDeps = Omit<ControllerContext, "drain">;
@@ -110,7 +111,7 @@ export class Controller {
     const slots = this.freeSlots();
     if (slots === 0) return;
     const rows = await this.ctx.db.$queryRaw<Array<{ id: string }>>`
-      UPDATE runs SET status = 'starting'::"RunStatus", executor_boot_id = ${this.ctx.identity.bootId}, heartbeat_at = now(), updated_at = now()
+      UPDATE runs SET status = 'starting'::"RunStatus", executor_boot_id = ${this.ctx.identity.bootId}, executor_epoch = executor_epoch + 1, heartbeat_at = now(), updated_at = now()
       WHERE id IN (
         SELECT id FROM runs
         WHERE instance_id = ${this.ctx.config.instanceId} AND status = 'queued'::"RunStatus" AND (retry_at IS NULL OR retry_at <= now())
@@ -127,11 +128,20 @@ export class Controller {
   private track(runId: string, work: () => Promise<void>): void {
     const task = work()
       .catch(async (err: unknown) => {
-        // The run is let go so that recovery (a "hot" restart) takes it up with proof.
+        if (isRunLost(err)) {
+          // Taken over (§2.10): stop working on it; its leases are the new executor's.
+          this.ctx.log.warn({ runId, err: err.message }, "run lost to another controller");
+          return;
+        }
+        // A failed attempt is counted and judged (§2.8): the run is let go with a back-off so
+        // recovery (a "hot" restart) takes it up with proof, or it ends with Retry.
         this.ctx.log.error({ runId, err: err instanceof Error ? err.stack : String(err) }, "run task failed");
-        await this.ctx.db.run
-          .updateMany({ where: { id: runId, executorBootId: this.ctx.identity.bootId }, data: { executorBootId: null } })
-          .catch(() => {});
+        await countFailedAttempt(this.ctx, runId, err).catch(async (countErr: unknown) => {
+          this.ctx.log.error({ runId, err: String(countErr) }, "recovery attempt could not be counted");
+          await this.ctx.db.run
+            .updateMany({ where: { id: runId, executorBootId: this.ctx.identity.bootId }, data: { executorBootId: null } })
+            .catch(() => {});
+        });
       })
       .finally(() => this.tasks.delete(runId));
     this.tasks.set(runId, task);

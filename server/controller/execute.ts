@@ -6,9 +6,10 @@ import { AcquireError, acquireSandbox } from "./acquire";
 import type { ControllerContext } from "./context";
 import { crashPoint } from "./crash";
 import { writeRunnerRoot } from "./home";
-import { judgeTurn } from "../engine";
+import { judgeTurnResult, type TurnResultEvidence } from "../engine";
 import { finishRunFailed, finishRunSucceeded, handleStartupFailure } from "./outcome";
-import { appendEvent, json } from "./records";
+import { appendEvent, json, recordProof } from "./records";
+import { assertCurrent, fenced } from "./fence";
 import { releaseRunLeases } from "./teardown";
 
 /**
@@ -34,7 +35,7 @@ export async function executeRun(ctx: ControllerContext, runId: string): Promise
           if (!(err instanceof AcquireError) && !ProviderError.is(err)) throw err;
           return handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message: (err as Error).message });
         }
-        await ctx.db.run.update({
+        await fenced(ctx, run).update({
           where: { id: run.id },
           data: {
             phase: "bootstrapping",
@@ -48,7 +49,7 @@ export async function executeRun(ctx: ControllerContext, runId: string): Promise
       case "bootstrapping": {
         const lease = await activeLease(ctx, run);
         if (!lease?.providerLeaseId) {
-          await ctx.db.run.update({ where: { id: run.id }, data: { phase: "acquiring" } });
+          await fenced(ctx, run).update({ where: { id: run.id }, data: { phase: "acquiring" } });
           continue;
         }
         const outcome = await bootstrap(ctx, run, lease);
@@ -58,12 +59,12 @@ export async function executeRun(ctx: ControllerContext, runId: string): Promise
       case "session_open": {
         const lease = await activeLease(ctx, run);
         if (run.turnsDone >= run.turnsPlanned) {
-          await ctx.db.run.update({ where: { id: run.id }, data: { phase: "finishing" } });
+          await fenced(ctx, run).update({ where: { id: run.id }, data: { phase: "finishing" } });
           continue;
         }
         if (!lease?.providerLeaseId) {
           // Between per-turn sandboxes: the next turn gets a fresh one.
-          await ctx.db.run.update({ where: { id: run.id }, data: { phase: "acquiring" } });
+          await fenced(ctx, run).update({ where: { id: run.id }, data: { phase: "acquiring" } });
           continue;
         }
         const done = await doTurn(ctx, run, lease);
@@ -71,7 +72,7 @@ export async function executeRun(ctx: ControllerContext, runId: string): Promise
         continue;
       }
       case "finishing":
-        await finishRunSucceeded(ctx, run.id);
+        await finishRunSucceeded(ctx, run);
         return;
       case "done":
         return;
@@ -99,7 +100,7 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
       sandboxId,
       startedAt: new Date().toISOString(),
     });
-    await ctx.db.run.update({
+    await fenced(ctx, run).update({
       where: { id: run.id },
       data: {
         status: "running",
@@ -141,7 +142,7 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
     });
     return "failed";
   }
-  await ctx.db.run.update({
+  await fenced(ctx, run).update({
     where: { id: run.id },
     data: {
       phase: "session_open",
@@ -164,35 +165,24 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
     await suspendRun(ctx, run);
     return false;
   }
-  let turn;
-  // The provider unreachable for a while (its API restarting) does not end the turn: the
-  // same seq is asked again, and the runner answers a processed seq from its record, never
-  // running it twice. A runner refusal or a longer outage goes on as before.
-  const outageUntil = Date.now() + 30_000;
-  for (;;) {
-    try {
-      turn = await ctx.runner.turn(lease.providerLeaseId!, seq, { prompt: `turn ${seq} of ${run.turnsPlanned} for task ${run.taskId}` });
-      break;
-    } catch (err) {
-      if (!ProviderError.is(err)) throw err;
-      if ((err.kind === "unreachable" || err.kind === "timeout") && Date.now() < outageUntil && !ctx.drain.signal.aborted) {
-        await sleep(500, ctx.drain.signal);
-        continue;
-      }
-      await handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message: `turn ${seq}: ${err.message}` });
-      return false;
-    }
-  }
+  // A provider error during a turn is not a startup failure (§2.3) and the shell does not
+  // retry it: it throws, the attempt is counted, and recovery reattaches with the runner's
+  // processed commands as evidence (the runner answers a processed seq from its record,
+  // never running it twice).
+  const turn = await ctx.runner.turn(lease.providerLeaseId!, seq, { prompt: `turn ${seq} of ${run.turnsPlanned} for task ${run.taskId}` });
   // Chaos: the turn ran in the sandbox, its checkpoint is not committed yet (issue 11).
   crashPoint(ctx, "after_turn_executed", { runId: run.id });
   const { state, command } = turn;
   // The turn log: the runner's durable record of what the agent command did.
   const log = { turn: seq, exitCode: command.exitCode ?? null, durationMs: command.durationMs ?? null, outputTail: command.outputTail ?? "" };
-  const judgement = judgeTurn(seq, { seq: command.seq, exitCode: command.exitCode ?? null });
+  const evidence: TurnResultEvidence = { kind: "turn_result", expectedSeq: seq, record: { seq: command.seq, exitCode: command.exitCode ?? null } };
+  const judgement = judgeTurnResult(evidence);
   if (judgement.verdict === "turn_failed") {
-    await ctx.db.run.update({ where: { id: run.id }, data: { lastRunnerState: json(state), lastRunnerStateAt: new Date() } });
+    // A failed turn is a proof (issue 12 item 1); the run rests where its verdict says.
+    await recordProof(ctx.db, judgement, evidence, ctx.identity.bootId, { runId: run.id, leaseId: lease.id, sandboxId: lease.providerLeaseId });
+    await fenced(ctx, run).update({ where: { id: run.id }, data: { lastRunnerState: json(state), lastRunnerStateAt: new Date() } });
     await appendEvent(ctx.db, run.id, "turn_failed", ctx.identity.bootId, { ...log, checks: judgement.checks });
-    await finishRunFailed(ctx, run.id, judgement.code ?? "agent_command_failed", `turn ${seq}: the agent command exited ${command.exitCode ?? "without a code"}`);
+    await finishRunFailed(ctx, run, judgement, `turn ${seq}: the agent command exited ${command.exitCode ?? "without a code"}`);
     return false;
   }
   const checkpoint = {
@@ -203,7 +193,7 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
     remoteCwd: lease.remoteCwd,
     at: new Date().toISOString(),
   };
-  await ctx.db.run.update({
+  await fenced(ctx, run).update({
     where: { id: run.id },
     data: { turnsDone: seq, checkpoint: json(checkpoint), lastRunnerState: json(state), lastRunnerStateAt: new Date() },
   });
@@ -224,6 +214,8 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
  * for a controller to reattach it, and no retry run is created.
  */
 export async function suspendRun(ctx: ControllerContext, run: Run): Promise<void> {
+  // A controller that lost the run must not suspend the new executor's runner (§2.10).
+  await assertCurrent(ctx, run);
   const lease = await activeLease(ctx, run);
   let runnerState = null;
   if (lease?.providerLeaseId && run.phase === "session_open") {
@@ -234,7 +226,7 @@ export async function suspendRun(ctx: ControllerContext, run: Run): Promise<void
     runnerState = await ctx.runner.stop(lease.providerLeaseId).catch(() => null);
   }
   const nothingStarted = !lease || run.phase === null || run.phase === "acquiring";
-  await ctx.db.run.update({
+  await fenced(ctx, run).update({
     where: { id: run.id },
     data: {
       status: "suspended",

@@ -1,43 +1,54 @@
 import type { Run } from "../db/client";
-import { classifyStartupFailure, describeFailure, type StartupFailureEvidence } from "../engine";
+import { classifyStartupFailure, restingFailure, type StartupFailureEvidence, type Verdict } from "../engine";
 import type { ProviderFailure } from "../providers/runner";
 import type { ControllerContext } from "./context";
 import { removeRunnerRoot } from "./home";
 import { appendEvent, recordProof } from "./records";
+import { assertCurrent, fenced, type RunFence } from "./fence";
 import { releaseRunLeases } from "./teardown";
 
-/** How a run ends: the catalogue decides outcome, owner, Retry and the sentence. */
-export async function finishRunFailed(ctx: ControllerContext, runId: string, code: string, detail: string, extra: { recoveryState?: "blocked" | null } = {}) {
-  const entry = describeFailure(code);
-  await ctx.db.run.update({
+/**
+ * How a run ends: from the verdict that ended it (issue 12 item 10). Code, owner, Retry and
+ * next action are where the verdict rests (`restingFailure`), so the run row never
+ * contradicts its proof; no caller names a code.
+ */
+export async function finishRunFailed(ctx: ControllerContext, run: RunFence, verdict: Verdict, detail: string, extra: { recoveryState?: "blocked" | null } = {}) {
+  const runId = run.id;
+  const rest = restingFailure(verdict);
+  if (!rest) throw new Error(`run ${runId}: a ${verdict.kind} verdict "${verdict.verdict}" does not end a run`);
+  // Fenced (§2.10): a controller that lost the run writes nothing and releases nothing.
+  await fenced(ctx, run).update({
     where: { id: runId },
     data: {
       status: "failed",
-      outcome: entry?.outcome ?? "terminal_failure",
-      failureCode: code,
+      outcome: "terminal_failure",
+      failureCode: rest.code,
       failureDetail: detail,
-      owner: entry?.owner ?? "board",
-      canRetry: entry?.canRetry ?? false,
-      nextAction: entry?.nextAction ?? null,
+      owner: rest.owner,
+      canRetry: rest.canRetry,
+      nextAction: rest.nextAction,
       recoveryState: extra.recoveryState ?? null,
       retryAt: null,
+      recoveryNotBefore: null,
       phase: "done",
       finishedAt: new Date(),
       executorBootId: null,
     },
   });
-  await appendEvent(ctx.db, runId, "run_failed", ctx.identity.bootId, { code, detail });
+  await appendEvent(ctx.db, runId, "run_failed", ctx.identity.bootId, { code: rest.code, proof: verdict.kind, detail });
   await stopRunnersQuietly(ctx, runId);
   await releaseRunLeases(ctx, runId);
   removeRunnerRoot(ctx.config.home, ctx.config.instanceId, runId);
 }
 
-export async function finishRunSucceeded(ctx: ControllerContext, runId: string) {
+export async function finishRunSucceeded(ctx: ControllerContext, run: RunFence) {
+  const runId = run.id;
   // Sandboxes go first, so a succeeded run never still holds one (a crash in between
-  // leaves the run in `finishing`, which recovery completes).
+  // leaves the run in `finishing`, which recovery completes) — once the epoch is proven ours.
+  await assertCurrent(ctx, run);
   await stopRunnersQuietly(ctx, runId);
   await releaseRunLeases(ctx, runId);
-  await ctx.db.run.update({
+  await fenced(ctx, run).update({
     where: { id: runId },
     data: {
       status: "succeeded",
@@ -91,27 +102,27 @@ export async function handleStartupFailure(ctx: ControllerContext, run: Run, fai
     providerFailure: failure.providerFailure,
     attempt,
     maxAttempts: run.maxProviderAttempts,
+    bindConflict: failure.bindConflict === true,
   };
   const verdict = classifyStartupFailure(evidence, { retryAfterSeconds: ctx.config.retryDelayMs / 1000 });
   await recordProof(ctx.db, verdict, evidence, ctx.identity.bootId, { runId: run.id });
   await appendEvent(ctx.db, run.id, "startup_failed", ctx.identity.bootId, { attempt, verdict: verdict.verdict, code: verdict.code, message: failure.message });
 
   if (verdict.verdict === "retryable_failure") {
-    const code = failure.bindConflict ? "runner_ingress_bind_conflict" : (verdict.code ?? "native_session_interrupted");
-    const entry = describeFailure(code);
+    await assertCurrent(ctx, run);
     await stopRunnersQuietly(ctx, run.id);
     await releaseRunLeases(ctx, run.id);
     const retryAt = new Date(Date.now() + ctx.config.retryDelayMs);
-    await ctx.db.run.update({
+    await fenced(ctx, run).update({
       where: { id: run.id },
       data: {
         status: "queued",
-        outcome: "retryable_failure",
-        failureCode: code,
+        outcome: verdict.outcome,
+        failureCode: verdict.code,
         failureDetail: failure.message,
-        owner: "agent",
-        canRetry: false,
-        nextAction: entry?.nextAction ?? null,
+        owner: verdict.owner,
+        canRetry: verdict.canRetry,
+        nextAction: verdict.nextAction,
         providerAttempts: attempt,
         retryAt,
         phase: null,
@@ -120,9 +131,9 @@ export async function handleStartupFailure(ctx: ControllerContext, run: Run, fai
         executorBootId: null,
       },
     });
-    await appendEvent(ctx.db, run.id, "retry_scheduled", ctx.identity.bootId, { attempt, retryAt: retryAt.toISOString(), code });
+    await appendEvent(ctx.db, run.id, "retry_scheduled", ctx.identity.bootId, { attempt, retryAt: retryAt.toISOString(), code: verdict.code });
     return;
   }
-  await ctx.db.run.update({ where: { id: run.id }, data: { providerAttempts: attempt } });
-  await finishRunFailed(ctx, run.id, verdict.code ?? "native_session_retry_exhausted", failure.message);
+  await fenced(ctx, run).update({ where: { id: run.id }, data: { providerAttempts: attempt } });
+  await finishRunFailed(ctx, run, verdict, failure.message);
 }

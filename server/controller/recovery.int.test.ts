@@ -1,9 +1,15 @@
 import crypto from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import net from "node:net";
+import pino from "pino";
 import { currentProcessIdentity } from "../process/identity";
+import { DaytonaProvider } from "../providers/daytona";
 import { buildLabels } from "../providers/labels";
+import { createRunnerClient } from "../providers/runner";
+import { retryRun } from "../runs/retry";
+import { Controller } from "./controller";
 import { claimInterruptedRuns, recoverRun } from "./recovery";
-import { startControllerHarness, type ControllerHarness } from "./testing";
+import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
 
 /** Restart recovery against PostgreSQL and the emulator: paging (§2.8) and what a refused run rests in (§2.1). */
 
@@ -96,5 +102,111 @@ describe("the claim comes from the checkpoint alone (§2.1)", () => {
     const proof = await db.proof.findFirstOrThrow({ where: { runId: run.id, kind: "lease_binding" } });
     expect(proof).toMatchObject({ verdict: "refused", code: "native_remote_recovery_lease_mismatch", reason: "provider_lease_mismatch" });
     expect(await db.run.findUniqueOrThrow({ where: { id: run.id } })).toMatchObject({ status: "failed", failureCode: "native_continuation_requires_reconciliation" });
+  }, 60_000);
+});
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe("recovery never loops (§2.8, issue 12 item 6)", () => {
+  it("counts each failed recovery attempt, ends the run with native_recovery_attempts_exhausted and Retry after the bound: exactly N claims", async () => {
+    const { db } = h.db;
+    const me = currentProcessIdentity();
+    await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
+    // The run's executor drained: recovery takes the run up at once.
+    const drained = `drained-${crypto.randomUUID()}`;
+    await db.controllerProcess.create({
+      data: { bootId: drained, instanceId: "inst-a", pid: me.pid, startedAt: new Date(me.startedAt), hostname: me.hostname, pidSpace: me.pidSpace, stoppedAt: new Date(), stopReason: "drain" },
+    });
+    const run = await db.run.create({
+      data: {
+        instanceId: "inst-a",
+        companyId: "co-1",
+        taskId: `unreachable-${crypto.randomUUID()}`,
+        agent: "a",
+        provider: "codex",
+        target: "remote",
+        sandboxMode: "warm",
+        status: "running",
+        phase: "session_open",
+        turnsDone: 1,
+        runnerInstanceId: "ri-1",
+        sessionId: "s-1",
+        executorBootId: drained,
+        checkpoint: { turn: 1, sessionId: "s-1", providerLeaseId: "sbx-unreachable", remoteCwd: "/home/sandbox/work" },
+      },
+    });
+    await db.environmentLease.create({
+      data: { runId: run.id, instanceId: "inst-a", companyId: "co-1", provider: "emulator", providerLeaseId: "sbx-unreachable", sandboxName: `rw-unreachable-${run.id}`, remoteCwd: "/home/sandbox/work", acquisitionOutcome: "created", status: "active" },
+    });
+
+    // A controller whose provider cannot be reached: every recovery attempt throws.
+    const apiUrl = `http://127.0.0.1:${await closedPort()}`;
+    const provider = new DaytonaProvider({ apiUrl, apiKey: "k", timeoutMs: 500, instanceId: "inst-a" });
+    const base = h.service().config;
+    const controller = new Controller({
+      db,
+      provider,
+      providerTarget: "emulator",
+      runner: createRunnerClient({ apiKey: "k", timeoutMs: 500, toolboxUrl: (id, o) => provider.toolboxUrl(id, o) }),
+      identity: { ...me, bootId: crypto.randomUUID() },
+      config: { ...base, pollMs: 30, recoveryMaxAttempts: 3, recoveryBackoffMs: 0 },
+      log: pino({ level: "silent" }),
+    });
+    await controller.boot();
+    controller.start();
+    try {
+      const failed = await waitFor("the run to end", async () => {
+        const r = await db.run.findUniqueOrThrow({ where: { id: run.id } });
+        return r.status === "failed" ? r : null;
+      }, 30_000);
+      // Give a looping controller the time to claim it again (it must not).
+      await new Promise((r) => setTimeout(r, 500));
+      await controller.idle();
+      expect(failed).toMatchObject({ failureCode: "native_recovery_attempts_exhausted", outcome: "terminal_failure", owner: "board", canRetry: true, recoveryAttempts: 3 });
+      const after = await db.run.findUniqueOrThrow({ where: { id: run.id } });
+      expect(after.restarts).toBe(3);
+      expect(await db.recoveryClaim.count({ where: { runId: run.id } })).toBe(3);
+      const attempts = await db.proof.findMany({ where: { runId: run.id, kind: "recovery_attempt" }, orderBy: { evaluatedAt: "asc" } });
+      expect(attempts.map((p) => p.verdict)).toEqual(["try_again", "try_again", "give_up"]);
+      expect(attempts.at(-1)).toMatchObject({ code: "native_recovery_attempts_exhausted" });
+      expect((attempts.at(-1)!.evidence as { errors: string[] }).errors).toHaveLength(2);
+      expect(await db.runEvent.count({ where: { runId: run.id, type: "recovery_attempt_failed" } })).toBe(3);
+      const retried = await retryRun(db, run.id, { id: "test", role: "board" });
+      expect(retried).toMatchObject({ created: true });
+      expect(retried.run.previousRunId).toBe(run.id);
+    } finally {
+      await controller.stop("test_end");
+    }
+  }, 60_000);
+
+  it("does not claim a run whose back-off has not passed", async () => {
+    const { db } = h.db;
+    await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
+    const run = await db.run.create({
+      data: {
+        instanceId: "inst-a",
+        companyId: "co-1",
+        taskId: `backoff-${crypto.randomUUID()}`,
+        agent: "a",
+        provider: "codex",
+        target: "remote",
+        sandboxMode: "warm",
+        status: "running",
+        phase: "session_open",
+        recoveryAttempts: 1,
+        recoveryNotBefore: new Date(Date.now() + 60_000),
+      },
+    });
+    const claimed = await claimInterruptedRuns(h.service(), 1000);
+    expect(claimed.map((c) => c.run.id)).not.toContain(run.id);
+    await db.run.update({ where: { id: run.id }, data: { recoveryNotBefore: new Date(Date.now() - 1) } });
+    expect((await claimInterruptedRuns(h.service(), 1000)).map((c) => c.run.id)).toContain(run.id);
   }, 60_000);
 });

@@ -1,5 +1,18 @@
 import type { ControllerProcess, EnvironmentLease, Prisma, RestartKind, Run } from "../db/client";
-import { EXECUTING_RUN_STATUSES, evaluateBootstrapRestart, type BootstrapRestartEvidence, type LeaseBindingEvidence } from "../engine";
+import {
+  assertNever,
+  EXECUTING_RUN_STATUSES,
+  evaluateBootstrapRestart,
+  judgeRecoveryAttempt,
+  restingCode,
+  routeRecovery,
+  RUN_PHASES,
+  type BootstrapRestartEvidence,
+  type LeaseBindingEvidence,
+  type RecoveryAttemptEvidence,
+  type RecoveryRouteEvidence,
+  type RecoveryRouteResult,
+} from "../engine";
 import { ProviderError } from "../providers/errors";
 import { PROVIDER_STATE_PATH, RUNNER_ROOT, readRunnerState, type RunnerState } from "../providers/runner";
 import { resumeLease } from "./acquire";
@@ -8,6 +21,7 @@ import { REMOTE_CWD } from "./context";
 import { activeLease } from "./execute";
 import { readRunnerRoot } from "./home";
 import { judgeExit } from "./observe";
+import { fenced } from "./fence";
 import { finishRunFailed } from "./outcome";
 import { appendEvent, json, recordProof } from "./records";
 import { leaseBinding } from "./rules";
@@ -68,6 +82,8 @@ export async function claimInterruptedRuns(ctx: ControllerContext, limit: number
         instanceId: ctx.config.instanceId,
         status: { in: [...ACTIVE] },
         OR: [{ executorBootId: null }, { executorBootId: { not: ctx.identity.bootId } }],
+        // A run whose last recovery attempt failed waits out its back-off (§2.8).
+        AND: [{ OR: [{ recoveryNotBefore: null }, { recoveryNotBefore: { lte: now } }] }],
         ...(cursor ? { id: { gt: cursor } } : {}),
       },
       orderBy: { id: "asc" },
@@ -86,19 +102,24 @@ export async function claimInterruptedRuns(ctx: ControllerContext, limit: number
       const status = executorStatus(ctx, executor, now);
       if (!status.gone) continue;
       const { count } = await ctx.db.run.updateMany({
-        where: { id: run.id, executorBootId: run.executorBootId, status: { in: [...ACTIVE] } },
-        data: { executorBootId: ctx.identity.bootId, restarts: { increment: 1 }, heartbeatAt: now },
+        where: { id: run.id, executorBootId: run.executorBootId, executorEpoch: run.executorEpoch, status: { in: [...ACTIVE] } },
+        // A takeover moves the executor epoch on (§2.10): the old executor's writes now match nothing.
+        data: { executorBootId: ctx.identity.bootId, restarts: { increment: 1 }, heartbeatAt: now, executorEpoch: { increment: 1 } },
       });
-      if (count === 1) claimed.push({ run: { ...run, executorBootId: ctx.identity.bootId, restarts: run.restarts + 1 }, status });
+      if (count === 1) {
+        claimed.push({ run: { ...run, executorBootId: ctx.identity.bootId, restarts: run.restarts + 1, executorEpoch: run.executorEpoch + 1 }, status });
+      }
     }
   }
   return claimed;
 }
 
 /**
- * Decides, with proof, how an interrupted run goes on (DOMAIN.md §2.1, §2.2): returns
- * true when the run may continue (the caller executes it from its phase), false when it
- * was ended.
+ * Decides, with proof, how an interrupted run goes on (DOMAIN.md §2.1, §2.2): the engine's
+ * `routeRecovery` chooses the action (stored as a `recovery_route` proof), this shell carries
+ * it out. Returns true when the run may continue (the caller executes it from its phase),
+ * false when it was ended. An error while gathering evidence throws: the controller counts
+ * it as a failed recovery attempt (§2.8, `countFailedAttempt`).
  */
 export async function recoverRun(ctx: ControllerContext, run: Run, status: ExecutorStatus): Promise<boolean> {
   const boot = ctx.identity.bootId;
@@ -108,55 +129,134 @@ export async function recoverRun(ctx: ControllerContext, run: Run, status: Execu
   await appendEvent(ctx.db, run.id, "recovery_started", boot, { restartKind: status.restartKind, executorWas: status.reason, phase: run.phase });
 
   const lease = await activeLease(ctx, run);
-  const phase = run.phase ?? "acquiring";
+  const bound = lease?.providerLeaseId ? lease : null;
+  const base: RecoveryRouteEvidence = {
+    kind: "recovery_route",
+    phase: runPhase(run),
+    sandboxMode: run.sandboxMode,
+    turnsDone: run.turnsDone,
+    sandboxBound: bound !== null,
+    runner: null,
+  };
+  let route = await decideRoute(ctx, run, base, bound);
+  let target = bound;
+  if (bound && (route.verdict === "read_runner" || route.verdict === "recover_session")) {
+    target = run.sandboxMode === "warm" ? await resumeLease(ctx, bound) : bound;
+    if (target !== bound) {
+      await appendEvent(ctx.db, run.id, "lease_resumed", boot, { leaseId: target.id, previousLeaseId: bound.id, sandboxId: target.providerLeaseId });
+    }
+  }
+  if (route.verdict === "read_runner" && target?.providerLeaseId) {
+    // The run's own record can lag the sandbox by one step: the runner's durable state says
+    // whether it never started, or already opened its session. A read that fails throws.
+    const state = await readRunnerState(ctx.provider, target.providerLeaseId);
+    const process = (await ctx.runner.process(target.providerLeaseId)).state;
+    const own = state !== null && state.runId === run.id && state.runnerInstanceId === run.runnerInstanceId && state.sessionId === run.sessionId;
+    route = await decideRoute(
+      ctx,
+      run,
+      {
+        ...base,
+        runner: {
+          state: state ? { ownedByRun: own, lastConnectionProtocolVersion: state.lastConnectionProtocolVersion, lifecycle: state.lifecycle } : null,
+          process,
+        },
+      },
+      target,
+    );
+  }
 
-  if (phase === "acquiring" || (phase === "bootstrapping" && !lease)) {
-    // Nothing reached a runner: the bootstrap simply starts again (an intent that may have
-    // created a sandbox is reclaimed by the sweep, since its creator is gone).
-    const mode = run.turnsDone === 0 ? "bootstrap_retry" : "exact_checkpoint_resume";
-    await continueAs(ctx, run, { phase: "acquiring", recoveryMode: mode, recoveryState: null });
-    await appendEvent(ctx.db, run.id, "recovery_continues", boot, { mode, why: "no sandbox was bound to a runner yet" });
-    return true;
-  }
-  if (phase === "finishing" || phase === "done") {
-    await continueAs(ctx, run, { phase: "finishing", recoveryMode: "exact_checkpoint_resume", recoveryState: null });
-    return true;
-  }
-  if (phase === "session_open" && !lease) {
-    if (run.sandboxMode === "per_turn") {
+  switch (route.verdict) {
+    case "restart_acquire":
+      // Nothing reached a runner: the bootstrap simply starts again (an intent that may have
+      // created a sandbox is reclaimed by the sweep, since its creator is gone).
+      await continueAs(ctx, run, { phase: "acquiring", recoveryMode: route.recoveryMode, recoveryState: null });
+      await appendEvent(ctx.db, run.id, "recovery_continues", boot, { mode: route.recoveryMode, why: "no sandbox was bound to a runner yet" });
+      return true;
+    case "finish":
+      await continueAs(ctx, run, { phase: "finishing", recoveryMode: "exact_checkpoint_resume", recoveryState: null });
+      return true;
+    case "next_turn_sandbox":
       // Between two per-turn sandboxes: the checkpoint carries the session to the next one.
       await continueAs(ctx, run, { phase: "acquiring", recoveryMode: "exact_checkpoint_resume", recoveryState: null });
       return true;
-    }
-    await finishRunFailed(ctx, run.id, "native_continuation_requires_reconciliation", "the run had opened its session but holds no sandbox lease", {
-      recoveryState: "blocked",
-    });
-    await ctx.db.run.update({ where: { id: run.id }, data: { recoveryMode: "ambiguous_state" } });
-    return false;
-  }
-  if (!lease?.providerLeaseId) throw new Error(`run ${run.id} in phase ${phase} without a sandbox`);
-
-  const target = run.sandboxMode === "warm" ? await resumeLease(ctx, lease) : lease;
-  if (target !== lease) {
-    await appendEvent(ctx.db, run.id, "lease_resumed", boot, { leaseId: target.id, previousLeaseId: lease.id, sandboxId: target.providerLeaseId });
-  }
-  if (phase === "bootstrapping") {
-    // The run's own record can lag the sandbox by one step: the runner's durable state
-    // says whether it never started, or already opened its session.
-    const { state } = await readState(ctx, target.providerLeaseId!);
-    const own = state !== null && state.runId === run.id && state.runnerInstanceId === run.runnerInstanceId && state.sessionId === run.sessionId;
-    if (state === null && (await runnerProcessState(ctx, target.providerLeaseId!)) === "absent") {
+    case "restart_bootstrap_fresh":
       await continueAs(ctx, run, { phase: "bootstrapping", recoveryMode: "bootstrap_retry", recoveryState: null });
       await appendEvent(ctx.db, run.id, "recovery_continues", boot, { mode: "bootstrap_retry", why: "no runner was ever started on the sandbox" });
       return true;
-    }
-    if (own && state.lastConnectionProtocolVersion !== null && REATTACHABLE.has(state.lifecycle)) {
-      await appendEvent(ctx.db, run.id, "recovery_continues", boot, { why: "the runner had opened its session before the restart" });
-      return recoverSession(ctx, run, target, status);
-    }
-    return recoverBootstrap(ctx, run, target, status);
+    case "recover_bootstrap":
+      return recoverBootstrap(ctx, run, requireTarget(run, target), status);
+    case "recover_session":
+      if (run.phase === "bootstrapping") {
+        await appendEvent(ctx.db, run.id, "recovery_continues", boot, { why: "the runner had opened its session before the restart" });
+      }
+      return recoverSession(ctx, run, requireTarget(run, target), status);
+    case "refused":
+      await finishRunFailed(ctx, run, route, "the run had opened its session but holds no sandbox lease", { recoveryState: "blocked" });
+      await fenced(ctx, run).update({ where: { id: run.id }, data: { recoveryMode: "ambiguous_state" } });
+      return false;
+    case "read_runner":
+      throw new Error(`run ${run.id}: recovery asked for the runner without a sandbox to read it on`);
+    default:
+      return assertNever(route.verdict);
   }
-  return recoverSession(ctx, run, target, status);
+}
+
+/** Routes with the engine and stores the route as a proof (one per routing step). */
+async function decideRoute(ctx: ControllerContext, run: Run, evidence: RecoveryRouteEvidence, lease: EnvironmentLease | null): Promise<RecoveryRouteResult> {
+  const verdict = routeRecovery(evidence);
+  await recordProof(ctx.db, verdict, evidence, ctx.identity.bootId, { runId: run.id, leaseId: lease?.id ?? null, sandboxId: lease?.providerLeaseId ?? null });
+  return verdict;
+}
+
+function requireTarget(run: Run, target: EnvironmentLease | null): EnvironmentLease {
+  if (!target?.providerLeaseId) throw new Error(`run ${run.id} in phase ${run.phase} without a sandbox`);
+  return target;
+}
+
+function runPhase(run: Run): RecoveryRouteEvidence["phase"] {
+  const phase = run.phase;
+  if (phase === null) return null;
+  if ((RUN_PHASES as readonly string[]).includes(phase)) return phase as (typeof RUN_PHASES)[number];
+  throw new Error(`run ${run.id} has an unknown phase ${phase}`);
+}
+
+/**
+ * A recovery (or the execution after it) threw (§2.8): the attempt is counted and judged
+ * by the engine (`recovery_attempt` proof). While attempts are left the run is let go with
+ * a back-off (`recovery_not_before`), so recovery claims it again later; when they are
+ * spent it ends with `native_recovery_attempts_exhausted` and Retry. A run this controller
+ * no longer executes is left alone.
+ */
+export async function countFailedAttempt(ctx: ControllerContext, runId: string, err: unknown, now = new Date()): Promise<void> {
+  const boot = ctx.identity.bootId;
+  const run = await ctx.db.run.findUnique({ where: { id: runId } });
+  if (!run || run.executorBootId !== boot || !(ACTIVE as readonly string[]).includes(run.status)) return;
+  const message = ProviderError.is(err) ? err.message : err instanceof Error ? err.message : String(err);
+  const errors = Array.isArray(run.recoveryErrors) ? run.recoveryErrors.filter((e): e is string => typeof e === "string") : [];
+  const evidence: RecoveryAttemptEvidence = {
+    kind: "recovery_attempt",
+    now: now.toISOString(),
+    attempts: run.recoveryAttempts + 1,
+    maxAttempts: ctx.config.recoveryMaxAttempts,
+    backoffBaseMs: ctx.config.recoveryBackoffMs,
+    lastError: message,
+    errors,
+  };
+  const verdict = judgeRecoveryAttempt(evidence);
+  await recordProof(ctx.db, verdict, evidence, boot, { runId });
+  await appendEvent(ctx.db, runId, "recovery_attempt_failed", boot, { attempts: evidence.attempts, verdict: verdict.verdict, error: message, notBefore: verdict.notBefore });
+  // The last few errors are kept on the run; the proofs keep every one.
+  const kept = json([...errors, message].slice(-20));
+  if (verdict.verdict === "try_again") {
+    await ctx.db.run.updateMany({
+      where: { id: runId, executorBootId: boot, executorEpoch: run.executorEpoch },
+      data: { recoveryAttempts: evidence.attempts, recoveryErrors: kept, recoveryNotBefore: verdict.notBefore ? new Date(verdict.notBefore) : null, executorBootId: null },
+    });
+    return;
+  }
+  await fenced(ctx, run).update({ where: { id: runId }, data: { recoveryAttempts: evidence.attempts, recoveryErrors: kept } });
+  await finishRunFailed(ctx, run, verdict, `recovery failed ${evidence.attempts} times; last: ${message}`);
 }
 
 async function continueAs(
@@ -164,25 +264,12 @@ async function continueAs(
   run: Run,
   data: Pick<Prisma.RunUpdateInput, "phase" | "recoveryMode" | "recoveryState">,
 ): Promise<void> {
-  await ctx.db.run.update({ where: { id: run.id }, data: { ...data, status: run.status === "suspended" ? "starting" : run.status } });
+  await fenced(ctx, run).update({ where: { id: run.id }, data: { ...data, status: run.status === "suspended" ? "starting" : run.status } });
 }
 
-async function readState(ctx: ControllerContext, sandboxId: string): Promise<{ state: RunnerState | null; error: string | null }> {
-  try {
-    return { state: await readRunnerState(ctx.provider, sandboxId), error: null };
-  } catch (err) {
-    return { state: null, error: ProviderError.is(err) ? err.message : String(err) };
-  }
-}
-
-const REATTACHABLE = new Set(["ready", "suspended", "backpressure"]);
-
-async function runnerProcessState(ctx: ControllerContext, sandboxId: string): Promise<string> {
-  try {
-    return (await ctx.runner.process(sandboxId)).state;
-  } catch {
-    return "unknown";
-  }
+async function readState(ctx: ControllerContext, sandboxId: string): Promise<{ state: RunnerState | null }> {
+  // A read that fails is not "no state": it throws, and the attempt is counted (§2.8).
+  return { state: await readRunnerState(ctx.provider, sandboxId) };
 }
 
 async function fileExists(ctx: ControllerContext, sandboxId: string, path: string): Promise<boolean> {
@@ -207,7 +294,7 @@ async function recoverBootstrap(ctx: ControllerContext, run: Run, lease: Environ
       restartKind: status.restartKind,
     },
   });
-  await ctx.db.run.update({ where: { id: run.id }, data: { recoveryState: "bootstrap_incomplete", recoveryMode: "bootstrap_retry" } });
+  await fenced(ctx, run).update({ where: { id: run.id }, data: { recoveryState: "bootstrap_incomplete", recoveryMode: "bootstrap_retry" } });
   await appendEvent(ctx.db, run.id, "claim_made", boot, { claimId: claim.id, kind: claim.kind, restartKind: status.restartKind });
 
   const before = await readState(ctx, sandboxId);
@@ -257,14 +344,14 @@ async function recoverBootstrap(ctx: ControllerContext, run: Run, lease: Environ
   const verdict = evaluateBootstrapRestart(evidence);
   await recordProof(ctx.db, verdict, evidence, boot, { runId: run.id, claimId: claim.id, leaseId: lease.id, sandboxId });
   await ctx.db.recoveryClaim.update({ where: { id: claim.id }, data: { disposition: verdict.verdict, decidedAt: new Date() } });
-  if (state) await ctx.db.run.update({ where: { id: run.id }, data: { lastRunnerState: json(state), lastRunnerStateAt: new Date() } });
+  if (state) await fenced(ctx, run).update({ where: { id: run.id }, data: { lastRunnerState: json(state), lastRunnerStateAt: new Date() } });
 
   if (verdict.verdict === "restart_bootstrap") {
     await continueAs(ctx, run, { phase: "bootstrapping", recoveryMode: "bootstrap_retry", recoveryState: null });
     await appendEvent(ctx.db, run.id, "bootstrap_restart", boot, { claimId: claim.id, proofSource: (verdict as { proofSource?: string }).proofSource ?? null });
     return true;
   }
-  await finishRunFailed(ctx, run.id, verdict.code ?? "native_restart_recovery_blocked", `bootstrap restart refused: ${failedChecks(verdict.checks)}`, {
+  await finishRunFailed(ctx, run, verdict, `bootstrap restart refused: ${failedChecks(verdict.checks)}`, {
     recoveryState: "blocked",
   });
   return false;
@@ -291,7 +378,7 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
       restartKind: status.restartKind,
     },
   });
-  await ctx.db.run.update({ where: { id: run.id }, data: { recoveryState: "awaiting_runner_reattach", recoveryMode: "exact_checkpoint_resume" } });
+  await fenced(ctx, run).update({ where: { id: run.id }, data: { recoveryState: "awaiting_runner_reattach", recoveryMode: "exact_checkpoint_resume" } });
   await appendEvent(ctx.db, run.id, "claim_made", boot, { claimId: claim.id, kind: claim.kind, restartKind: status.restartKind });
 
   const { state } = await readState(ctx, sandboxId);
@@ -314,35 +401,27 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
 
   if (verdict.verdict !== "admitted") {
     // The run rests where the verdict says (§2.1): its continuation code; the refusal code stays on the proof.
-    const restsIn = (verdict.kind === "lease_binding" ? verdict.continuation?.code : null) ?? "native_continuation_requires_reconciliation";
-    await appendEvent(ctx.db, run.id, "continuation_blocked", boot, { code: verdict.code, restsIn });
-    await finishRunFailed(ctx, run.id, restsIn, `reattach refused (${verdict.code ?? "refused"}): ${failedChecks(verdict.checks)}`, {
+    await appendEvent(ctx.db, run.id, "continuation_blocked", boot, { code: verdict.code, restsIn: restingCode(verdict) });
+    await finishRunFailed(ctx, run, verdict, `reattach refused (${verdict.code ?? "refused"}): ${failedChecks(verdict.checks)}`, {
       recoveryState: "blocked",
     });
     return false;
   }
-  try {
-    const reattached = await ctx.runner.reattach(sandboxId);
-    await ctx.db.run.update({
-      where: { id: run.id },
-      data: {
-        status: "running",
-        phase: "session_open",
-        recoveryState: null,
-        lastRunnerState: json(reattached),
-        lastRunnerStateAt: new Date(),
-        checkpoint: json({ ...checkpoint, turn: run.turnsDone, sessionId: run.sessionId, leaseId: lease.id, providerLeaseId: sandboxId, remoteCwd: lease.remoteCwd, at: new Date().toISOString() }),
-      },
-    });
-    await appendEvent(ctx.db, run.id, "runner_reattached", boot, { sandboxId, reconnectCount: reattached.reconnectCount });
-    return true;
-  } catch (err) {
-    const message = ProviderError.is(err) ? err.message : String(err);
-    await finishRunFailed(ctx, run.id, "native_continuation_requires_reconciliation", `the lease was proven but the runner could not be reattached: ${message}`, {
-      recoveryState: "blocked",
-    });
-    return false;
-  }
+  // The lease is proven; a reattach that fails throws and counts as a failed attempt (§2.8).
+  const reattached = await ctx.runner.reattach(sandboxId);
+  await fenced(ctx, run).update({
+    where: { id: run.id },
+    data: {
+      status: "running",
+      phase: "session_open",
+      recoveryState: null,
+      lastRunnerState: json(reattached),
+      lastRunnerStateAt: new Date(),
+      checkpoint: json({ ...checkpoint, turn: run.turnsDone, sessionId: run.sessionId, leaseId: lease.id, providerLeaseId: sandboxId, remoteCwd: lease.remoteCwd, at: new Date().toISOString() }),
+    },
+  });
+  await appendEvent(ctx.db, run.id, "runner_reattached", boot, { sandboxId, reconnectCount: reattached.reconnectCount });
+  return true;
 }
 
 function failedChecks(checks: ReadonlyArray<{ name: string; ok: boolean }>): string {

@@ -107,6 +107,11 @@ describe("startup failures (DOMAIN.md §2.3)", () => {
       return r.failureCode === "runner_ingress_bind_conflict" ? r : null;
     });
     expect(interim.outcome).toBe("retryable_failure");
+    // The run says what its proof says (item 10): the bind conflict is in the proof's evidence and verdict.
+    const first = await h.db.db.proof.findFirstOrThrow({ where: { runId: run.id, kind: "startup_failure" }, orderBy: [{ evaluatedAt: "asc" }, { id: "asc" }] });
+    expect(first).toMatchObject({ verdict: "retryable_failure", code: "runner_ingress_bind_conflict" });
+    expect(first.evidence).toMatchObject({ bindConflict: true });
+    expect(first.output).toMatchObject({ owner: interim.owner, canRetry: interim.canRetry, nextAction: interim.nextAction });
     const done = await settled(run.id);
     expect(done.failureCode).toBe("native_session_retry_exhausted");
     await nothingHeld(run.id);

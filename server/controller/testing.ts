@@ -8,6 +8,7 @@ import { createTestDatabase, type TestDatabase } from "../test/db";
 import { startTestEmulator, type TestEmulator } from "../emulator/testing";
 import type { ProcessIdentity } from "../process/identity";
 import { currentProcessIdentity } from "../process/identity";
+import type { RunnerClient } from "../providers/runner";
 import { controllerConfig, type ControllerConfig } from "./config";
 import { Controller } from "./controller";
 import type { ControllerContext } from "./context";
@@ -21,7 +22,7 @@ export interface ControllerHarness {
   db: TestDatabase;
   emu: TestEmulator;
   home: string;
-  controller(overrides?: Partial<ControllerConfig> & { identity?: ProcessIdentity }): Promise<Controller>;
+  controller(overrides?: Partial<ControllerConfig> & { identity?: ProcessIdentity; wrapRunner?: (runner: RunnerClient) => RunnerClient }): Promise<Controller>;
   /** A controller context that is not a running controller: what the dashboard gets as `ctx.service()`. */
   service(): ControllerContext;
   close(): Promise<void>;
@@ -52,13 +53,14 @@ export async function startControllerHarness(instanceId = "inst-a"): Promise<Con
     emu,
     home,
     async controller(overrides = {}) {
-      const { identity, ...config } = overrides;
+      const { identity, wrapRunner, ...config } = overrides;
       const provider = emu.provider({ instanceId });
+      const runner = emu.runner(provider, 5_000);
       const c = new Controller({
         db: db.db,
         provider,
         providerTarget: "emulator",
-        runner: emu.runner(provider, 5_000),
+        runner: wrapRunner ? wrapRunner(runner) : runner,
         identity: identity ?? { ...currentProcessIdentity(), bootId: crypto.randomUUID() },
         config: { ...base, ...config },
         log: pino({ level: "silent" }),

@@ -105,6 +105,15 @@ export const FAILURE_CATALOGUE = {
     message: "The run's sandbox stopped and could not be started again, so the run ended there.",
     nextAction: "The sandbox could not be started again: check the provider, then Retry",
   },
+  // Recovery itself kept failing (provider unreachable, sandbox stopped, a file unreadable):
+  // after a bounded number of attempts the run stops instead of being reclaimed for ever (§2.8).
+  native_recovery_attempts_exhausted: {
+    outcome: "terminal_failure",
+    owner: "board",
+    canRetry: true,
+    message: "After a server restart, Runwarden tried several times to pick the run up again and could not reach what it needed, so it stopped the run.",
+    nextAction: "Recovery failed several times: check that the sandbox provider is reachable, then Retry",
+  },
   native_restart_recovery_blocked: {
     outcome: "terminal_failure",
     owner: "board",

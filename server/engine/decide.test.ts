@@ -13,9 +13,13 @@ import fenceExited from "./fixtures/teardown-fence-claimer-exited.json";
 import fenceSuperseded from "./fixtures/teardown-fence-superseded.json";
 import ownershipOwned from "./fixtures/sandbox-ownership-owned.json";
 import ownershipUnrecorded from "./fixtures/sandbox-ownership-unrecorded.json";
-import { bootstrapRestart, creationIntent, leaseBinding, processExit, startupFailure, teardownFence } from "./test-support";
+import turnFailed from "./fixtures/turn-result-agent-failed.json";
+import attemptsExhausted from "./fixtures/recovery-attempt-exhausted.json";
+import routeReadRunner from "./fixtures/recovery-route-read-runner.json";
+import { bootstrapRestart, creationIntent, leaseBinding, processExit, recoveryAttempt, recoveryRoute, startupFailure, teardownFence, turnResult } from "./test-support";
 
-const KINDS = "lease_binding, bootstrap_restart, startup_failure, process_exit, creation_intent, teardown_fence, sandbox_ownership";
+const KINDS =
+  "lease_binding, bootstrap_restart, startup_failure, process_exit, creation_intent, teardown_fence, sandbox_ownership, turn_result, recovery_attempt, recovery_route";
 
 describe("decide on the EVIDENCE.md examples (fixtures)", () => {
   test.each([
@@ -32,6 +36,9 @@ describe("decide on the EVIDENCE.md examples (fixtures)", () => {
     { name: "teardown_fence, claimer exited", bundle: fenceExited, expected: { verdict: "release", reason: "claimer_exited" } },
     { name: "sandbox_ownership, owned", bundle: ownershipOwned, expected: { verdict: "owned", reason: "record_matches" } },
     { name: "sandbox_ownership, only another instance's record", bundle: ownershipUnrecorded, expected: { verdict: "unrecorded", reason: "no_record" } },
+    { name: "turn_result, agent command failed", bundle: turnFailed, expected: { verdict: "turn_failed", code: "agent_command_failed", owner: "agent", canRetry: true } },
+    { name: "recovery_attempt, exhausted", bundle: attemptsExhausted, expected: { verdict: "give_up", code: "native_recovery_attempts_exhausted", canRetry: true } },
+    { name: "recovery_route, bootstrapping on a sandbox", bundle: routeReadRunner, expected: { verdict: "read_runner", code: null } },
   ])("$name", ({ bundle, expected }) => {
     const v = decide(bundle);
     expect(v).toMatchObject(expected);
@@ -127,7 +134,7 @@ describe("contract details", () => {
   });
 
   test("every verdict has kind, verdict, code, reason and checks", () => {
-    for (const bundle of [leaseBinding(), bootstrapRestart(), startupFailure(), processExit(), creationIntent(), teardownFence()]) {
+    for (const bundle of [leaseBinding(), bootstrapRestart(), startupFailure(), processExit(), creationIntent(), teardownFence(), turnResult(), recoveryAttempt(), recoveryRoute()]) {
       const v = decide(bundle);
       expect(Object.keys(v).slice(0, 5)).toEqual(["kind", "verdict", "code", "reason", "checks"]);
       expect(v.kind).toBe(bundle.kind);

@@ -8,6 +8,9 @@ import { evidenceSchema, type Evidence } from "./schemas";
 import { classifyStartupFailure, STARTUP_RETRY_AFTER_SECONDS } from "./startup-failure";
 import { judgeSandboxOwnership } from "./sandbox-ownership";
 import { decideTeardownFence } from "./teardown-fence";
+import { judgeRecoveryAttempt } from "./recovery-attempt";
+import { routeRecovery } from "./recovery-route";
+import { judgeTurnResult } from "./turn-result";
 import type { Verdict } from "./verdicts";
 
 /** Configuration the rules leave to the installation; everything else is in the bundle. */
@@ -45,6 +48,12 @@ export function evaluate(evidence: Evidence, config: EngineConfig = DEFAULT_ENGI
       return decideTeardownFence(evidence);
     case "sandbox_ownership":
       return judgeSandboxOwnership(evidence);
+    case "turn_result":
+      return judgeTurnResult(evidence);
+    case "recovery_attempt":
+      return judgeRecoveryAttempt(evidence);
+    case "recovery_route":
+      return routeRecovery(evidence);
     default:
       return assertNever(evidence);
   }

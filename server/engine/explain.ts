@@ -28,6 +28,8 @@ export function explainVerdict(v: Verdict): string {
     facts.push(["retry offered", v.canRetry ? "yes" : "no"]);
   }
   if ("retryAfterSeconds" in v && v.retryAfterSeconds !== null) facts.push(["retried after", `${v.retryAfterSeconds} s`]);
+  if ("notBefore" in v && v.notBefore !== null) facts.push(["tried again at", v.notBefore]);
+  if ("recoveryMode" in v && v.recoveryMode !== null) facts.push(["carries on as", v.recoveryMode]);
   if ("continuation" in v && v.continuation) facts.push(["then rests in", `${v.continuation.code}: ${v.continuation.nextAction}`]);
   if ("creatorVerdict" in v && v.creatorVerdict) facts.push(["creator", `${v.creatorVerdict.verdict} (${v.creatorVerdict.reason})`]);
   if ("claimerVerdict" in v && v.claimerVerdict) facts.push(["claimer", `${v.claimerVerdict.verdict} (${v.claimerVerdict.reason})`]);

@@ -3,15 +3,16 @@ import type { Check } from "./verdicts";
 /**
  * How a person reads a proof's checks. Two kinds of proof record checks differently:
  *
- * - A **gate** (lease_binding, bootstrap_restart) admits only when every check holds; a
- *   check that does not hold is a reason for the refusal.
- * - A **judgement** (process_exit, creation_intent, teardown_fence, startup_failure) asks
- *   its questions in order and stops at the one whose answer decides. "No" is an answer,
+ * - A **gate** (lease_binding, bootstrap_restart, turn_result) admits only when every check
+ *   holds; a check that does not hold is a reason for the refusal.
+ * - A **judgement** (process_exit, creation_intent, teardown_fence, startup_failure,
+ *   recovery_attempt, recovery_route) asks its questions in order and stops at the one
+ *   whose answer decides. "No" is an answer,
  *   not a failure: process_exit's `pid_live` answered "no" is exactly what proves an exit.
  *
  * Presentation only (no I/O); the checks themselves stay as the engine recorded them.
  */
-export const JUDGEMENT_KINDS = ["process_exit", "creation_intent", "teardown_fence", "startup_failure"] as const;
+export const JUDGEMENT_KINDS = ["process_exit", "creation_intent", "teardown_fence", "startup_failure", "recovery_attempt", "recovery_route"] as const;
 
 export type CheckReading =
   /** A judgement's question before the deciding one: its answer sent it on. */

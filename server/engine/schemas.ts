@@ -21,6 +21,9 @@ export const EVIDENCE_KINDS = [
   "creation_intent",
   "teardown_fence",
   "sandbox_ownership",
+  "turn_result",
+  "recovery_attempt",
+  "recovery_route",
 ] as const;
 export type EvidenceKind = (typeof EVIDENCE_KINDS)[number];
 
@@ -149,6 +152,8 @@ export const startupFailureEvidenceSchema = z.object({
     .nullish(),
   attempt: z.number().int().positive(),
   maxAttempts: z.number().int().positive().default(DEFAULT_MAX_PROVIDER_ATTEMPTS),
+  /** The runner could not bind its ingress port (something else in the sandbox holds it). */
+  bindConflict: z.boolean().default(false),
 });
 export type StartupFailureEvidence = z.infer<typeof startupFailureEvidenceSchema>;
 
@@ -255,6 +260,66 @@ export const sandboxOwnershipEvidenceSchema = z.object({
 });
 export type SandboxOwnershipEvidence = z.infer<typeof sandboxOwnershipEvidenceSchema>;
 
+// ---- turn_result --------------------------------------------------------------------
+
+export const turnResultEvidenceSchema = z.object({
+  kind: z.literal("turn_result"),
+  /** The turn the controller asked for (1-based). */
+  expectedSeq: z.number().int().positive(),
+  /** The runner's durable record of the agent command it ran for that turn. */
+  record: z.object({ seq: z.number().int().nonnegative(), exitCode: z.number().int().nullable() }),
+});
+export type TurnResultEvidence = z.infer<typeof turnResultEvidenceSchema>;
+
+// ---- recovery_attempt ---------------------------------------------------------------
+
+export const recoveryAttemptEvidenceSchema = z.object({
+  kind: z.literal("recovery_attempt"),
+  now: isoTime,
+  /** Failed recovery attempts on this run so far, counting the one that just failed. */
+  attempts: z.number().int().positive(),
+  maxAttempts: z.number().int().positive(),
+  /** The first back-off; each further attempt doubles it, capped (§2.8). */
+  backoffBaseMs: z.number().int().nonnegative(),
+  lastError: z.string(),
+  /** The errors of the earlier attempts, oldest first (kept with the proof). */
+  errors: z.array(z.string()).default([]),
+});
+export type RecoveryAttemptEvidence = z.infer<typeof recoveryAttemptEvidenceSchema>;
+
+// ---- recovery_route -----------------------------------------------------------------
+
+export const RUN_PHASES = ["acquiring", "bootstrapping", "session_open", "finishing", "done"] as const;
+
+export const recoveryRouteEvidenceSchema = z.object({
+  kind: z.literal("recovery_route"),
+  /** The run's recorded phase; null (never started) reads as acquiring. */
+  phase: z.enum(RUN_PHASES).nullable(),
+  sandboxMode: z.enum(["warm", "per_turn"]),
+  turnsDone: z.number().int().nonnegative(),
+  /** The run holds an active lease with a provider sandbox id. */
+  sandboxBound: z.boolean(),
+  /**
+   * What the sandbox's runner says, read only when the route asked for it (`read_runner`);
+   * null or missing: not read yet.
+   */
+  runner: z
+    .object({
+      /** The runner's durable state, or null when the sandbox has none. */
+      state: z
+        .object({
+          /** Run, runner instance and session of the state are this run's own. */
+          ownedByRun: z.boolean(),
+          lastConnectionProtocolVersion: z.union([z.string(), z.number()]).nullable(),
+          lifecycle: z.enum(RUNNER_LIFECYCLES),
+        })
+        .nullable(),
+      process: z.enum(RUNNER_PROCESS_STATES),
+    })
+    .nullish(),
+});
+export type RecoveryRouteEvidence = z.infer<typeof recoveryRouteEvidenceSchema>;
+
 // ---- the bundle ---------------------------------------------------------------------
 
 export const evidenceSchema = z.discriminatedUnion("kind", [
@@ -265,6 +330,9 @@ export const evidenceSchema = z.discriminatedUnion("kind", [
   creationIntentEvidenceSchema,
   teardownFenceEvidenceSchema,
   sandboxOwnershipEvidenceSchema,
+  turnResultEvidenceSchema,
+  recoveryAttemptEvidenceSchema,
+  recoveryRouteEvidenceSchema,
 ]);
 export type Evidence = z.infer<typeof evidenceSchema>;
 /** What a caller may send (before defaults such as `maxAttempts` are applied). */

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
 import type { StartupFailureEvidence } from "./schemas";
+import { decide } from "./decide";
 import { classifyStartupFailure } from "./startup-failure";
 import { startupFailure } from "./test-support";
 
@@ -69,7 +70,7 @@ describe("startup_failure (DOMAIN.md §2.3, seed 004)", () => {
   ])("$name → retryable native_session_interrupted, retried after 30 s", ({ e }) => {
     const v = classifyStartupFailure(startupFailure({ attempt: 1, ...e }));
     expect(v).toMatchObject({ ...INTERRUPTED, reason: "session_interrupted" });
-    expect(v.checks.map((c) => c.name)).toEqual(["provider_rejected_request", "remote_definite_provider_failure", "attempts_left"]);
+    expect(v.checks.map((c) => c.name)).toEqual(["provider_rejected_request", "remote_definite_provider_failure", "attempts_left", "runner_ingress_free"]);
     // A startup failure never becomes an ownership hold.
     expect(v.code).not.toBe("ambiguous_remote_recovery_evidence");
   });
@@ -95,5 +96,19 @@ describe("startup_failure (DOMAIN.md §2.3, seed 004)", () => {
   test("the retry delay is configuration", () => {
     const e = startupFailure({ target: "local", providerFailure: pf("transient") });
     expect(classifyStartupFailure(e, { retryAfterSeconds: 5 }).retryAfterSeconds).toBe(5);
+  });
+
+  test("a runner ingress bind conflict is retried under its own code, owner and Retry from the catalogue (item 10)", () => {
+    const v = classifyStartupFailure(startupFailure({ target: "remote", definite: false, providerFailure: null, attempt: 1, bindConflict: true }));
+    expect(v).toMatchObject({ verdict: "retryable_failure", code: "runner_ingress_bind_conflict", reason: "ingress_bind_conflict", owner: "agent", canRetry: false, retryAfterSeconds: 30 });
+    expect(v.checks.at(-1)).toMatchObject({ name: "runner_ingress_free", ok: false });
+    // The budget still bounds it.
+    const last = classifyStartupFailure(startupFailure({ target: "remote", definite: false, providerFailure: null, attempt: 3, bindConflict: true }));
+    expect(last).toMatchObject(EXHAUSTED);
+  });
+
+  test("bindConflict defaults to false", () => {
+    const { bindConflict: _omit, ...bundle } = startupFailure({ target: "local", providerFailure: null, attempt: 1 });
+    expect(decide(bundle)).toMatchObject({ code: "native_session_interrupted" });
   });
 });

@@ -65,6 +65,10 @@ export function classifyStartupFailure(
   // Otherwise the same run is retried, at most maxAttempts provider attempts in all.
   const attemptsLeft = e.attempt < e.maxAttempts;
   checks.push(check("attempts_left", attemptsLeft, `attempt below ${e.maxAttempts}`, e.attempt));
-  if (attemptsLeft) return done("native_session_interrupted", "session_interrupted");
-  return done("native_session_retry_exhausted", "retries_exhausted");
+  if (!attemptsLeft) return done("native_session_retry_exhausted", "retries_exhausted");
+  // A runner that could not bind its ingress port is retried under its own code (item 10),
+  // so the run says what its proof says.
+  checks.push(check("runner_ingress_free", !e.bindConflict, "ingress port bound by the runner", e.bindConflict ? "bind conflict" : "bound"));
+  if (e.bindConflict) return done("runner_ingress_bind_conflict", "ingress_bind_conflict");
+  return done("native_session_interrupted", "session_interrupted");
 }

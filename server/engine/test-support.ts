@@ -4,10 +4,13 @@ import type {
   Identity,
   LeaseBindingEvidence,
   ProcessExitEvidence,
+  RecoveryAttemptEvidence,
+  RecoveryRouteEvidence,
   RunnerState,
   StartupFailureEvidence,
   SandboxOwnershipEvidence,
   TeardownFenceEvidence,
+  TurnResultEvidence,
 } from "./schemas";
 
 /** Well-formed evidence for tests, each one the "everything fine" case of its kind. */
@@ -80,6 +83,7 @@ export function startupFailure(over: Partial<StartupFailureEvidence> = {}): Star
     providerFailure: { kind: "requires_action", category: "permission", message: "bwrap: loopback: Failed RTM_NEWADDR" },
     attempt: 1,
     maxAttempts: 3,
+    bindConflict: false,
     ...over,
   };
 }
@@ -153,4 +157,16 @@ export function sandboxOwnership(over: Partial<SandboxOwnershipEvidence> = {}): 
     ],
     ...over,
   };
+}
+
+export function turnResult(over: Partial<TurnResultEvidence> = {}): TurnResultEvidence {
+  return { kind: "turn_result", expectedSeq: 2, record: { seq: 2, exitCode: 0 }, ...over };
+}
+
+export function recoveryAttempt(over: Partial<RecoveryAttemptEvidence> = {}): RecoveryAttemptEvidence {
+  return { kind: "recovery_attempt", now: T0, attempts: 1, maxAttempts: 5, backoffBaseMs: 2_000, lastError: "provider unreachable", errors: [], ...over };
+}
+
+export function recoveryRoute(over: Partial<RecoveryRouteEvidence> = {}): RecoveryRouteEvidence {
+  return { kind: "recovery_route", phase: "session_open", sandboxMode: "warm", turnsDone: 1, sandboxBound: true, runner: null, ...over };
 }

@@ -160,6 +160,53 @@ export const sandboxOwnershipResultSchema = z.object({
 });
 export type SandboxOwnershipResult = z.infer<typeof sandboxOwnershipResultSchema>;
 
+export const turnResultSchema = z.object({
+  kind: z.literal("turn_result"),
+  verdict: z.enum(["turn_succeeded", "turn_failed"]),
+  code: failureCode.nullable(),
+  reason: z.enum(["exit_zero", "exit_non_zero", "other_turn"]),
+  checks: z.array(checkSchema),
+  ...failureTail,
+});
+export type TurnResult = z.infer<typeof turnResultSchema>;
+
+export const recoveryAttemptResultSchema = z.object({
+  kind: z.literal("recovery_attempt"),
+  verdict: z.enum(["try_again", "give_up"]),
+  code: failureCode.nullable(),
+  reason: z.enum(["attempts_left", "attempts_exhausted"]),
+  checks: z.array(checkSchema),
+  ...failureTail,
+  /** try_again: not before this time (doubling back-off, capped); null on give_up. */
+  notBefore: z.string().nullable(),
+  backoffMs: z.number().int().nullable(),
+});
+export type RecoveryAttemptResult = z.infer<typeof recoveryAttemptResultSchema>;
+
+export const RECOVERY_ROUTES = [
+  "restart_acquire",
+  "finish",
+  "next_turn_sandbox",
+  "read_runner",
+  "restart_bootstrap_fresh",
+  "recover_bootstrap",
+  "recover_session",
+  "refused",
+] as const;
+export type RecoveryRoute = (typeof RECOVERY_ROUTES)[number];
+
+export const recoveryRouteResultSchema = z.object({
+  kind: z.literal("recovery_route"),
+  verdict: z.enum(RECOVERY_ROUTES),
+  code: failureCode.nullable(),
+  reason: z.string(),
+  checks: z.array(checkSchema),
+  ...failureTail,
+  /** The recovery mode the run carries on in (restart_acquire, next_turn_sandbox, finish, restart_bootstrap_fresh). */
+  recoveryMode: z.enum(["bootstrap_retry", "exact_checkpoint_resume"]).nullable(),
+});
+export type RecoveryRouteResult = z.infer<typeof recoveryRouteResultSchema>;
+
 export const verdictSchema = z.discriminatedUnion("kind", [
   leaseBindingResultSchema,
   bootstrapRestartResultSchema,
@@ -168,5 +215,8 @@ export const verdictSchema = z.discriminatedUnion("kind", [
   creationIntentResultSchema,
   teardownFenceResultSchema,
   sandboxOwnershipResultSchema,
+  turnResultSchema,
+  recoveryAttemptResultSchema,
+  recoveryRouteResultSchema,
 ]);
 export type Verdict = z.infer<typeof verdictSchema>;

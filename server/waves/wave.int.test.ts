@@ -5,6 +5,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startControllerHarness, type ControllerHarness } from "../controller/testing";
 import { readEnv } from "../env";
+import { restingCode, restingFailure, RUN_DECIDING_KINDS, verdictSchema } from "../engine";
 import type { PlannedTask, WavePlan } from "./plan";
 import type { WaveReport } from "./report";
 import { runWave, type WaveRunOptions } from "./runner";
@@ -117,6 +118,24 @@ describe("waves pass on the current engine", () => {
     expect(codes).toContain("runner_ingress_bind_conflict");
     expect(report.tasks.find((t) => t.id === "t02")!.retriesNeeded).toBe(1);
     expect(report.tasks.some((t) => t.restartCrossing)).toBe(true);
+
+    // The run never contradicts its proof (issue 12 item 10): every failed run rests in the
+    // code its last run-deciding proof's stored verdict gives.
+    const failedRuns = await h.db.db.run.findMany({ where: { waveId: report.id, status: "failed" } });
+    expect(failedRuns.length).toBeGreaterThan(0);
+    for (const run of failedRuns) {
+      const proofs = await h.db.db.proof.findMany({ where: { runId: run.id, kind: { in: [...RUN_DECIDING_KINDS] } }, orderBy: { evaluatedAt: "desc" } });
+      expect(proofs.length, `run ${run.id} (${run.failureCode}) has no run-deciding proof`).toBeGreaterThan(0);
+      // Proofs stored within one millisecond tie: of those, the one that rests the run.
+      const last = proofs.filter((p) => p.evaluatedAt.getTime() === proofs[0]!.evaluatedAt.getTime()).map((p) => verdictSchema.parse(p.output));
+      const verdict = last.find((v) => restingCode(v) !== null) ?? last[0]!;
+      expect({ run: run.id, code: run.failureCode, owner: run.owner, canRetry: run.canRetry }).toEqual({
+        run: run.id,
+        code: restingCode(verdict),
+        owner: restingFailure(verdict)?.owner,
+        canRetry: restingFailure(verdict)?.canRetry,
+      });
+    }
 
     const stored = await loadWaveReport(h.db.db, report.id);
     expect(stored.tasks).toHaveLength(6);

@@ -1,0 +1,104 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { submitRun } from "../runs/submit";
+import { spawnController, type ControllerProcessHandle } from "./process-harness";
+import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
+
+/**
+ * The executor epoch (DOMAIN.md §2.10, issue 12 item 4) with two real controller
+ * processes: one is SIGSTOPped past the silence window (as a stalled controller on another
+ * host, which no process-exit proof can judge), the other takes its run over; when the
+ * first wakes, its writes to that run change nothing and it stops working on it.
+ */
+
+let h: ControllerHarness;
+const procs: ControllerProcessHandle[] = [];
+let scratch: string;
+
+beforeAll(async () => {
+  h = await startControllerHarness();
+  scratch = fs.mkdtempSync(path.join(os.tmpdir(), "rw-fence-"));
+});
+
+afterAll(async () => {
+  for (const p of procs) {
+    p.kill("SIGCONT");
+    p.kill("SIGKILL");
+    await p.exited;
+  }
+  await h?.close();
+  fs.rmSync(scratch, { recursive: true, force: true });
+});
+
+function controller(): ControllerProcessHandle {
+  const p = spawnController({
+    DATABASE_URL: h.db.url,
+    EMULATOR_URL: h.emu.emulator.url,
+    RUNWARDEN_INSTANCE_ID: "inst-a",
+    RUNWARDEN_CONTROLLER_HOME: fs.mkdtempSync(path.join(scratch, "home-")),
+    RUNWARDEN_EXECUTOR_TIMEOUT_MS: "3000",
+    RUNWARDEN_SWEEP_INTERVAL_MS: "60000",
+  });
+  procs.push(p);
+  return p;
+}
+
+const bootIdOf = (p: ControllerProcessHandle) => /bootId=(\S+)/.exec(p.output.find((l) => l.startsWith("controller ready:")) ?? "")?.[1] ?? "";
+
+describe("a stalled controller wakes after a takeover (§2.10)", () => {
+  it("its writes change nothing, it stops working on the run, and the run finishes once under the new executor", async () => {
+    const marker = path.join(scratch, "marker.txt");
+    const a = controller();
+    await a.ready;
+    const aBoot = bootIdOf(a);
+    const run = await submitRun(
+      h.db.db,
+      "inst-a",
+      { companyId: "co-1", taskId: "fence-1", agent: "a", provider: "codex", sandboxMode: "warm", turns: 5, agentCommand: `sleep 1; printf '%s\\n' "$RUNWARDEN_TURN" >> '${marker}'` },
+      { id: "test", role: "operator" },
+    );
+    await waitFor("A to finish a turn", async () => {
+      const r = await h.db.db.run.findUniqueOrThrow({ where: { id: run.id } });
+      return r.executorBootId === aBoot && r.turnsDone >= 1 ? r : null;
+    }, 60_000);
+    // A is on "another host": its pid cannot be probed here, so only its silence counts.
+    await h.db.db.controllerProcess.update({ where: { bootId: aBoot }, data: { pidSpace: "ps-another-host" } });
+    a.kill("SIGSTOP");
+    const stoppedAt = new Date();
+
+    const b = controller();
+    await b.ready;
+    const bBoot = bootIdOf(b);
+    const taken = await waitFor("B to take the run over", async () => {
+      const r = await h.db.db.run.findUniqueOrThrow({ where: { id: run.id } });
+      return r.executorBootId === bBoot ? r : null;
+    }, 60_000);
+    await waitFor("B to finish a turn", async () => (await h.db.db.runEvent.count({ where: { runId: run.id, bootId: bBoot, type: "turn_done" } })) > 0 || null, 60_000);
+    const takeoverAt = (await h.db.db.runEvent.findFirstOrThrow({ where: { runId: run.id, bootId: bBoot }, orderBy: { id: "asc" } })).at;
+
+    a.kill("SIGCONT");
+    const done = await waitFor("the run to settle", async () => {
+      const r = await h.db.db.run.findUniqueOrThrow({ where: { id: run.id } });
+      return r.status === "succeeded" || r.status === "failed" ? r : null;
+    }, 90_000);
+    // A woke up mid-turn: give it the time to try its writes.
+    await new Promise((r) => setTimeout(r, 3_000));
+
+    expect({ status: done.status, turnsDone: done.turnsDone, code: done.failureCode }).toEqual({ status: "succeeded", turnsDone: 5, code: null });
+    // After the takeover, nothing A did reached the run's record.
+    const staleEvents = await h.db.db.runEvent.findMany({ where: { runId: run.id, bootId: aBoot, at: { gt: takeoverAt } } });
+    expect(staleEvents.map((e) => e.type)).toEqual([]);
+    // Each turn ran once, and B's sandbox was torn down by B's finish only.
+    expect(fs.readFileSync(marker, "utf8").trim().split("\n")).toEqual(["1", "2", "3", "4", "5"]);
+    expect(stoppedAt.getTime()).toBeLessThan(takeoverAt.getTime());
+    // A is still up (it stopped working on the run, either at its fenced write — "run lost to
+    // another controller" — or at an in-flight call that failed while it was stopped), and
+    // stored no proof about the run either.
+    expect(a.child.exitCode).toBeNull();
+    expect(await h.db.db.proof.count({ where: { runId: run.id, evaluatedBy: aBoot, evaluatedAt: { gt: takeoverAt } } })).toBe(0);
+    // Claimed by A (queued → A), then taken over by B: the fencing token moved twice.
+    expect(taken.executorEpoch).toBeGreaterThanOrEqual(2);
+  }, 240_000);
+});

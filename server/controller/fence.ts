@@ -1,0 +1,39 @@
+import type { Prisma, Run } from "../db/client";
+import type { ControllerContext } from "./context";
+
+/**
+ * The executor epoch (DOMAIN.md §2.10): every takeover of a run increments it, and every
+ * write a controller makes to a run it executes is conditional on the epoch it claimed. A
+ * write that matches nothing means the run was taken over: the writer stops working on it
+ * and touches none of its leases.
+ */
+export type RunFence = Pick<Run, "id" | "executorEpoch">;
+
+export class RunLost extends Error {
+  override name = "RunLost";
+  constructor(
+    readonly runId: string,
+    readonly epoch: number,
+  ) {
+    super(`run ${runId}: executor epoch ${epoch} is no longer current (another controller took the run over)`);
+  }
+}
+
+export function isRunLost(err: unknown): err is RunLost {
+  return err instanceof RunLost;
+}
+
+/** A run write fenced by the epoch `run` was claimed at. */
+export function fenced(ctx: ControllerContext, run: RunFence) {
+  return {
+    async update(args: { where: { id: string }; data: Prisma.RunUpdateManyMutationInput }): Promise<void> {
+      const { count } = await ctx.db.run.updateMany({ where: { id: args.where.id, executorEpoch: run.executorEpoch }, data: args.data });
+      if (count === 0) throw new RunLost(run.id, run.executorEpoch);
+    },
+  };
+}
+
+/** Fails with RunLost when the run's epoch moved on: checked before acting on its sandboxes. */
+export async function assertCurrent(ctx: ControllerContext, run: RunFence): Promise<void> {
+  await fenced(ctx, run).update({ where: { id: run.id }, data: { heartbeatAt: new Date() } });
+}
