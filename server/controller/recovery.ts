@@ -1,4 +1,4 @@
-import type { ControllerProcess, EnvironmentLease, Prisma, RestartKind, Run } from "../db/client";
+import { Prisma, type ControllerProcess, type Db, type EnvironmentLease, type RestartKind, type Run } from "../db/client";
 import {
   assertNever,
   EXECUTING_RUN_STATUSES,
@@ -71,24 +71,33 @@ export function executorStatus(ctx: ControllerContext, executor: ControllerProce
  * Pages through active runs by a stable id cursor (§2.8): no number of runs of live
  * executors can hide an interrupted one behind the first page.
  */
+/**
+ * One page of this instance's executing runs that another executor holds (or none), in id
+ * order. Reads the partial index `runs_executing_by_instance` (issue 13).
+ */
+export async function executingRunsPage(db: Db, p: { instanceId: string; bootId: string; now: Date; cursor: string | null; take: number }): Promise<Run[]> {
+  // Statuses as literals: only then can PostgreSQL prove the partial index's predicate (Prisma
+  // sends enum values through a cast it cannot fold at planning time).
+  const executing = Prisma.raw(ACTIVE.map((s) => `'${s}'`).join(", "));
+  const ids = await db.$queryRaw<{ id: string }[]>`
+    SELECT id FROM runs
+    WHERE instance_id = ${p.instanceId} AND status IN (${executing})
+      AND (executor_boot_id IS NULL OR executor_boot_id <> ${p.bootId})
+      -- A run whose last recovery attempt failed waits out its back-off (§2.8).
+      AND (recovery_not_before IS NULL OR recovery_not_before <= ${p.now})
+      ${p.cursor ? Prisma.sql`AND id > ${p.cursor}::uuid` : Prisma.empty}
+    ORDER BY id LIMIT ${p.take}`;
+  if (ids.length === 0) return [];
+  return db.run.findMany({ where: { id: { in: ids.map((r) => r.id) } }, orderBy: { id: "asc" } });
+}
+
 export async function claimInterruptedRuns(ctx: ControllerContext, limit: number): Promise<Array<{ run: Run; status: ExecutorStatus }>> {
   const now = new Date();
   const executors = new Map<string, ControllerProcess | null>();
   const claimed: Array<{ run: Run; status: ExecutorStatus }> = [];
   let cursor: string | null = null;
   while (claimed.length < limit) {
-    const page: Run[] = await ctx.db.run.findMany({
-      where: {
-        instanceId: ctx.config.instanceId,
-        status: { in: [...ACTIVE] },
-        OR: [{ executorBootId: null }, { executorBootId: { not: ctx.identity.bootId } }],
-        // A run whose last recovery attempt failed waits out its back-off (§2.8).
-        AND: [{ OR: [{ recoveryNotBefore: null }, { recoveryNotBefore: { lte: now } }] }],
-        ...(cursor ? { id: { gt: cursor } } : {}),
-      },
-      orderBy: { id: "asc" },
-      take: ctx.config.pageSize,
-    });
+    const page = await executingRunsPage(ctx.db, { instanceId: ctx.config.instanceId, bootId: ctx.identity.bootId, now, cursor, take: ctx.config.pageSize });
     if (page.length === 0) break;
     cursor = page[page.length - 1]!.id;
     const unknown = [...new Set(page.map((r) => r.executorBootId).filter((b): b is string => !!b && !executors.has(b)))];
