@@ -71,16 +71,17 @@ describe("a restart between an intent's commit and its lease's commit (seed 003,
     const orphan = await liveSandboxesOf(r.id);
     expect(orphan).toHaveLength(1);
 
-    const restartedAt = Date.now();
     await controller();
     await waitFor("the orphan to be destroyed", async () => (await liveSandboxesOf(r.id)).every((s) => s.id !== orphan[0]!.id));
-    const reclaimMs = Date.now() - restartedAt;
-    expect(reclaimMs).toBeLessThan(15_000);
 
     const intent = await h.db.db.sandboxCreationIntent.findUniqueOrThrow({ where: { id: intents[0]!.id } });
     expect(intent.status).toBe("reclaimed");
     const proofs = await h.db.db.proof.findMany({ where: { intentId: intent.id, kind: "creation_intent" }, orderBy: { evaluatedAt: "asc" } });
     expect(proofs.map((p) => p.verdict)).toContain("reclaim");
+    // "At once": reclaimed because its creator exited, long before the intent's own next look
+    // (how fast in seconds is the benchmark's figure, not a timed test's).
+    const reclaim = proofs.find((p) => p.verdict === "reclaim")!;
+    expect(reclaim.evaluatedAt.getTime()).toBeLessThan(intents[0]!.nextAttemptAt.getTime());
     expect((proofs.at(-1)!.output as { creatorVerdict?: { verdict: string } }).creatorVerdict?.verdict).toBe("exited");
 
     const done = await settled(r.id);
