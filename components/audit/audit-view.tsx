@@ -17,7 +17,7 @@ type Entry = RouterOutputs["audit"]["list"]["items"][number];
 const OUTCOME_TONE: Record<string, Tone> = { ok: "good", refused: "warn", error: "bad" };
 
 /** Actions worth suggesting before any is on screen. */
-const KNOWN_ACTIONS = ["run.retry", "runs.retry", "run.submit", "orphans.reclaim", "orphans.reclaim_preview", "orphans.destroy_unrecorded", "sweep.run", "wave.import", "user.add", "users.add", "csrf.refused", "audit.export"];
+const KNOWN_ACTIONS = ["run.retry", "runs.retry", "run.submit", "orphans.reclaim", "orphans.reclaim_preview", "orphans.destroy_unrecorded", "sweep.run", "wave.import", "user.add", "users.add", "user.update", "user.disable", "user.enable", "user.reset_password", "csrf.refused", "audit.export"];
 
 export function AuditView() {
   const trpc = useTRPC();
