@@ -13,6 +13,7 @@
 // or `~/work`; ingress port `--port`, `$RUNWARDEN_INGRESS_PORT`, or 43127.
 
 import { spawn } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
@@ -104,6 +105,10 @@ function writeDurable(file, value) {
   } catch {
     // some filesystems refuse a directory fsync; the rename is still atomic
   }
+}
+
+function programDigest() {
+  return crypto.createHash("sha256").update(fs.readFileSync(new URL(import.meta.url))).digest("hex").slice(0, 16);
 }
 
 function writeState(state) {
@@ -297,6 +302,9 @@ async function serve(args) {
     ingressPort: port,
     workDir: WORK,
     agentCommand: args["agent-command"] ?? null,
+    // The program this runner runs (sha-256 of this file, as the controller names its upload):
+    // a restarted controller checks it before trusting a staged attachment (DOMAIN.md §2.1).
+    programDigest: programDigest(),
     inFlight: null,
     updatedAt: "",
   });

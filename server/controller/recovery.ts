@@ -14,7 +14,7 @@ import {
   type RecoveryRouteResult,
 } from "../engine";
 import { ProviderError } from "../providers/errors";
-import { PROVIDER_STATE_PATH, RUNNER_ROOT, readRunnerState, type RunnerState } from "../providers/runner";
+import { PROVIDER_STATE_PATH, RUNNER_ROOT, readRunnerState, runnerProgramDigest, type RunnerState } from "../providers/runner";
 import { resumeLease } from "./acquire";
 import type { ControllerContext } from "./context";
 import { REMOTE_CWD } from "./context";
@@ -400,6 +400,8 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
       ? {
           headerReadable: state !== null,
           sourceRunMatches: state?.runId === run.id,
+          // A runner that does not say which program it runs proves nothing: missing is a refusal.
+          ...(state?.programDigest ? { templateDigestMatches: state.programDigest === runnerProgramDigest() } : {}),
           runnerIdentityMatches: state?.runnerInstanceId === run.runnerInstanceId,
         }
       : null,

@@ -132,6 +132,14 @@ describe("a graceful drain during a per-turn follow-up (seed 000, K2)", () => {
     expect(binding.verdict).toBe("admitted");
     expect((binding.evidence as { target: { acquisitionOutcome: string }; path: string }).target.acquisitionOutcome).toBe("created");
     expect((binding.evidence as { path: string }).path).toBe("staged_attachment");
+    // Every staged check was proven, the runner's program digest among them (§2.1).
+    const checks = binding.checks as { name: string; ok: boolean }[];
+    expect(checks.filter((c) => c.name.startsWith("staged_")).map((c) => [c.name, c.ok])).toEqual([
+      ["staged_header_readable", true],
+      ["staged_source_run_matches", true],
+      ["staged_template_digest_matches", true],
+      ["staged_runner_identity_matches", true],
+    ]);
     const claim = await h.db.db.recoveryClaim.findFirstOrThrow({ where: { runId: r.id } });
     expect(claim).toMatchObject({ kind: "staged_attachment", restartKind: "graceful", disposition: "admitted" });
     expect(await h.db.db.run.count({ where: { previousRunId: r.id } })).toBe(0);

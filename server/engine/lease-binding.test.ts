@@ -18,11 +18,10 @@ const withTarget = (t: Partial<LeaseBindingEvidence["target"]>, over: Partial<Le
 
 describe("lease_binding (DOMAIN.md §2.1, seed 000)", () => {
   test.each([
-    { name: "created lease on the staged path (seed 000's bug)", e: withTarget({ acquisitionOutcome: "created" }) },
-    { name: "resumed lease on the staged path", e: withTarget({ acquisitionOutcome: "resumed" }) },
+    { name: "created lease on the staged path (seed 000's bug)", e: withTarget({ acquisitionOutcome: "created" }, { staged: ALL_STAGED }) },
+    { name: "resumed lease on the staged path", e: withTarget({ acquisitionOutcome: "resumed" }, { staged: ALL_STAGED }) },
     { name: "created lease on the remote-reattach path", e: withTarget({ acquisitionOutcome: "created" }, { path: "remote_reattach" }) },
     { name: "resumed lease on the remote-reattach path", e: withTarget({ acquisitionOutcome: "resumed" }, { path: "remote_reattach" }) },
-    { name: "created lease with all later staged checks true", e: withTarget({}, { staged: ALL_STAGED }) },
   ])("admits: $name", ({ e }) => {
     const v = evaluateLeaseBinding(e);
     expect(v).toMatchObject({ kind: "lease_binding", verdict: "admitted", code: null, reason: "lease_bound", continuation: null });
@@ -63,8 +62,19 @@ describe("lease_binding (DOMAIN.md §2.1, seed 000)", () => {
     },
   );
 
-  test("staged checks that are absent are not evaluated", () => {
-    const v = evaluateLeaseBinding(withTarget({}, { staged: { headerReadable: true } }));
+  test.each([
+    ["no staged evidence at all", null],
+    ["the template digest missing", { headerReadable: true, sourceRunMatches: true, runnerIdentityMatches: true }],
+  ] as const)("on the staged path, %s is a refusal, never a skipped check (§2.1)", (_name, staged) => {
+    const v = evaluateLeaseBinding(withTarget({}, { path: "staged_attachment", staged }));
+    expect(v.verdict).toBe("refused");
+    expect(v.code).toBe("native_runner_staged_attachment_recovery_unproven");
+    expect(v.checks.map((c) => c.name)).toEqual([...CHECKS, ...STAGED_CHECKS]);
+    expect(v.checks.find((c) => c.name === "staged_template_digest_matches")).toMatchObject({ ok: false, actual: "missing" });
+  });
+
+  test("on the remote-reattach path, staged checks that are absent are not evaluated", () => {
+    const v = evaluateLeaseBinding(withTarget({}, { path: "remote_reattach", staged: { headerReadable: true } }));
     expect(v.checks.map((c) => c.name)).toEqual([...CHECKS, "staged_header_readable"]);
     expect(v.verdict).toBe("admitted");
   });

@@ -57,7 +57,12 @@ export function evaluateLeaseBinding(e: LeaseBindingEvidence): LeaseBindingResul
   const staged = e.staged ?? {};
   for (const s of STAGED_CHECKS) {
     const value = staged[s.key];
-    if (value === undefined) continue;
+    if (value === undefined) {
+      // On the staged path every staged check is required: missing evidence is a refusal,
+      // never a skipped check (§2.1, seed 000 "all still proven").
+      if (e.path === "staged_attachment") evaluated.push({ check: check(s.name, false, true, "missing"), reason: s.reason });
+      continue;
+    }
     evaluated.push({ check: check(s.name, value, true, value), reason: s.reason });
   }
 

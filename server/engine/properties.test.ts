@@ -81,7 +81,8 @@ const matchingBinding: fc.Arbitrary<LeaseBindingEvidence> = fc
       path,
       claim: { runId, remote: { providerLeaseId: lease, remoteCwd: cwd } },
       target: { runId, providerLeaseId: lease, remoteCwd: cwd, acquisitionOutcome: outcome },
-      staged: staged ? Object.fromEntries(staged.map((k) => [k, true])) : null,
+      // The staged path proves every staged check (§2.1); the remote path may carry any of them.
+      staged: path === "staged_attachment" ? Object.fromEntries(STAGED_KEYS.map((k) => [k, true])) : staged ? Object.fromEntries(staged.map((k) => [k, true])) : null,
     }),
   );
 

@@ -38,6 +38,7 @@ export function leaseBinding(over: Partial<LeaseBindingEvidence> = {}): LeaseBin
     path: "staged_attachment",
     claim: { runId: "r1", remote: { providerLeaseId: "sbx-1", remoteCwd: "/home/sandbox/work" } },
     target: { runId: "r1", providerLeaseId: "sbx-1", remoteCwd: "/home/sandbox/work", acquisitionOutcome: "created" },
+    staged: { headerReadable: true, sourceRunMatches: true, templateDigestMatches: true, runnerIdentityMatches: true },
     ...over,
   };
 }

@@ -78,6 +78,8 @@ export const RunnerStateSchema = z.object({
   /** The turn being run when this was written (it is not processed until it is in processedCommands). */
   inFlight: z.object({ seq: z.number().int(), startedAt: z.string() }).nullish(),
   agentCommand: z.string().nullish(),
+  /** sha-256 (16 hex) of the runnerd program that wrote this state; missing from older runners. */
+  programDigest: z.string().nullish(),
   updatedAt: z.string(),
 });
 export type RunnerState = z.infer<typeof RunnerStateSchema>;
@@ -194,6 +196,11 @@ function loadProgram(name: string): Program {
     }
   }
   throw new Error(`runner program ${name} not found (looked in ${candidates.join(", ")})`);
+}
+
+/** The digest of the runnerd program this controller uploads (what a runner's `programDigest` must equal). */
+export function runnerProgramDigest(): string {
+  return runnerPrograms().runnerd.sha;
 }
 
 let programs: { runnerd: Program; demo: Program } | null = null;
