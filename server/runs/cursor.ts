@@ -49,22 +49,32 @@ export function encodeCursor(row: Keyset): string {
   return sealCursor(JSON.stringify({ t: row.createdAt.toISOString(), id: row.id }));
 }
 
-export function decodeCursor(cursor: string): Keyset | null {
+/** The JSON inside a cursor this server sealed, read with `schema`; null for anything else. */
+function openJson<T>(cursor: string, schema: z.ZodType<T>): T | null {
   const text = openCursor(cursor);
   if (text === null) return null;
   try {
-    const parsed = payload.safeParse(JSON.parse(text));
-    return parsed.success ? { createdAt: new Date(parsed.data.t), id: parsed.data.id } : null;
+    const parsed = schema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : null;
   } catch {
     return null;
   }
 }
 
-/** Input schema for a cursor: a malformed one is a BAD_REQUEST naming the field. */
-export const cursorInput = z
-  .string()
-  .max(400)
-  .refine((c) => decodeCursor(c) !== null, "not a cursor of this list (open the first page again)");
+/** Input schema for a cursor read by `decode`: a malformed one is a BAD_REQUEST naming the field. */
+function cursorInputOf(decode: (cursor: string) => unknown) {
+  return z
+    .string()
+    .max(400)
+    .refine((c) => decode(c) !== null, "not a cursor of this list (open the first page again)");
+}
+
+export function decodeCursor(cursor: string): Keyset | null {
+  const k = openJson(cursor, payload);
+  return k ? { createdAt: new Date(k.t), id: k.id } : null;
+}
+
+export const cursorInput = cursorInputOf(decodeCursor);
 
 /** The Prisma condition "after this cursor" in (createdAt desc, id desc) order. */
 export function afterCursor(cursor: string | undefined | null) {
@@ -104,23 +114,23 @@ export function pageOf<T extends Keyset>(rows: T[], pageSize: number): { items: 
 
 export const PAGE_ORDER = [{ createdAt: "desc" as const }, { id: "desc" as const }];
 
-/** A page start in a list that is computed whole (orphans): a signed offset. */
-export function encodeOffset(offset: number): string {
-  return sealCursor(JSON.stringify({ o: offset }));
+/**
+ * A page start in a list that is computed whole (orphans): a signed offset, and the moment
+ * the first page was computed for, so that later pages order the rows as of that moment
+ * (accrued cost grows with time; an order read at another moment would skip or repeat rows).
+ */
+export interface OffsetCursor {
+  offset: number;
+  at: Date;
 }
 
-export function decodeOffset(cursor: string): number | null {
-  const text = openCursor(cursor);
-  if (text === null) return null;
-  try {
-    const parsed = z.object({ o: z.number().int().min(0).max(10_000_000) }).safeParse(JSON.parse(text));
-    return parsed.success ? parsed.data.o : null;
-  } catch {
-    return null;
-  }
+export function encodeOffset(c: OffsetCursor): string {
+  return sealCursor(JSON.stringify({ o: c.offset, t: c.at.toISOString() }));
 }
 
-export const offsetCursorInput = z
-  .string()
-  .max(400)
-  .refine((c) => decodeOffset(c) !== null, "not a cursor of this list (open the first page again)");
+export function decodeOffset(cursor: string): OffsetCursor | null {
+  const c = openJson(cursor, z.object({ o: z.number().int().min(0).max(10_000_000), t: z.iso.datetime() }));
+  return c ? { offset: c.o, at: new Date(c.t) } : null;
+}
+
+export const offsetCursorInput = cursorInputOf(decodeOffset);

@@ -297,7 +297,10 @@ async function judgeAll(db: Db, service: ControllerContext, scope: CompanyScope,
 
 export async function listOrphans(db: Db, service: ControllerContext, scope: CompanyScope, instanceId: string, raw: OrphanListInput, now = new Date()): Promise<OrphanListOutput> {
   const input = orphanListInput.parse(raw);
-  const { rows, held } = await judgeAll(db, service, scope, instanceId, now);
+  const page = input.cursor ? decodeOffset(input.cursor) : null;
+  // A later page is judged as of its first page's moment (see OffsetCursor).
+  const at = page?.at ?? now;
+  const { rows, held } = await judgeAll(db, service, scope, instanceId, at);
   const byVerdict = Object.fromEntries(OWNERSHIP_VERDICTS.map((v) => [v, 0])) as Record<OwnershipVerdict, number>;
   for (const r of rows) byVerdict[r.verdict] += 1;
   const search = input.search?.toLowerCase();
@@ -308,14 +311,14 @@ export async function listOrphans(db: Db, service: ControllerContext, scope: Com
       (!search || r.name.toLowerCase().includes(search) || r.id.toLowerCase().includes(search)),
   );
   // The provider is listed whole to judge every sandbox; only one page travels to the browser.
-  const offset = Math.min(input.cursor ? (decodeOffset(input.cursor) ?? 0) : 0, items.length);
+  const offset = Math.min(page?.offset ?? 0, items.length);
   const end = offset + input.pageSize;
   return {
     instanceId,
-    listedAt: now,
+    listedAt: at,
     items: items.slice(offset, end),
     offset,
-    nextCursor: end < items.length ? encodeOffset(end) : null,
+    nextCursor: end < items.length ? encodeOffset({ offset: end, at }) : null,
     totals: {
       count: items.length,
       hourlyCost: round6(items.reduce((n, r) => n + r.hourlyCost, 0)),
