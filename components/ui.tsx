@@ -170,3 +170,18 @@ export function TableWrap({ label, children }: { label: string; children: ReactN
     </div>
   );
 }
+
+/** First / Next page of a cursor-paged list; `children` go after the buttons (a page-size picker). */
+export function Pager({ cursor, nextCursor, onPage, children }: { cursor: string | null; nextCursor: string | null; onPage: (cursor: string | null) => void; children?: ReactNode }) {
+  return (
+    <nav aria-label="Pages" className="mt-3 flex flex-wrap items-center gap-3">
+      <button type="button" className={buttonClass.secondary} disabled={!cursor} onClick={() => onPage(null)}>
+        First page
+      </button>
+      <button type="button" className={buttonClass.secondary} disabled={!nextCursor} onClick={() => onPage(nextCursor)}>
+        Next page
+      </button>
+      {children}
+    </nav>
+  );
+}

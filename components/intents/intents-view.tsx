@@ -11,7 +11,7 @@ import type { RouterOutputs } from "@/trpc/types";
 import { usePermission } from "../auth/access";
 import { FILTER_MAX } from "@/server/limits";
 import { SelectFilter, TextFilter } from "../text-filter";
-import { Badge, buttonClass, Empty, ErrorNotice, JsonValue, linkClass, Loading, RelativeTime, Section, shortId, statusTone, TableWrap, tableClass, tdClass, type Tone, TableHead } from "../ui";
+import { Badge, buttonClass, Empty, ErrorNotice, JsonValue, linkClass, Loading, Pager, RelativeTime, Section, shortId, statusTone, tableClass, TableHead, TableWrap, tdClass, type Tone } from "../ui";
 import { INTENT_STATUSES, intentsSearchParams, toIntentListInput } from "./search-params";
 
 type Intent = RouterOutputs["intents"]["list"]["items"][number];
@@ -85,14 +85,7 @@ export function IntentsView() {
         ) : (
           <>
             <IntentsTable items={list.data.items} />
-            <nav aria-label="Pages" className="mt-3 flex gap-3">
-              <button type="button" className={buttonClass.secondary} disabled={!values.cursor} onClick={() => void setValues({ cursor: null })}>
-                First page
-              </button>
-              <button type="button" className={buttonClass.secondary} disabled={!list.data.nextCursor} onClick={() => void setValues({ cursor: list.data.nextCursor })}>
-                Next page
-              </button>
-            </nav>
+            <Pager cursor={values.cursor} nextCursor={list.data.nextCursor} onPage={(cursor) => void setValues({ cursor })} />
           </>
         )}
       </Section>

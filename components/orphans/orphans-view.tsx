@@ -13,7 +13,7 @@ import { useMe, usePermission } from "../auth/access";
 import { FILTER_MAX } from "@/server/limits";
 import { SelectFilter, TextFilter } from "../text-filter";
 import { orphansSearchParams, toOrphanListInput } from "./search-params";
-import { Badge, buttonClass, Empty, ErrorNotice, formatDuration, formatUsd, inputClass, linkClass, Loading, RelativeTime, Section, shortId, TableWrap, tableClass, tdClass, thClass, type Tone } from "../ui";
+import { Badge, buttonClass, Empty, ErrorNotice, formatDuration, formatUsd, inputClass, linkClass, Loading, Pager, RelativeTime, Section, shortId, tableClass, TableWrap, tdClass, thClass, type Tone } from "../ui";
 
 type Orphan = RouterOutputs["orphans"]["list"]["items"][number];
 type Reclaim = RouterOutputs["orphans"]["reclaim"];
@@ -202,14 +202,7 @@ export function OrphansView() {
           </TableWrap>
         )}
         {list.data && (values.cursor || list.data.nextCursor) ? (
-          <nav aria-label="Pages" className="mt-3 flex flex-wrap items-center gap-3">
-            <button type="button" className={buttonClass.secondary} disabled={!values.cursor} onClick={() => void setValues({ cursor: null })}>
-              First page
-            </button>
-            <button type="button" className={buttonClass.secondary} disabled={!list.data.nextCursor} onClick={() => void setValues({ cursor: list.data.nextCursor })}>
-              Next page
-            </button>
-          </nav>
+          <Pager cursor={values.cursor} nextCursor={list.data.nextCursor} onPage={(cursor) => void setValues({ cursor })} />
         ) : null}
       </Section>
 

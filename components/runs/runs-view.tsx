@@ -8,7 +8,7 @@ import { useTRPC } from "@/trpc/react";
 import { DateTimeFilter } from "../datetime-filter";
 import { FILTER_MAX } from "@/server/limits";
 import { SelectFilter, TextFilter } from "../text-filter";
-import { buttonClass, ErrorNotice, inputClass, Loading, Section } from "../ui";
+import { buttonClass, ErrorNotice, inputClass, Loading, Pager, Section } from "../ui";
 import { FailureGroups } from "./failure-groups";
 import { RunsTable } from "./runs-table";
 import { OUTCOMES, PAGE_SIZES, RUN_STATUSES, runsSearchParams, TARGETS, TIME_RANGES, toRunFilter, toRunListInput } from "./search-params";
@@ -82,13 +82,7 @@ export function RunsView() {
         ) : (
           <>
             <RunsTable rows={list.data.items} values={values} filtered={filtered} />
-            <nav aria-label="Pages" className="mt-3 flex flex-wrap items-center gap-3">
-              <button type="button" className={buttonClass.secondary} disabled={!values.cursor} onClick={() => void setValues({ cursor: null })}>
-                First page
-              </button>
-              <button type="button" className={buttonClass.secondary} disabled={!list.data.nextCursor} onClick={() => void setValues({ cursor: list.data.nextCursor })}>
-                Next page
-              </button>
+            <Pager cursor={values.cursor} nextCursor={list.data.nextCursor} onPage={(cursor) => void setValues({ cursor })}>
               <label htmlFor="f-size" className="ml-auto text-sm text-zinc-700 dark:text-zinc-300">
                 Per page
               </label>
@@ -99,7 +93,7 @@ export function RunsView() {
                   </option>
                 ))}
               </select>
-            </nav>
+            </Pager>
           </>
         )}
       </Section>
