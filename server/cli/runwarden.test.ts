@@ -54,6 +54,7 @@ const EXPECTED: Record<string, Record<string, unknown>> = {
   "turn-result-agent-failed.json": { kind: "turn_result", verdict: "turn_failed", code: "agent_command_failed", owner: "agent", canRetry: true },
   "recovery-attempt-exhausted.json": { kind: "recovery_attempt", verdict: "give_up", code: "native_recovery_attempts_exhausted", canRetry: true },
   "recovery-route-read-runner.json": { kind: "recovery_route", verdict: "read_runner", code: null },
+  "stopped-sandbox-auto-stopped.json": { kind: "stopped_sandbox", verdict: "start_sandbox", reason: "sandbox_startable", code: null },
 };
 
 let tmp = "";
@@ -101,7 +102,7 @@ describe.concurrent("runwarden decide (child process)", () => {
     {
       name: "an unknown kind",
       content: JSON.stringify({ kind: "lease_bind" }),
-      line: 'runwarden decide: evidence.kind: expected one of lease_binding, bootstrap_restart, startup_failure, process_exit, creation_intent, teardown_fence, sandbox_ownership, turn_result, recovery_attempt, recovery_route (got "lease_bind")',
+      line: 'runwarden decide: evidence.kind: expected one of lease_binding, bootstrap_restart, startup_failure, process_exit, creation_intent, teardown_fence, sandbox_ownership, turn_result, recovery_attempt, recovery_route, stopped_sandbox (got "lease_bind")',
     },
     {
       name: "a wrong field type",

@@ -24,6 +24,7 @@ import { judgeExit } from "./observe";
 import { fenced } from "./fence";
 import { finishRunFailed } from "./outcome";
 import { appendEvent, json, recordProof } from "./records";
+import { bringSandboxUp } from "./stopped-sandbox";
 import { leaseBinding } from "./rules";
 
 const ACTIVE = EXECUTING_RUN_STATUSES;
@@ -155,6 +156,11 @@ export async function recoverRun(ctx: ControllerContext, run: Run, status: Execu
       await appendEvent(ctx.db, run.id, "lease_resumed", boot, { leaseId: target.id, previousLeaseId: bound.id, sandboxId: target.providerLeaseId });
     }
   }
+  if ((route.verdict === "read_runner" || route.verdict === "recover_session" || route.verdict === "recover_bootstrap") && target?.providerLeaseId) {
+    // A sandbox that stopped while no controller watched it (Daytona's auto-stop) is started
+    // again before anything is read from it, or the run ends by the engine's verdict.
+    if ((await bringUpSandbox(ctx, run, target)) === "ended") return false;
+  }
   if (route.verdict === "read_runner" && target?.providerLeaseId) {
     // The run's own record can lag the sandbox by one step: the runner's durable state says
     // whether it never started, or already opened its session. A read that fails throws.
@@ -208,6 +214,38 @@ export async function recoverRun(ctx: ControllerContext, run: Run, status: Execu
       throw new Error(`run ${run.id}: recovery asked for the runner without a sandbox to read it on`);
     default:
       return assertNever(route.verdict);
+  }
+}
+
+/** Start attempts recovery makes on one lease's sandbox before the run ends (issue 11). */
+const MAX_SANDBOX_START_ATTEMPTS = 2;
+
+/**
+ * §2.8 applied to a stopped sandbox (issue 11): the engine's `stopped_sandbox` verdict,
+ * stored as a proof, says proceed, start it again (counted per lease), wait for a
+ * transition, or end the run with `sandbox_not_restartable`. A start that did not take,
+ * or a transition, throws: the attempt is counted and recovery looks again after its back-off.
+ */
+async function bringUpSandbox(ctx: ControllerContext, run: Run, lease: EnvironmentLease): Promise<"proceed" | "ended"> {
+  const boot = ctx.identity.bootId;
+  const sandboxId = lease.providerLeaseId!;
+  // Without its name the provider cannot be asked which sandbox this is: read on as before.
+  if (!lease.sandboxName) return "proceed";
+  const startAttempts = await ctx.db.runEvent.count({ where: { runId: run.id, type: "sandbox_start_attempted", data: { path: ["leaseId"], equals: lease.id } } });
+  const up = await bringSandboxUp(ctx.provider, { id: sandboxId, name: lease.sandboxName }, { startAttempts, maxStartAttempts: MAX_SANDBOX_START_ATTEMPTS });
+  if (up.attempted) await appendEvent(ctx.db, run.id, "sandbox_start_attempted", boot, { leaseId: lease.id, sandboxId, restarted: up.restarted, error: up.error });
+  await recordProof(ctx.db, up.decision, up.evidence, boot, { runId: run.id, leaseId: lease.id, sandboxId });
+  switch (up.decision.verdict) {
+    case "proceed":
+      return "proceed";
+    case "end_run":
+      await finishRunFailed(ctx, run, up.decision, `the run's sandbox ${sandboxId} is ${up.evidence.sandboxState ?? "gone"} and could not be started again`);
+      return "ended";
+    case "wait":
+    case "start_sandbox":
+      throw new Error(`sandbox ${sandboxId} is ${up.evidence.sandboxState}${up.error ? ` (start failed: ${up.error})` : ""}: recovery looks again after its back-off`);
+    default:
+      return assertNever(up.decision.verdict);
   }
 }
 

@@ -165,6 +165,48 @@ describe("a SIGKILL mid-run (K1)", () => {
   });
 });
 
+describe("the sandbox stopped while no controller ran the run (Daytona's auto-stop, issue 11)", () => {
+  async function interruptedWarmRun(taskId: string) {
+    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId, agent: "a", provider: "claude", sandboxMode: "warm", turns: 3 }, actor);
+    const a = await controller({ RUNWARDEN_TURN_MS: "1500" });
+    await waitFor("the first turn", async () => ((await run(r.id)).turnsDone >= 1 ? true : null));
+    a.kill("SIGKILL");
+    await a.exited;
+    const lease = await h.db.db.environmentLease.findFirstOrThrow({ where: { runId: r.id, status: "active" } });
+    return { r, sandboxId: lease.providerLeaseId! };
+  }
+
+  it("the next controller starts it again (a stopped_sandbox proof); the runner died with the stop, so the run ends with Retry after bounded attempts, never a loop", async () => {
+    const { r, sandboxId } = await interruptedWarmRun("auto-stopped");
+    // What auto-stop does: the sandbox stops and its processes (the runner) die with it.
+    const provider = h.emu.provider({ instanceId: "inst-a" });
+    await provider.stop(sandboxId);
+    expect((await provider.getById(sandboxId))?.state).toBe("stopped");
+    await controller({ RUNWARDEN_RECOVERY_BACKOFF_MS: "200", RUNWARDEN_RECOVERY_MAX_ATTEMPTS: "3" });
+    const done = await settled(r.id, 90_000);
+    // Started again once (counted per lease), proven by the engine's verdict on what the provider showed after.
+    expect(await h.db.db.runEvent.count({ where: { runId: r.id, type: "sandbox_start_attempted" } })).toBe(1);
+    const up = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "stopped_sandbox" }, orderBy: { evaluatedAt: "asc" } });
+    expect(up).toMatchObject({ verdict: "proceed" });
+    expect((up.evidence as { startAttempts: number }).startAttempts).toBe(1);
+    // A session whose runner process is gone cannot be reattached (no resume of a dead runner yet):
+    // the attempts are counted and the run ends where its last proof says, with Retry.
+    expect(done).toMatchObject({ status: "failed", failureCode: "native_recovery_attempts_exhausted", canRetry: true });
+    expect(await h.db.db.recoveryClaim.count({ where: { runId: r.id } })).toBe(3);
+  });
+
+  it("a sandbox that is gone ends the run with sandbox_not_restartable and Retry, not a loop", async () => {
+    const { r, sandboxId } = await interruptedWarmRun("auto-stopped-gone");
+    await h.service().provider.destroy(sandboxId);
+    await controller();
+    const done = await settled(r.id, 60_000);
+    expect(done).toMatchObject({ status: "failed", failureCode: "sandbox_not_restartable", canRetry: true });
+    const end = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "stopped_sandbox" } });
+    expect(end).toMatchObject({ verdict: "end_run", code: "sandbox_not_restartable" });
+    expect(await h.db.db.recoveryClaim.count({ where: { runId: r.id } })).toBeLessThanOrEqual(1);
+  });
+});
+
 describe("an unconnected bootstrap interrupted on a volume-free server (seed 001, K1 + K15)", () => {
   it("restarts the bootstrap from the sandbox's own runner state, with no local proof", async () => {
     const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "k15-bootstrap", agent: "claude-acpx", provider: "claude", sandboxMode: "warm", turns: 2 }, actor);

@@ -32,7 +32,7 @@ export async function bringSandboxUp(
     const view = await provider.getByName(sandbox.name);
     // A sandbox by that name that is not the lease's one is not the lease's sandbox.
     const own = view !== null && view.id === sandbox.id ? view : null;
-    return { sandboxState: own?.state ?? null, desiredState: own?.desiredState ?? null, startAttempts, maxStartAttempts: budget.maxStartAttempts };
+    return { kind: "stopped_sandbox", sandboxState: own?.state ?? null, desiredState: own?.desiredState ?? null, startAttempts, maxStartAttempts: budget.maxStartAttempts };
   };
   const evidence = await observe(budget.startAttempts);
   const decision = decideStoppedSandbox(evidence);

@@ -9,6 +9,7 @@ import { classifyStartupFailure, STARTUP_RETRY_AFTER_SECONDS } from "./startup-f
 import { judgeSandboxOwnership } from "./sandbox-ownership";
 import { decideTeardownFence } from "./teardown-fence";
 import { judgeRecoveryAttempt } from "./recovery-attempt";
+import { decideStoppedSandbox } from "./stopped-sandbox";
 import { routeRecovery } from "./recovery-route";
 import { judgeTurnResult } from "./turn-result";
 import type { Verdict } from "./verdicts";
@@ -52,6 +53,8 @@ export function evaluate(evidence: Evidence, config: EngineConfig = DEFAULT_ENGI
       return judgeTurnResult(evidence);
     case "recovery_attempt":
       return judgeRecoveryAttempt(evidence);
+    case "stopped_sandbox":
+      return decideStoppedSandbox(evidence);
     case "recovery_route":
       return routeRecovery(evidence);
     default:

@@ -31,6 +31,8 @@ export function restingFailure(v: Verdict): RestingFailure | null {
       return v.verdict === "turn_failed" ? entry(v.code ?? "agent_command_failed") : null;
     case "recovery_attempt":
       return v.verdict === "give_up" ? entry(v.code ?? "native_recovery_attempts_exhausted") : null;
+    case "stopped_sandbox":
+      return v.verdict === "end_run" ? entry(v.code ?? "sandbox_not_restartable") : null;
     case "recovery_route":
       return v.verdict === "refused" ? entry(v.code ?? "native_continuation_requires_reconciliation") : null;
     case "process_exit":
@@ -49,7 +51,7 @@ export function restingCode(v: Verdict): FailureCode | null {
 }
 
 /** The proof kinds whose verdicts decide a run's failure (the others act on processes and sandboxes). */
-export const RUN_DECIDING_KINDS = ["startup_failure", "lease_binding", "bootstrap_restart", "turn_result", "recovery_attempt", "recovery_route"] as const;
+export const RUN_DECIDING_KINDS = ["startup_failure", "lease_binding", "bootstrap_restart", "turn_result", "recovery_attempt", "recovery_route", "stopped_sandbox"] as const;
 
 function entry(code: FailureCode): RestingFailure {
   const { outcome, owner, canRetry, message, nextAction } = failureEntry(code);

@@ -24,6 +24,7 @@ export const EVIDENCE_KINDS = [
   "turn_result",
   "recovery_attempt",
   "recovery_route",
+  "stopped_sandbox",
 ] as const;
 export type EvidenceKind = (typeof EVIDENCE_KINDS)[number];
 
@@ -320,6 +321,19 @@ export const recoveryRouteEvidenceSchema = z.object({
 });
 export type RecoveryRouteEvidence = z.infer<typeof recoveryRouteEvidenceSchema>;
 
+// ---- stopped_sandbox ----------------------------------------------------------------
+
+export const stoppedSandboxEvidenceSchema = z.object({
+  kind: z.literal("stopped_sandbox"),
+  /** The provider's state of the lease's sandbox; null when the provider says it does not exist. */
+  sandboxState: z.string().nullable(),
+  desiredState: z.string().nullable(),
+  /** Start attempts already made for this lease. */
+  startAttempts: z.number().int().nonnegative(),
+  maxStartAttempts: z.number().int().nonnegative(),
+});
+export type StoppedSandboxEvidence = z.infer<typeof stoppedSandboxEvidenceSchema>;
+
 // ---- the bundle ---------------------------------------------------------------------
 
 export const evidenceSchema = z.discriminatedUnion("kind", [
@@ -333,6 +347,7 @@ export const evidenceSchema = z.discriminatedUnion("kind", [
   turnResultEvidenceSchema,
   recoveryAttemptEvidenceSchema,
   recoveryRouteEvidenceSchema,
+  stoppedSandboxEvidenceSchema,
 ]);
 export type Evidence = z.infer<typeof evidenceSchema>;
 /** What a caller may send (before defaults such as `maxAttempts` are applied). */

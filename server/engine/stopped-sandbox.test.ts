@@ -3,6 +3,7 @@ import { describeFailure } from "./catalogue";
 import { decideStoppedSandbox, type StoppedSandboxEvidence } from "./stopped-sandbox";
 
 const evidence = (over: Partial<StoppedSandboxEvidence>): StoppedSandboxEvidence => ({
+  kind: "stopped_sandbox",
   sandboxState: "stopped",
   desiredState: "stopped",
   startAttempts: 0,

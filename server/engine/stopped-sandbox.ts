@@ -1,5 +1,10 @@
-import type { Check } from "./verdicts";
+import { failureFields } from "./catalogue";
 import { check } from "./checks";
+import type { StoppedSandboxEvidence } from "./schemas";
+import type { StoppedSandboxResult } from "./verdicts";
+
+export type { StoppedSandboxEvidence } from "./schemas";
+export type StoppedSandboxDecision = StoppedSandboxResult;
 
 /**
  * A run's sandbox that is not `started` during recovery (issue 11): Daytona's auto-stop
@@ -8,40 +13,41 @@ import { check } from "./checks";
  * loop that reclaims the run on every tick.
  */
 
-export interface StoppedSandboxEvidence {
-  /** The provider's state of the lease's sandbox; null when the provider says it does not exist. */
-  sandboxState: string | null;
-  desiredState: string | null;
-  /** Start attempts already made for this lease (recorded as events or proofs by the caller). */
-  startAttempts: number;
-  maxStartAttempts: number;
-}
-
-export type StoppedSandboxDecision =
-  | { verdict: "proceed"; code: null; checks: Check[] }
-  | { verdict: "wait"; code: null; checks: Check[] }
-  | { verdict: "start_sandbox"; code: null; checks: Check[] }
-  | { verdict: "end_run"; code: "sandbox_not_restartable"; checks: Check[] };
-
 /** States on the way to `started` or `stopped`: the provider is already acting; look again. */
 const TRANSITIONAL = new Set(["creating", "starting", "stopping", "restoring", "pulling_snapshot", "pending_build", "building_snapshot", "resuming", "archiving"]);
 /** States Daytona's `POST /sandbox/{id}/start` takes a sandbox out of. */
 const STARTABLE = new Set(["stopped", "archived"]);
 
-export function decideStoppedSandbox(e: StoppedSandboxEvidence): StoppedSandboxDecision {
+export function decideStoppedSandbox(e: StoppedSandboxEvidence): StoppedSandboxResult {
   const state = e.sandboxState;
-  const checks: Check[] = [check("sandbox_exists", state !== null, true, state !== null)];
-  if (state === null) return { verdict: "end_run", code: "sandbox_not_restartable", checks };
+  const go = (verdict: "proceed" | "wait" | "start_sandbox", reason: StoppedSandboxResult["reason"]): StoppedSandboxResult => ({
+    kind: "stopped_sandbox",
+    verdict,
+    code: null,
+    reason,
+    checks,
+    ...failureFields(null),
+  });
+  const end = (reason: StoppedSandboxResult["reason"]): StoppedSandboxResult => ({
+    kind: "stopped_sandbox",
+    verdict: "end_run",
+    code: "sandbox_not_restartable",
+    reason,
+    checks,
+    ...failureFields("sandbox_not_restartable"),
+  });
+  const checks = [check("sandbox_exists", state !== null, true, state !== null)];
+  if (state === null) return end("sandbox_gone");
   checks.push(check("sandbox_started", state === "started", "started", state));
-  if (state === "started") return { verdict: "proceed", code: null, checks };
+  if (state === "started") return go("proceed", "sandbox_started");
   if (TRANSITIONAL.has(state) && e.desiredState !== "destroyed") {
     checks.push(check("sandbox_in_transition", true, true, true));
-    return { verdict: "wait", code: null, checks };
+    return go("wait", "sandbox_in_transition");
   }
   const startable = STARTABLE.has(state) && e.desiredState !== "destroyed";
   checks.push(check("sandbox_startable", startable, true, startable));
+  if (!startable) return end("sandbox_not_startable");
   const budget = e.startAttempts < e.maxStartAttempts;
   checks.push(check("start_attempts_left", budget, e.maxStartAttempts, e.startAttempts));
-  if (startable && budget) return { verdict: "start_sandbox", code: null, checks };
-  return { verdict: "end_run", code: "sandbox_not_restartable", checks };
+  return budget ? go("start_sandbox", "sandbox_startable") : end("start_attempts_exhausted");
 }

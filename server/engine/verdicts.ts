@@ -207,6 +207,16 @@ export const recoveryRouteResultSchema = z.object({
 });
 export type RecoveryRouteResult = z.infer<typeof recoveryRouteResultSchema>;
 
+export const stoppedSandboxResultSchema = z.object({
+  kind: z.literal("stopped_sandbox"),
+  verdict: z.enum(["proceed", "wait", "start_sandbox", "end_run"]),
+  code: failureCode.nullable(),
+  reason: z.enum(["sandbox_started", "sandbox_in_transition", "sandbox_startable", "sandbox_gone", "sandbox_not_startable", "start_attempts_exhausted"]),
+  checks: z.array(checkSchema),
+  ...failureTail,
+});
+export type StoppedSandboxResult = z.infer<typeof stoppedSandboxResultSchema>;
+
 export const verdictSchema = z.discriminatedUnion("kind", [
   leaseBindingResultSchema,
   bootstrapRestartResultSchema,
@@ -218,5 +228,6 @@ export const verdictSchema = z.discriminatedUnion("kind", [
   turnResultSchema,
   recoveryAttemptResultSchema,
   recoveryRouteResultSchema,
+  stoppedSandboxResultSchema,
 ]);
 export type Verdict = z.infer<typeof verdictSchema>;
