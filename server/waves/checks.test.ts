@@ -28,6 +28,8 @@ const bindingEvidence = (outcome: string) => ({
   path: "staged_attachment",
   claim: { runId: "r1", remote: { providerLeaseId: "sbx-1", remoteCwd: "/w" } },
   target: { runId: "r1", providerLeaseId: "sbx-1", remoteCwd: "/w", acquisitionOutcome: outcome },
+  // The staged path proves every staged check (§2.1).
+  staged: { headerReadable: true, sourceRunMatches: true, templateDigestMatches: true, runnerIdentityMatches: true },
 });
 
 describe("R1–R6", () => {

@@ -23,7 +23,16 @@ describe("proofs.evaluate", () => {
   test("a valid bundle returns the verdict with its checks", async () => {
     const v = await caller.proofs.evaluate(leaseBinding());
     expect(v).toMatchObject({ kind: "lease_binding", verdict: "admitted", code: null });
-    expect(v.checks.map((c) => c.name)).toEqual(["same_run", "same_provider_lease", "same_remote_cwd", "not_replacement"]);
+    expect(v.checks.map((c) => c.name)).toEqual([
+      "same_run",
+      "same_provider_lease",
+      "same_remote_cwd",
+      "not_replacement",
+      "staged_header_readable",
+      "staged_source_run_matches",
+      "staged_template_digest_matches",
+      "staged_runner_identity_matches",
+    ]);
   });
 
   test("the verdict carries the catalogue's fields", async () => {
