@@ -53,7 +53,6 @@ async function scansOf(fn: () => Promise<unknown>): Promise<{ sql: string; seq: 
     const res = await raw.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${s.query}`, params);
     const plan = res.rows[0]?.["QUERY PLAN"][0]?.Plan;
     expect(plan).toBeTruthy();
-    if (process.env.PLAN_DEBUG) console.log(JSON.stringify(plan, ["Node Type", "Index Name", "Relation Name", "Rows Removed by Filter", "Actual Rows", "Filter", "Index Cond", "Plans"], 1));
     out.push({ sql: s.query, seq: plan ? seqScans(plan) : [], removed: plan ? rowsRemoved(plan) : 0 });
   }
   return out;
