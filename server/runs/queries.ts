@@ -44,14 +44,20 @@ export type RunListInput = z.input<typeof runListInput>;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** The filters that are plain column equalities, shared by the runs and their rollup. */
+function equalities(f: RunFilter) {
+  return [
+    f.status ? { status: f.status } : null,
+    f.outcome ? { outcome: f.outcome } : null,
+    f.failureCode ? { failureCode: f.failureCode } : null,
+    f.companyId ? { companyId: f.companyId } : null,
+    f.provider ? { provider: f.provider } : null,
+    f.target ? { target: f.target } : null,
+  ].filter((x) => x !== null);
+}
+
 export function runWhere(f: RunFilter, now: Date): Prisma.RunWhereInput {
-  const and: Prisma.RunWhereInput[] = [];
-  if (f.status) and.push({ status: f.status });
-  if (f.outcome) and.push({ outcome: f.outcome });
-  if (f.failureCode) and.push({ failureCode: f.failureCode });
-  if (f.companyId) and.push({ companyId: f.companyId });
-  if (f.provider) and.push({ provider: f.provider });
-  if (f.target) and.push({ target: f.target });
+  const and: Prisma.RunWhereInput[] = equalities(f);
   if (f.range) and.push({ createdAt: { gte: new Date(now.getTime() - RANGE_MS[f.range]) } });
   if (f.createdFrom) and.push({ createdAt: { gte: f.createdFrom } });
   if (f.createdTo) and.push({ createdAt: { lte: f.createdTo } });
@@ -153,14 +159,7 @@ export type FailureGroups = z.infer<typeof failureGroupsOutput>;
  */
 function rollupWhere(f: RunFilter, scope: CompanyScope): Prisma.RunRollupWhereInput | null {
   if (f.range || f.createdFrom || f.createdTo || f.search) return null;
-  const and: Prisma.RunRollupWhereInput[] = [{ n: { gt: 0 } }, companyWhere(scope)];
-  if (f.status) and.push({ status: f.status });
-  if (f.outcome) and.push({ outcome: f.outcome });
-  if (f.failureCode) and.push({ failureCode: f.failureCode });
-  if (f.companyId) and.push({ companyId: f.companyId });
-  if (f.provider) and.push({ provider: f.provider });
-  if (f.target) and.push({ target: f.target });
-  return { AND: and };
+  return { AND: [{ n: { gt: 0 } }, companyWhere(scope), ...equalities(f)] };
 }
 
 interface CodeCount {
