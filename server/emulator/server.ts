@@ -811,14 +811,7 @@ function authorize(req: http.IncomingMessage, keys: Set<string>) {
 }
 
 async function readJson<T>(req: http.IncomingMessage, schema: z.ZodType<T>): Promise<T> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY) throw new HttpError(413, "payload_too_large", "request body over 64 MiB");
-    chunks.push(chunk as Buffer);
-  }
-  const text = Buffer.concat(chunks).toString("utf8").trim();
+  const text = (await readBody(req)).toString("utf8").trim();
   let value: unknown = {};
   if (text) {
     try {
