@@ -49,7 +49,8 @@ test("reclaiming orphans shows the dry run before anything is destroyed, then de
     await expect(plan.locator(`tr[data-result-for="${left.id}"]`)).toHaveAttribute("data-outcome", "would_destroy");
     await expect(plan.locator(`tr[data-result-for="${bare.id}"]`)).toHaveAttribute("data-outcome", "would_destroy");
     await expect(plan.locator(`tr[data-result-for="${decoy.id}"]`)).toHaveAttribute("data-outcome", "refused");
-    const alive = async () => new Set((await emulatorSandboxes(baseURL)).filter((s) => s.state !== "destroyed").map((s) => s.id));
+    // A deleted sandbox is `destroying` for a moment before `destroyed`, as in Daytona: neither is alive.
+    const alive = async () => new Set((await emulatorSandboxes(baseURL)).filter((s) => !/^destroy(ing|ed)$/.test(s.state)).map((s) => s.id));
     for (const s of [left, bare, decoy]) expect((await alive()).has(s.id)).toBe(true);
     await expectAccessible(page);
     await screenshot(page, "orphans");
