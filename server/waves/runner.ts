@@ -235,7 +235,8 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
           }
         }
       }
-      await retryWhereOffered(db, plan, runsByTask, retried, options.retries, id, note);
+      // The task states above were read before these Retries: a Retry made now has a new run to wait for.
+      const retriedNow = await retryWhereOffered(db, plan, runsByTask, retried, options.retries, id, note);
 
       options.onProgress?.({
         id,
@@ -246,7 +247,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
         killsLanded: records.filter((r) => r.landed).length,
         killsPlanned: plan.kills.length,
       });
-      const allSettled = states.length === plan.tasks.length && states.every((s) => s.settled && (s.status === "succeeded" || (retried.get(s.key) ?? 0) >= options.retries || !s.canRetry));
+      const allSettled = retriedNow === 0 && states.length === plan.tasks.length && states.every((s) => s.settled && (s.status === "succeeded" || (retried.get(s.key) ?? 0) >= options.retries || !s.canRetry));
       if (allSettled && !armed) {
         settledSince ??= Date.now();
         // Let the sweeps finish the cleanup before judging (bounded).
@@ -470,7 +471,8 @@ async function retryWhereOffered(
   limit: number,
   id: string,
   note: (kind: string, detail: string) => void,
-) {
+): Promise<number> {
+  let made = 0;
   for (const task of plan.tasks) {
     if ((retried.get(task.key) ?? 0) >= limit || !runsByTask.has(task.key)) continue;
     const latest = await db.run.findFirst({ where: { taskId: `${id}-${task.key}`, nextRun: null }, orderBy: { createdAt: "desc" } });
@@ -479,8 +481,10 @@ async function retryWhereOffered(
     const actor = { id: `wave:${id}`, role: "board" };
     const [a, b] = await Promise.all([retryRun(db, latest.id, actor), retryRun(db, latest.id, actor)]);
     retried.set(task.key, (retried.get(task.key) ?? 0) + 1);
+    made += 1;
     note("retry", `${task.key}: Retry after ${latest.failureCode} → run ${a.run.id}${a.run.id === b.run.id ? "" : ` and ${b.run.id} (TWO successors)`}`);
   }
+  return made;
 }
 
 async function taskStates(db: Db, id: string) {
