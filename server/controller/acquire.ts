@@ -5,6 +5,7 @@ import { buildLabels, creationName } from "../providers/labels";
 import type { ControllerContext } from "./context";
 import { evidenceIdentity, REMOTE_CWD } from "./context";
 import { crashPoint } from "./crash";
+import { assertCurrentIn, isRunLost, type RunFence } from "./fence";
 import { appendEvent, json } from "./records";
 
 export class AcquireError extends Error {
@@ -14,7 +15,10 @@ export class AcquireError extends Error {
 /**
  * Acquires a sandbox for a run with a durable creation intent (DOMAIN.md §2.5): the
  * intent is committed before the provider is asked, so a crash anywhere after leaves a
- * record the sweep can reclaim the sandbox from.
+ * record the sweep can reclaim the sandbox from. The intent and the lease are written only
+ * while `run`'s executor epoch is current (§2.10): a controller that wakes after a takeover
+ * creates nothing, and a sandbox it created before is left to the sweep (its intent stays
+ * pending).
  */
 export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: number | null): Promise<EnvironmentLease> {
   const { config } = ctx;
@@ -22,21 +26,24 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
   const name = creationName(config.sandboxPrefix, operationId);
   const labels = buildLabels({ instanceId: run.instanceId, companyId: run.companyId, operationId, runId: run.id });
   const createdAt = new Date();
-  await ctx.db.sandboxCreationIntent.create({
-    data: {
-      id: operationId,
-      instanceId: run.instanceId,
-      companyId: run.companyId,
-      runId: run.id,
-      creationName: name,
-      labels: json({ instance: run.instanceId, company: run.companyId, operation: operationId }),
-      creatorBootId: ctx.identity.bootId,
-      creator: json(evidenceIdentity(ctx.identity)),
-      createdAt,
-      // Never before the create could still be answered, plus a margin (§2.5).
-      settleDeadline: new Date(createdAt.getTime() + Math.max(config.settleMs, settleFloorMs(config.createTimeoutMs))),
-      nextAttemptAt: new Date(createdAt.getTime() + config.intentWaitMs),
-    },
+  await ctx.db.$transaction(async (tx) => {
+    await assertCurrentIn(tx, run);
+    await tx.sandboxCreationIntent.create({
+      data: {
+        id: operationId,
+        instanceId: run.instanceId,
+        companyId: run.companyId,
+        runId: run.id,
+        creationName: name,
+        labels: json({ instance: run.instanceId, company: run.companyId, operation: operationId }),
+        creatorBootId: ctx.identity.bootId,
+        creator: json(evidenceIdentity(ctx.identity)),
+        createdAt,
+        // Never before the create could still be answered, plus a margin (§2.5).
+        settleDeadline: new Date(createdAt.getTime() + Math.max(config.settleMs, settleFloorMs(config.createTimeoutMs))),
+        nextAttemptAt: new Date(createdAt.getTime() + config.intentWaitMs),
+      },
+    });
   });
   await appendEvent(ctx.db, run.id, "intent_committed", ctx.identity.bootId, { operationId, creationName: name, turn });
   crashPoint(ctx, "after_intent_commit", { runId: run.id });
@@ -54,7 +61,8 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
   }
   crashPoint(ctx, "after_create", { runId: run.id });
 
-  const lease = await ctx.db.$transaction(async (tx) => {
+  const commitLease = () => ctx.db.$transaction(async (tx) => {
+    await assertCurrentIn(tx, run);
     const { count } = await tx.sandboxCreationIntent.updateMany({
       where: { id: operationId, status: "pending" },
       data: { status: "committed", resolvedAt: new Date() },
@@ -76,6 +84,15 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
       },
     });
   });
+  let lease;
+  try {
+    lease = await commitLease();
+  } catch (err) {
+    // Taken over while the provider created: the sandbox is nobody's lease, so its intent
+    // is due now and the sweep reclaims it.
+    if (isRunLost(err)) await ctx.db.sandboxCreationIntent.updateMany({ where: { id: operationId, status: "pending" }, data: { nextAttemptAt: new Date() } });
+    throw err;
+  }
   if (!lease) throw new AcquireError(`creation intent ${operationId} was resolved by a sweep before its lease committed`);
   await appendEvent(ctx.db, run.id, "lease_acquired", ctx.identity.bootId, {
     leaseId: lease.id,
@@ -91,8 +108,9 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
  * A warm sandbox taken up again after a restart: a new lease on the same sandbox with
  * acquisition outcome `resumed`; the interrupted lease is released (not torn down).
  */
-export async function resumeLease(ctx: ControllerContext, lease: EnvironmentLease): Promise<EnvironmentLease> {
+export async function resumeLease(ctx: ControllerContext, run: RunFence, lease: EnvironmentLease): Promise<EnvironmentLease> {
   return ctx.db.$transaction(async (tx) => {
+    await assertCurrentIn(tx, run);
     await tx.environmentLease.update({ where: { id: lease.id }, data: { status: "released", cleanupStatus: "superseded_by_resume", endedAt: new Date() } });
     return tx.environmentLease.create({
       data: {

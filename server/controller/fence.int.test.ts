@@ -3,6 +3,9 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { submitRun } from "../runs/submit";
+import type { SandboxProvider } from "../providers/types";
+import { acquireSandbox, resumeLease } from "./acquire";
+import { isRunLost } from "./fence";
 import { spawnController, type ControllerProcessHandle } from "./process-harness";
 import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
 
@@ -22,12 +25,16 @@ beforeAll(async () => {
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), "rw-fence-"));
 });
 
-afterAll(async () => {
-  for (const p of procs) {
+async function killControllers(): Promise<void> {
+  for (const p of procs.splice(0)) {
     p.kill("SIGCONT");
     p.kill("SIGKILL");
     await p.exited;
   }
+}
+
+afterAll(async () => {
+  await killControllers();
   await h?.close();
   fs.rmSync(scratch, { recursive: true, force: true });
 });
@@ -101,4 +108,58 @@ describe("a stalled controller wakes after a takeover (§2.10)", () => {
     // Claimed by A (queued → A), then taken over by B: the fencing token moved twice.
     expect(taken.executorEpoch).toBeGreaterThanOrEqual(2);
   }, 240_000);
+});
+
+describe("a stale executor writes no intent and no lease (§2.10)", () => {
+  const actor = { id: "test", role: "operator" } as const;
+  async function claimedRun(taskId: string) {
+    const run = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId, agent: "a", provider: "codex", sandboxMode: "warm", turns: 1 }, actor);
+    // Claimed at epoch 1, as a queued claim does; the run stays queued so no controller here takes it.
+    return h.db.db.run.update({ where: { id: run.id }, data: { executorEpoch: 1 } });
+  }
+  // No controller may claim these queued runs: the acquires below are the only actors.
+  beforeAll(killControllers);
+  const takeOver = (runId: string) => h.db.db.run.update({ where: { id: runId }, data: { executorEpoch: { increment: 1 } } });
+  const rejection = (p: Promise<unknown>) => p.then(() => "resolved", (err: unknown) => (isRunLost(err) ? "RunLost" : String(err)));
+
+  it("taken over before it asks the provider: no intent, no sandbox, no lease", async () => {
+    const run = await claimedRun("fence-acquire-1");
+    await takeOver(run.id);
+    const ctx = h.service();
+    expect(await rejection(acquireSandbox(ctx, run, null))).toBe("RunLost");
+    expect(await h.db.db.sandboxCreationIntent.count({ where: { runId: run.id } })).toBe(0);
+    expect(await h.db.db.environmentLease.count({ where: { runId: run.id } })).toBe(0);
+    expect(await ctx.provider.listByLabels({ "runwarden.instance": "inst-a", "runwarden.run": run.id })).toEqual([]);
+  });
+
+  it("taken over while the provider creates: no lease, and the sandbox's intent is due for the sweep at once", async () => {
+    const run = await claimedRun("fence-acquire-2");
+    const ctx = h.service();
+    const real = ctx.provider;
+    const provider: SandboxProvider = Object.assign(Object.create(real) as SandboxProvider, {
+      create: async (...args: Parameters<SandboxProvider["create"]>) => {
+        const sandbox = await real.create(...args);
+        await takeOver(run.id);
+        return sandbox;
+      },
+    });
+    const before = Date.now();
+    expect(await rejection(acquireSandbox({ ...ctx, provider }, run, null))).toBe("RunLost");
+    expect(await h.db.db.environmentLease.count({ where: { runId: run.id } })).toBe(0);
+    const intent = await h.db.db.sandboxCreationIntent.findFirstOrThrow({ where: { runId: run.id } });
+    expect(intent.status).toBe("pending");
+    expect(intent.nextAttemptAt.getTime()).toBeGreaterThanOrEqual(before);
+    expect(intent.nextAttemptAt.getTime()).toBeLessThanOrEqual(Date.now());
+    expect((await real.getByName(intent.creationName))?.name).toBe(intent.creationName);
+  });
+
+  it("taken over before it resumes a warm lease: the lease stays as it was", async () => {
+    const run = await claimedRun("fence-resume-1");
+    const ctx = h.service();
+    const lease = await acquireSandbox(ctx, run, null);
+    await takeOver(run.id);
+    expect(await rejection(resumeLease(ctx, run, lease))).toBe("RunLost");
+    const leases = await h.db.db.environmentLease.findMany({ where: { runId: run.id } });
+    expect(leases.map((l) => ({ id: l.id, status: l.status, outcome: l.acquisitionOutcome }))).toEqual([{ id: lease.id, status: "active", outcome: "created" }]);
+  });
 });

@@ -37,3 +37,13 @@ export function fenced(ctx: ControllerContext, run: RunFence) {
 export async function assertCurrent(ctx: ControllerContext, run: RunFence): Promise<void> {
   await fenced(ctx, run).update({ where: { id: run.id }, data: { heartbeatAt: new Date() } });
 }
+
+/**
+ * The same check inside a transaction: the row lock it takes holds the epoch until the
+ * transaction ends, so the intent or lease written beside it belongs to the current executor
+ * or is rolled back with it (RunLost).
+ */
+export async function assertCurrentIn(tx: Prisma.TransactionClient, run: RunFence): Promise<void> {
+  const { count } = await tx.run.updateMany({ where: { id: run.id, executorEpoch: run.executorEpoch }, data: { heartbeatAt: new Date() } });
+  if (count === 0) throw new RunLost(run.id, run.executorEpoch);
+}

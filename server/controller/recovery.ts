@@ -151,7 +151,7 @@ export async function recoverRun(ctx: ControllerContext, run: Run, status: Execu
   let route = await decideRoute(ctx, run, base, bound);
   let target = bound;
   if (bound && (route.verdict === "read_runner" || route.verdict === "recover_session")) {
-    target = run.sandboxMode === "warm" ? await resumeLease(ctx, bound) : bound;
+    target = run.sandboxMode === "warm" ? await resumeLease(ctx, run, bound) : bound;
     if (target !== bound) {
       await appendEvent(ctx.db, run.id, "lease_resumed", boot, { leaseId: target.id, previousLeaseId: bound.id, sandboxId: target.providerLeaseId });
     }
@@ -229,10 +229,8 @@ const MAX_SANDBOX_START_ATTEMPTS = 2;
 async function bringUpSandbox(ctx: ControllerContext, run: Run, lease: EnvironmentLease): Promise<"proceed" | "ended"> {
   const boot = ctx.identity.bootId;
   const sandboxId = lease.providerLeaseId!;
-  // Without its name the provider cannot be asked which sandbox this is: read on as before.
-  if (!lease.sandboxName) return "proceed";
   const startAttempts = await ctx.db.runEvent.count({ where: { runId: run.id, type: "sandbox_start_attempted", data: { path: ["leaseId"], equals: lease.id } } });
-  const up = await bringSandboxUp(ctx.provider, { id: sandboxId, name: lease.sandboxName }, { startAttempts, maxStartAttempts: MAX_SANDBOX_START_ATTEMPTS });
+  const up = await bringSandboxUp(ctx.provider, { id: sandboxId }, { startAttempts, maxStartAttempts: MAX_SANDBOX_START_ATTEMPTS });
   if (up.attempted) await appendEvent(ctx.db, run.id, "sandbox_start_attempted", boot, { leaseId: lease.id, sandboxId, restarted: up.restarted, error: up.error });
   await recordProof(ctx.db, up.decision, up.evidence, boot, { runId: run.id, leaseId: lease.id, sandboxId });
   switch (up.decision.verdict) {

@@ -205,6 +205,17 @@ describe("the sandbox stopped while no controller ran the run (Daytona's auto-st
     expect(end).toMatchObject({ verdict: "end_run", code: "sandbox_not_restartable" });
     expect(await h.db.db.recoveryClaim.count({ where: { runId: r.id } })).toBeLessThanOrEqual(1);
   });
+
+  it("a lease recorded without its sandbox name is judged by the sandbox's id: the same proof, the same end", async () => {
+    const { r, sandboxId } = await interruptedWarmRun("auto-stopped-nameless");
+    await h.db.db.environmentLease.updateMany({ where: { runId: r.id, status: "active" }, data: { sandboxName: null } });
+    await h.service().provider.destroy(sandboxId);
+    await controller();
+    const done = await settled(r.id, 60_000);
+    expect(done).toMatchObject({ status: "failed", failureCode: "sandbox_not_restartable", canRetry: true });
+    const end = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "stopped_sandbox" } });
+    expect(end).toMatchObject({ verdict: "end_run", code: "sandbox_not_restartable", sandboxId });
+  });
 });
 
 describe("an unconnected bootstrap interrupted on a volume-free server (seed 001, K1 + K15)", () => {

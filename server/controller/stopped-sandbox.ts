@@ -24,15 +24,14 @@ export interface BringUpResult {
 }
 
 export async function bringSandboxUp(
-  provider: Pick<SandboxProvider, "getByName" | "ensureStarted">,
-  sandbox: { id: string; name: string },
+  provider: Pick<SandboxProvider, "getById" | "ensureStarted">,
+  sandbox: { id: string },
   budget: { startAttempts: number; maxStartAttempts: number },
 ): Promise<BringUpResult> {
   const observe = async (startAttempts: number): Promise<StoppedSandboxEvidence> => {
-    const view = await provider.getByName(sandbox.name);
-    // A sandbox by that name that is not the lease's one is not the lease's sandbox.
-    const own = view !== null && view.id === sandbox.id ? view : null;
-    return { kind: "stopped_sandbox", sandboxState: own?.state ?? null, desiredState: own?.desiredState ?? null, startAttempts, maxStartAttempts: budget.maxStartAttempts };
+    // By id: the lease names the sandbox by its provider id; a name can be reused after a delete.
+    const view = await provider.getById(sandbox.id);
+    return { kind: "stopped_sandbox", sandboxState: view?.state ?? null, desiredState: view?.desiredState ?? null, startAttempts, maxStartAttempts: budget.maxStartAttempts };
   };
   const evidence = await observe(budget.startAttempts);
   const decision = decideStoppedSandbox(evidence);

@@ -55,7 +55,13 @@ export async function teardownLease(ctx: ControllerContext, leaseId: string): Pr
   }, Math.max(1000, Math.floor(ctx.config.fenceMs / 3)));
 
   try {
-    const sandbox = lease.sandboxName ? await ctx.provider.getByName(lease.sandboxName) : null;
+    // By the id the lease recorded (a name can be reused after a delete, and an old lease may
+    // have none); the ownership proof below still requires the name to match.
+    const sandbox = lease.providerLeaseId
+      ? await ctx.provider.getById(lease.providerLeaseId)
+      : lease.sandboxName
+        ? await ctx.provider.getByName(lease.sandboxName)
+        : null;
     let outcome: "destroyed" | "already_gone";
     if (!sandbox || sandbox.state === "destroyed" || sandbox.state === "destroying") {
       outcome = "already_gone";

@@ -287,7 +287,7 @@ export class DaytonaProvider implements SandboxProvider {
     return dir;
   }
 
-  /** A sandbox by id (not part of the scoped interface), or null when it does not exist. */
+  /** A sandbox by id, or null when it does not exist. */
   async getById(id: string, options: ViewOptions = {}): Promise<SandboxView | null> {
     const operation = `GET /sandbox/${id}`;
     const data = await this.callOrNull(operation, options.signal, () =>

@@ -85,6 +85,8 @@ export interface SandboxProvider {
   create(input: CreateSandboxInput, options?: ViewOptions): Promise<SandboxView>;
   /** The sandbox with exactly this name, or null when the provider says it does not exist. */
   getByName(name: string, options?: ViewOptions): Promise<SandboxView | null>;
+  /** The sandbox with exactly this id, or null when the provider says it does not exist. */
+  getById(id: string, options?: ViewOptions): Promise<SandboxView | null>;
   /**
    * Sandboxes carrying every one of these labels. Refuses an empty set and a set without
    * `runwarden.instance`: a list is always scoped to one instance.
