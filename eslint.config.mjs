@@ -1,6 +1,7 @@
 import { defineConfig, globalIgnores } from "eslint/config";
 import nextVitals from "eslint-config-next/core-web-vitals";
 import nextTs from "eslint-config-next/typescript";
+import { runwardenPlugin } from "./lint/client-boundary.mjs";
 
 /** Modules that would give the engine I/O, a clock of its own, or a framework. */
 const ENGINE_FORBIDDEN = [
@@ -10,6 +11,14 @@ const ENGINE_FORBIDDEN = [
   { group: ["next", "next/*", "react", "react/*", "react-dom", "react-dom/*", "server-only"], message: "server/engine is pure: no Next.js or React." },
   { group: ["node:fs", "node:fs/*", "fs", "fs/*", "node:child_process", "child_process", "node:net", "net", "node:http", "http", "node:https", "https", "node:os", "os"], message: "server/engine is pure: no I/O." },
   { regex: "(^|/)(providers|controller|trpc|emulator|process|env)(/|$)", message: "server/engine must not depend on the shell around it." },
+];
+
+/**
+ * server/shared holds what the browser may import: pure modules that import zod, each other and
+ * the pure engine, nothing else (no database, no I/O, no Node built-ins).
+ */
+const SHARED_FORBIDDEN = [
+  { regex: "^(?!zod$|\\./|\\.\\./engine/)", message: "server/shared is pure and browser-safe: it imports zod, itself and server/engine only." },
 ];
 
 export default defineConfig([
@@ -40,5 +49,17 @@ export default defineConfig([
         { selector: "CallExpression[callee.object.name='Math'][callee.property.name='random']", message: "The engine is deterministic." },
       ],
     },
+  },
+  {
+    files: ["server/shared/**/*.ts"],
+    rules: { "no-restricted-imports": ["error", { patterns: SHARED_FORBIDDEN }] },
+  },
+  {
+    // Client code (components/** and every "use client" file) reaches the server side only
+    // through server/shared; lint/client-boundary.mjs says how it tells client files apart.
+    files: ["app/**/*.{ts,tsx}", "components/**/*.{ts,tsx}", "trpc/**/*.{ts,tsx}"],
+    ignores: ["**/*.test.ts", "**/*.test.tsx"],
+    plugins: { runwarden: runwardenPlugin },
+    rules: { "runwarden/client-imports-shared": "error" },
   },
 ]);

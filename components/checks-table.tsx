@@ -1,5 +1,4 @@
-import { isJudgement, readChecks, type CheckReading } from "@/server/engine/readings";
-import { assertNever } from "@/server/engine/checks";
+import { assertNever, isJudgement, readChecks, type CheckReading } from "@/server/shared/engine";
 import { Badge, JsonValue, TableWrap, tableClass, tdClass, thClass } from "./ui";
 
 export interface CheckRow {

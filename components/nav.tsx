@@ -2,7 +2,7 @@
 
 import Link from "next/link";
 import { usePathname } from "next/navigation";
-import { roleAllows, type Role } from "@/server/auth/roles";
+import { roleAllows, type Role } from "@/server/shared/roles";
 import { useMe } from "./auth/access";
 import { SignOutButton } from "./auth/sign-out-button";
 import { Badge, cx } from "./ui";

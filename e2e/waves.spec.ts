@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import path from "node:path";
 import { childEnv, env } from "../server/env";
 import { loadWaveReport } from "../server/waves/store";
-import type { WaveReport } from "../server/waves/report";
+import type { WaveReport } from "../server/shared/wave-report";
 import { e2eDb } from "./db";
 
 /**

@@ -10,8 +10,7 @@ import { openDatabase } from "../server/db/embedded";
 import { migrate } from "../server/db/migrate";
 import { env } from "../server/env";
 import { AppError } from "../server/errors";
-import { FAULT_NAMES, KILL_KINDS, type FaultName, type KillKind } from "../server/waves/plan";
-import { CHECK_IDS, CHECK_TITLES, describeKills, killCounts, summarise, waveReportSchema, type WaveReport } from "../server/waves/report";
+import { CHECK_IDS, CHECK_TITLES, describeKills, FAULT_NAMES, KILL_KINDS, killCounts, summarise, waveReportSchema, type FaultName, type KillKind, type WaveReport } from "../server/shared/wave-report";
 import { runWave, type WaveProgress } from "../server/waves/runner";
 import { importWaveReport, loadWaveReport } from "../server/waves/store";
 

@@ -9,7 +9,7 @@ import { buildLabels, creationName } from "./providers/labels";
 import { createCaller } from "./trpc/root";
 import { createTRPCContext } from "./trpc/trpc";
 import { TEST_ADMIN, testUser } from "./test/users";
-import type { SessionUser } from "./auth/roles";
+import type { SessionUser } from "./shared/roles";
 
 /** overview.get against PostgreSQL and the in-process emulator (no controller runs). */
 

@@ -2,10 +2,10 @@ import { z } from "zod";
 import type { Db } from "./db/client";
 import type { ControllerContext } from "./controller/context";
 import { describeFailure } from "./engine";
-import { companyWhere, type CompanyScope } from "./auth/roles";
+import { companyWhere, type CompanyScope } from "./shared/roles";
 import { awaitingRetryByCode, runStatusCounts, runStatusCountsOutput } from "./runs/queries";
 import { listOrphans } from "./sandboxes/orphans";
-import { OWNERSHIP_VERDICTS } from "./sandboxes/confirm";
+import { OWNERSHIP_VERDICTS } from "./shared/confirm";
 import { latestWave, waveListItem } from "./waves/queries";
 
 /**

@@ -7,7 +7,7 @@ import { LIVE } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
 import { DateTimeFilter } from "../datetime-filter";
-import { FILTER_MAX } from "@/server/limits";
+import { FILTER_MAX } from "@/server/shared/limits";
 import { SelectFilter, TextFilter } from "../text-filter";
 import { Badge, buttonClass, Empty, ErrorNotice, JsonBlock, linkClass, Loading, RelativeTime, Section, TableWrap, tableClass, tdClass, type Tone, TableHead } from "../ui";
 import { AUDIT_FILTERS, AUDIT_OUTCOMES, auditExportHref, auditSearchParams, toAuditListInput, type AuditValues } from "./search-params";

@@ -1,4 +1,4 @@
-import { roleAllows, type Role } from "@/server/auth/roles";
+import { roleAllows, type Role } from "@/server/shared/roles";
 
 /**
  * The role each guarded control needs, by the procedure it calls. The server enforces these

@@ -9,7 +9,7 @@ import { LIVE } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
 import { usePermission } from "../auth/access";
-import { FILTER_MAX } from "@/server/limits";
+import { FILTER_MAX } from "@/server/shared/limits";
 import { SelectFilter, TextFilter } from "../text-filter";
 import { Badge, buttonClass, Empty, ErrorNotice, JsonValue, linkClass, Loading, Pager, RelativeTime, Section, shortId, statusTone, tableClass, TableHead, TableWrap, tdClass, type Tone } from "../ui";
 import { INTENT_STATUSES, intentsSearchParams, toIntentListInput } from "./search-params";

@@ -1,5 +1,5 @@
 import { createLoader, parseAsString, parseAsStringLiteral } from "nuqs/server";
-import { OWNERSHIP_VERDICTS } from "@/server/sandboxes/confirm";
+import { OWNERSHIP_VERDICTS } from "@/server/shared/confirm";
 import type { RouterInputs } from "@/trpc/types";
 
 /** The orphans page's URL state, shared by the server prefetch and the client. */

@@ -6,11 +6,9 @@ import { AlertDialog } from "radix-ui";
 import { useRef, useState } from "react";
 import { toast } from "sonner";
 import { useTRPC } from "@/trpc/react";
-import type { RouterOutputs } from "@/trpc/types";
 import { usePermission } from "../auth/access";
 import { buttonClass, ErrorNotice, linkClass } from "../ui";
-
-type Detail = RouterOutputs["runs"]["get"];
+import type { Detail } from "./detail";
 
 /**
  * Retry (DOMAIN.md §2.7). The server makes exactly one successor however often it is

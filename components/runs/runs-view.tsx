@@ -2,11 +2,11 @@
 
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useQueryStates } from "nuqs";
-import { FAILURE_CODES } from "@/server/engine/catalogue";
+import { FAILURE_CODES } from "@/server/shared/engine";
 import { LIVE } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import { DateTimeFilter } from "../datetime-filter";
-import { FILTER_MAX } from "@/server/limits";
+import { FILTER_MAX } from "@/server/shared/limits";
 import { SelectFilter, TextFilter } from "../text-filter";
 import { buttonClass, ErrorNotice, inputClass, Loading, Pager, Section } from "../ui";
 import { FailureGroups } from "./failure-groups";

@@ -4,7 +4,7 @@ import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { AlertDialog } from "radix-ui";
 import { useState, type ReactNode } from "react";
 import { toast } from "sonner";
-import { ROLES, type Role } from "@/server/auth/roles";
+import { ROLES, type Role } from "@/server/shared/roles";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
 import { Badge, buttonClass, ErrorNotice, inputClass, RelativeTime, tdClass } from "../ui";

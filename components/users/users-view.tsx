@@ -3,7 +3,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { toast } from "sonner";
-import { ROLES, type Role } from "@/server/auth/roles";
+import { ROLES, type Role } from "@/server/shared/roles";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
 import { buttonClass, Empty, ErrorNotice, inputClass, Loading, Section, TableWrap, tableClass, thClass } from "../ui";

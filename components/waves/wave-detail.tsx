@@ -4,7 +4,7 @@ import dynamic from "next/dynamic";
 import { useQuery } from "@tanstack/react-query";
 import { Dialog } from "radix-ui";
 import { useState } from "react";
-import { CHECK_IDS, CHECK_TITLES, summarise, type CheckId, type WaveReport } from "@/server/waves/report";
+import { CHECK_IDS, CHECK_TITLES, summarise, type CheckId, type WaveReport } from "@/server/shared/wave-report";
 import { useTRPC } from "@/trpc/react";
 import { Badge, buttonClass, Empty, ErrorNotice, JsonBlock, Loading, PageHeader, RelativeTime, Section, statusTone, TableWrap, tableClass, tdClass, thClass } from "../ui";
 import { waveTone } from "./tones";

@@ -1,7 +1,7 @@
 "use client";
 
 import { Bar, BarChart, CartesianGrid, Cell, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
-import type { WaveReport } from "@/server/waves/report";
+import type { WaveReport } from "@/server/shared/wave-report";
 
 const COLORS: Record<string, string> = { succeeded: "#15803d", failed: "#b91c1c" };
 

@@ -1,4 +1,4 @@
-import { ALL_COMPANIES, inScope, type CompanyScope, type Role } from "./roles";
+import { ALL_COMPANIES, inScope, type CompanyScope, type Role } from "../shared/roles";
 
 /**
  * Who may change whom (issue 14.11, keeping issue 16.1's company scope). Pure: the service

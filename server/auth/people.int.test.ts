@@ -5,7 +5,7 @@ import { createCaller } from "../trpc/root";
 import { createTRPCContext } from "../trpc/trpc";
 import { handleAuthRequest } from "./handler";
 import { disableUser, updateUser } from "./people";
-import { scopeOf, type Role, type SessionUser } from "./roles";
+import { scopeOf, type Role, type SessionUser } from "../shared/roles";
 import { addUser } from "./users";
 
 /** Issue 14.11: changing people through tRPC, with real sessions, PostgreSQL and the audit log. */

@@ -6,7 +6,7 @@ import { AppError } from "../errors";
 import { text } from "../text";
 import { authFor } from "./auth";
 import { judgePeopleChange, type Acting, type PeopleChange, type Person } from "./people-rules";
-import { ALL_COMPANIES, ROLES, type Role } from "./roles";
+import { ALL_COMPANIES, ROLES, type Role } from "../shared/roles";
 import { generatePassword } from "./users";
 
 /**

@@ -5,7 +5,7 @@ import type { Db } from "../db/client";
 import { AppError } from "../errors";
 import { text } from "../text";
 import { authFor } from "./auth";
-import { ALL_COMPANIES, inScope, isRole, ROLES, scopeOf, type CompanyScope, type Role, type SessionUser } from "./roles";
+import { ALL_COMPANIES, inScope, isRole, ROLES, scopeOf, type CompanyScope, type Role, type SessionUser } from "../shared/roles";
 
 export const addUserInput = z.object({
   email: text(254).pipe(z.email()).transform((e) => e.toLowerCase()),

@@ -1,7 +1,7 @@
 import os from "node:os";
 import { ZodError } from "zod";
 import { auditsWrittenBy, writeAudit, type Actor } from "../audit";
-import { roleAllows, scopeOf, type CompanyScope, type Role } from "../auth/roles";
+import { roleAllows, scopeOf, type CompanyScope, type Role } from "../shared/roles";
 import type { Db } from "../db/client";
 import { APP_ERROR_TABLE, AppError } from "../errors";
 

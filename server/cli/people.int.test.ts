@@ -1,6 +1,6 @@
 import os from "node:os";
 import { describe, expect, it } from "vitest";
-import { scopeOf } from "../auth/roles";
+import { scopeOf } from "../shared/roles";
 import { addUser } from "../auth/users";
 import { withTestDatabase } from "../test/context";
 import type { CliIO } from "./io";

@@ -5,8 +5,8 @@ import type { ControllerContext } from "../controller/context";
 import { asIdentity, intentEvidence, judgeExit } from "../controller/observe";
 import { decideCreationIntent, PROCESS_EXIT_REASONS, PROCESS_EXIT_VERDICTS, type PartialIdentity } from "../engine";
 import { afterCursor, cappedTotal, countCapped, cursorInput, PAGE_ORDER, pageOf } from "../runs/cursor";
-import { companyWhere, type CompanyScope } from "../auth/roles";
-import { FILTER_MAX } from "../limits";
+import { companyWhere, type CompanyScope } from "../shared/roles";
+import { FILTER_MAX } from "../shared/limits";
 import { describeInspection } from "./inspection";
 
 /**

@@ -4,7 +4,7 @@ import { admitRetry, describeFailure, OUTCOME_CLASSES, OWNERS } from "../engine"
 import { AppError } from "../errors";
 import { runRow } from "./queries";
 import { otherLiveRun } from "./retry";
-import { inScope, type CompanyScope } from "../auth/roles";
+import { inScope, type CompanyScope } from "../shared/roles";
 
 /**
  * Everything the run page shows, read in one place. Proofs and their checks are returned

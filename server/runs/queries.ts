@@ -3,8 +3,8 @@ import { dateInput, text } from "../text";
 import { ExecutionTarget, OutcomeClass, Prisma, RunStatus, type Db } from "../db/client";
 import { describeFailure } from "../engine";
 import { afterCursor, cappedTotal, countCapped, cursorInput, PAGE_ORDER, pageOf } from "./cursor";
-import { companyWhere, type CompanyScope } from "../auth/roles";
-import { FILTER_MAX } from "../limits";
+import { companyWhere, type CompanyScope } from "../shared/roles";
+import { FILTER_MAX } from "../shared/limits";
 
 /**
  * Read models of runs for the dashboard: the filtered, keyset-paged list, failures grouped

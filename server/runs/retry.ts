@@ -2,7 +2,7 @@ import { writeAudit, type Actor } from "../audit";
 import { Prisma, type Db, type Run } from "../db/client";
 import { admitRetry, LIVE_RUN_STATUSES } from "../engine";
 import { AppError } from "../errors";
-import { inScope, type CompanyScope } from "../auth/roles";
+import { inScope, type CompanyScope } from "../shared/roles";
 
 export interface RetryResult {
   run: Run;

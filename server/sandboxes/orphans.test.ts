@@ -3,7 +3,7 @@ import type { ControllerContext } from "../controller/context";
 import type { EnvironmentLease, RunStatus, SandboxCreationIntent } from "../db/client";
 import { currentProcessIdentity } from "../process/identity";
 import type { SandboxView } from "../providers/types";
-import { confirmWord } from "./confirm";
+import { confirmWord } from "../shared/confirm";
 import { judgeSandbox, reclaimInput } from "./orphans";
 
 /** judgeSandbox is pure but for the pid probe of a creator on this host. */

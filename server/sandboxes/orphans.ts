@@ -14,9 +14,9 @@ import { asPartialIdentity } from "../intents/queries";
 import { ProviderError } from "../providers/errors";
 import { instanceScope, LABEL_KEYS, normaliseLabels } from "../providers/labels";
 import type { SandboxView } from "../providers/types";
-import { confirmWord, OWNERSHIP_VERDICTS, type OwnershipVerdict } from "./confirm";
-import { inScope, type CompanyScope } from "../auth/roles";
-import { FILTER_MAX } from "../limits";
+import { confirmWord, OWNERSHIP_VERDICTS, type OwnershipVerdict } from "../shared/confirm";
+import { inScope, type CompanyScope } from "../shared/roles";
+import { FILTER_MAX } from "../shared/limits";
 import { decodeOffset, encodeOffset, offsetCursorInput } from "../runs/cursor";
 
 /**

@@ -1,4 +1,4 @@
-import type { Role, SessionUser } from "../auth/roles";
+import type { Role, SessionUser } from "../shared/roles";
 
 /** Signed-in people for tests that call procedures directly (no cookie involved). */
 export function testUser(role: Role, companies: string[] | "all" = "all"): SessionUser {

@@ -1,7 +1,7 @@
 import { TRPCError } from "@trpc/server";
 import crypto from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROLES, roleAllows, type Role, type SessionUser } from "../auth/roles";
+import { ROLES, roleAllows, type Role, type SessionUser } from "../shared/roles";
 import type { ControllerContext } from "../controller/context";
 import { startControllerHarness, type ControllerHarness } from "../controller/testing";
 import { testUser } from "../test/users";

@@ -1,6 +1,6 @@
 import superjson from "superjson";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Role, SessionUser } from "../auth/roles";
+import type { Role, SessionUser } from "../shared/roles";
 import { handleAuthRequest } from "../auth/handler";
 import { addUser, sessionUser } from "../auth/users";
 import type { ControllerContext } from "../controller/context";

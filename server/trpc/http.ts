@@ -2,7 +2,7 @@ import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { writeAudit, type Actor } from "../audit";
 import { crossSiteOrigin } from "../auth/origin";
 import { sessionUser } from "../auth/users";
-import type { SessionUser } from "../auth/roles";
+import type { SessionUser } from "../shared/roles";
 import type { ControllerContext } from "../controller/context";
 import { db as defaultDb } from "../db";
 import type { Db } from "../db/client";

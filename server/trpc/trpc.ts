@@ -3,7 +3,7 @@ import { getHTTPStatusCodeFromError } from "@trpc/server/http";
 import superjson from "superjson";
 import { ZodError } from "zod";
 import { auditsWrittenBy, writeAudit, type Actor } from "../audit";
-import { roleAllows, type CompanyScope, type Role, type SessionUser } from "../auth/roles";
+import { roleAllows, type CompanyScope, type Role, type SessionUser } from "../shared/roles";
 import { sessionUser } from "../auth/users";
 import type { ControllerContext } from "../controller/context";
 import { serviceContext } from "../controller/service";

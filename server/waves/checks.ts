@@ -1,5 +1,5 @@
 import { LIVE_RUN_STATUSES, safeDecide } from "../engine";
-import type { CheckResult, RunRecord, TaskReport } from "./report";
+import type { CheckResult, RunRecord, TaskReport } from "../shared/wave-report";
 
 /**
  * R1–R6 for one task (DOMAIN.md §5), from what the wave collected at its end. The

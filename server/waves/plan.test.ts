@@ -1,6 +1,7 @@
 import { fc, test } from "@fast-check/vitest";
 import { describe, expect, it } from "vitest";
-import { FAULT_NAMES, KILL_KINDS, planWave, waveId } from "./plan";
+import { FAULT_NAMES, KILL_KINDS } from "../shared/wave-report";
+import { planWave, waveId } from "./plan";
 
 const options = { tasks: 6, kills: [...KILL_KINDS], faults: [...FAULT_NAMES], concurrency: 2 };
 

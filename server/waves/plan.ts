@@ -3,10 +3,7 @@
  * and options give the same tasks, faults and kill schedule.
  */
 
-export const KILL_KINDS = ["K1", "K2", "K4", "K15"] as const;
-export type KillKind = (typeof KILL_KINDS)[number];
-export const FAULT_NAMES = ["bind", "reject", "late", "unconnected"] as const;
-export type FaultName = (typeof FAULT_NAMES)[number];
+import type { FaultName, KillKind } from "../shared/wave-report";
 
 export interface WaveOptions {
   seed: number;

@@ -2,8 +2,8 @@ import { z } from "zod";
 import { text } from "../text";
 import type { ChaosWave, Db } from "../db/client";
 import { AppError } from "../errors";
-import { CHECK_IDS, type CheckId, type WaveReport, type WaveSummary, waveReportSchema } from "./report";
-import { companyWhere, inScope, type CompanyScope } from "../auth/roles";
+import { CHECK_IDS, type CheckId, type WaveReport, type WaveSummary, waveReportSchema } from "../shared/wave-report";
+import { companyWhere, inScope, type CompanyScope } from "../shared/roles";
 
 /** The dashboard's read model of chaos waves: list, one wave, and two side by side. */
 

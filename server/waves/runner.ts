@@ -19,8 +19,8 @@ import { retryRun } from "../runs/retry";
 import { submitRun } from "../runs/submit";
 import { evaluateTask, type CollectedRun } from "./checks";
 import { parseCrashLine } from "../controller/crash";
-import { planWave, waveId, type FaultName, type WaveOptions, type WavePlan } from "./plan";
-import { wavePassed, type FaultRecord, type KillRecord, type WaveEvent, type WaveReport } from "./report";
+import { planWave, waveId, type WaveOptions, type WavePlan } from "./plan";
+import { wavePassed, type FaultName, type FaultRecord, type KillRecord, type WaveEvent, type WaveReport } from "../shared/wave-report";
 import { recordWaveStart, storeWaveReport } from "./store";
 
 /**

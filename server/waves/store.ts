@@ -1,8 +1,8 @@
 import type { Db, Prisma } from "../db/client";
 import { AppError } from "../errors";
 import type { WavePlan } from "./plan";
-import { CHECK_IDS, summarise, wavePassed, waveReportSchema, type WaveReport } from "./report";
-import { inScope, type CompanyScope } from "../auth/roles";
+import { CHECK_IDS, summarise, wavePassed, waveReportSchema, type WaveReport } from "../shared/wave-report";
+import { inScope, type CompanyScope } from "../shared/roles";
 
 const asJson = (v: unknown) => v as Prisma.InputJsonValue;
 

@@ -7,7 +7,7 @@ import { startControllerHarness, type ControllerHarness } from "../controller/te
 import { readEnv } from "../env";
 import { restingCode, restingFailure, RUN_DECIDING_KINDS, verdictSchema } from "../engine";
 import type { PlannedTask, WavePlan } from "./plan";
-import type { WaveReport } from "./report";
+import type { WaveReport } from "../shared/wave-report";
 import { runWave, type WaveRunOptions } from "./runner";
 import { importWaveReport, loadWaveReport } from "./store";
 

@@ -3,7 +3,7 @@ import { headers } from "next/headers";
 import { RedirectToSignIn } from "@/components/auth/redirect-to-sign-in";
 import { PageHeader } from "@/components/ui";
 import { UsersView } from "@/components/users/users-view";
-import { roleAllows } from "@/server/auth/roles";
+import { roleAllows } from "@/server/shared/roles";
 import { sessionUser } from "@/server/auth/users";
 import { db } from "@/server/db";
 import { getQueryClient, HydrateClient, trpc } from "@/trpc/server";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ROLES, type SessionUser } from "../../auth/roles";
+import { ROLES, type SessionUser } from "../../shared/roles";
 import { createTRPCRouter, viewerProcedure } from "../trpc";
 
 export const meOutput = z.object({

@@ -7,7 +7,7 @@ import { json } from "../../controller/records";
 import { startControllerHarness, type ControllerHarness } from "../../controller/testing";
 import { currentProcessIdentity } from "../../process/identity";
 import { buildLabels, creationName } from "../../providers/labels";
-import { confirmWord } from "../../sandboxes/confirm";
+import { confirmWord } from "../../shared/confirm";
 import { createCaller } from "../root";
 import { createTRPCContext } from "../trpc";
 import { TEST_ADMIN } from "../../test/users";

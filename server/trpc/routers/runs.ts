@@ -7,7 +7,7 @@ import { retryRun } from "../../runs/retry";
 import { submitRun, submitRunInput } from "../../runs/submit";
 import { boardProcedure, createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 import { writeAudit } from "../../audit";
-import { inScope } from "../../auth/roles";
+import { inScope } from "../../shared/roles";
 import { AppError } from "../../errors";
 
 export const runSummary = z.object({

@@ -2,7 +2,7 @@ import { TRPCError } from "@trpc/server";
 import { describe, expect, it } from "vitest";
 import { withTestDatabase } from "../../test/context";
 import { testUser } from "../../test/users";
-import type { SessionUser } from "../../auth/roles";
+import type { SessionUser } from "../../shared/roles";
 import { createCaller } from "../root";
 import { createTRPCContext } from "../trpc";
 

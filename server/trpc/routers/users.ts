@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { disableUser, enableUser, personOutput, resetPassword, resetPasswordOutput, updateUser, updateUserInput, userRefInput, type Acting } from "../../auth/people";
 import { judgePeopleChange } from "../../auth/people-rules";
-import { ROLES } from "../../auth/roles";
+import { ROLES } from "../../shared/roles";
 import { addUser, addUserInput, peopleWhere } from "../../auth/users";
 import { adminProcedure, createTRPCRouter } from "../trpc";
 

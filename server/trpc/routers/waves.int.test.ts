@@ -1,7 +1,7 @@
 import { TRPCError } from "@trpc/server";
 import { beforeAll, describe, expect, it } from "vitest";
 import { withTestDatabase } from "../../test/context";
-import type { WaveReport } from "../../waves/report";
+import type { WaveReport } from "../../shared/wave-report";
 import { createCaller } from "../root";
 import { createTRPCContext } from "../trpc";
 import { TEST_ADMIN } from "../../test/users";

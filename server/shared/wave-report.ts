@@ -1,7 +1,12 @@
 import { z } from "zod";
-import { FAULT_NAMES, KILL_KINDS } from "./plan";
 
 /** The wave report: what `--json` writes, `import` reads, and the dashboard shows. */
+
+/** The kills and faults a wave plans (server/waves/plan.ts) and its report records. */
+export const KILL_KINDS = ["K1", "K2", "K4", "K15"] as const;
+export type KillKind = (typeof KILL_KINDS)[number];
+export const FAULT_NAMES = ["bind", "reject", "late", "unconnected"] as const;
+export type FaultName = (typeof FAULT_NAMES)[number];
 
 export const CHECK_IDS = ["R1", "R2", "R3", "R4", "R5", "R6"] as const;
 export type CheckId = (typeof CHECK_IDS)[number];

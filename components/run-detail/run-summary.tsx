@@ -1,0 +1,105 @@
+import Link from "next/link";
+import { Badge, linkClass, shortId, statusTone } from "../ui";
+import type { Detail } from "./detail";
+import { RetryPanel } from "./retry-panel";
+
+/** What a board user reads first: why the run is where it is, and what to do. */
+function plainState(d: Detail): { reason: string; next: string | null } {
+  if (d.failure) return { reason: d.failure.message, next: d.failure.nextAction };
+  switch (d.run.status) {
+    case "queued":
+      return { reason: "The run is waiting for a controller to start it.", next: null };
+    case "starting":
+      return { reason: "The run is getting its sandbox and starting the agent.", next: null };
+    case "running":
+      return { reason: `The agent is working (turn ${d.run.turnsDone} of ${d.run.turnsPlanned}).`, next: null };
+    case "suspended":
+      return { reason: "The run was paused during a server restart and waits to be picked up again.", next: "Nothing to do: a controller resumes it." };
+    case "succeeded":
+      return { reason: "The run finished its work.", next: null };
+    case "failed":
+      return { reason: "The run failed without a failure code.", next: "Ask an operator to look at the run." };
+    case "cancelled":
+      return { reason: "The run was cancelled.", next: null };
+  }
+}
+
+/** The run that replaced this one (and the newest down the Retry chain), live. */
+function Successor({ current, successorId }: { current: NonNullable<Detail["retry"]["current"]>; successorId: string }) {
+  const later = current.hops > 1;
+  return (
+    <div className="flex flex-col gap-1 text-sm" data-testid="successor">
+      <p data-testid="retry-successor">
+        Retried: run{" "}
+        <Link href={`/runs/${successorId}`} className={`${linkClass} font-mono`} title={successorId}>
+          {successorId}
+        </Link>{" "}
+        replaced this one.
+        {later ? (
+          <>
+            {" "}
+            It was retried in turn; the newest run is{" "}
+            <Link href={`/runs/${current.id}`} className={`${linkClass} font-mono`} title={current.id}>
+              {shortId(current.id)}
+            </Link>
+            .
+          </>
+        ) : null}
+      </p>
+      <p className="flex flex-wrap items-center gap-2" data-testid="successor-status">
+        <span>{later ? "The newest run" : "That run"} is</span>
+        <Badge tone={statusTone(current.status)}>{current.status}</Badge>
+        {current.failureCode ? <span className="font-mono text-xs">{current.failureCode}</span> : null}
+      </p>
+      {current.failureMessage ? <p data-testid="successor-reason">{current.failureMessage}</p> : null}
+      {current.nextAction ? <p className="text-zinc-800 dark:text-zinc-200">Next, on that run: {current.nextAction}</p> : null}
+    </div>
+  );
+}
+
+/** The run's title and status, then why it is where it is, what to do, and Retry or its successor. */
+export function RunSummary({ detail: d }: { detail: Detail }) {
+  const current = d.retry.current;
+  // Once retried, this run's own next step is done: what matters is the run that replaced it.
+  const { reason, next } = current ? { reason: d.failure ? d.failure.message : plainState(d).reason, next: null } : plainState(d);
+  return (
+    <>
+      <div className="mb-2 flex flex-wrap items-center gap-3">
+        <h1 className="text-2xl font-semibold tracking-tight">
+          Run <span className="font-mono text-xl">{shortId(d.run.id)}</span>
+        </h1>
+        <Badge tone={statusTone(d.run.status)}>{d.run.status}</Badge>
+        {d.run.outcome ? <Badge tone={d.run.outcome === "terminal_failure" ? "bad" : "warn"}>{d.run.outcome.replace("_", " ")}</Badge> : null}
+      </div>
+      <p className="font-mono text-xs text-zinc-700 dark:text-zinc-300">{d.run.id}</p>
+
+      <div
+        className="mt-4 rounded-lg border border-zinc-300 bg-zinc-50 p-4 dark:border-zinc-700 dark:bg-zinc-900"
+        data-testid="run-summary"
+        aria-label="Why the run is here and what to do"
+        role="region"
+      >
+        <p className="text-base font-medium" data-testid="plain-reason">
+          {reason}
+        </p>
+        {next ? (
+          <p className="mt-1 text-sm text-zinc-800 dark:text-zinc-200" data-testid="next-action">
+            Next: {next}
+          </p>
+        ) : null}
+        {d.run.failureCode ? (
+          <p className="mt-2 text-xs text-zinc-700 dark:text-zinc-300">
+            Code <span className="font-mono">{d.run.failureCode}</span>
+            {d.run.failureDetail ? (
+              <>
+                {" "}
+                · detail <span className="font-mono break-all">{d.run.failureDetail}</span>
+              </>
+            ) : null}
+          </p>
+        ) : null}
+        <div className="mt-4">{current ? <Successor current={current} successorId={d.retry.successorId ?? current.id} /> : <RetryPanel detail={d} />}</div>
+      </div>
+    </>
+  );
+}
