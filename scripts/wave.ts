@@ -70,6 +70,7 @@ function printSummary(report: WaveReport) {
   for (const k of report.kills) out(`    ${k.landed ? "✓" : "✗"} ${k.kind}${k.crashAt ? ` (${k.crashAt})` : ""}: ${k.detail}`);
   for (const f of report.faults.filter((x) => !x.fired)) out(`    ✗ fault ${f.fault} on ${f.task}: ${f.detail}`);
   out(`  orphan sandboxes: ${report.orphanSandboxes.length}   decoys intact: ${report.decoys.filter((d) => d.intact).length}/${report.decoys.length}`);
+  out(`  ${describeTurnMarkers(report)}`);
   if (report.reclaims.length) {
     const secs = report.reclaims.map((r) => r.seconds).sort((a, b) => a - b);
     out(`  reclaimed orphans: ${secs.length}, median ${secs[Math.floor(secs.length / 2)]!.toFixed(1)} s, worst ${secs.at(-1)!.toFixed(1)} s after their creator died`);
@@ -195,3 +196,12 @@ program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`wave: ${message}\n`);
   process.exit(err instanceof AppError && (err.code === "INVALID_INPUT" || err.code === "CONFLICT") ? 2 : 1);
 });
+
+/** R3's marker evidence, summed: each turn's side effect counted by the lines its agent wrote. */
+function describeTurnMarkers(report: WaveReport): string {
+  const perRun = report.tasks.flatMap((t) => Object.values((t.checks.R3 as { turnMarkers?: Record<string, number[]> }).turnMarkers ?? {}));
+  if (perRun.length === 0) return "turn markers: not read (the emulator's sandboxes do not run on this host)";
+  const lines = perRun.reduce((n, l) => n + l.length, 0);
+  const ok = report.tasks.every((t) => t.checks.R3.ok);
+  return `turn markers: ${lines} line(s) over ${perRun.length} run(s): ${ok ? "every turn ran exactly once" : "see R3 below"}`;
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { evaluateTask, type CollectedRun, type TaskInput } from "./checks";
+import { evaluateTask, turnMarkerProblems, type CollectedRun, type TaskInput } from "./checks";
 
 const t = (s: number) => new Date(Date.UTC(2026, 10, 12, 1, 0, s)).toISOString();
 
@@ -7,6 +7,8 @@ function run(over: Partial<CollectedRun> = {}): CollectedRun {
   return {
     id: "r1",
     status: "succeeded",
+    turnsDone: 3,
+    turnsPlanned: 3,
     outcome: null,
     failureCode: null,
     canRetry: false,
@@ -74,6 +76,24 @@ describe("R1–R6", () => {
       runs: [run({ status: "failed", finishedAt: t(2) }), run({ id: "r2", previousRunId: "r1", createdAt: t(3) }), run({ id: "r3", previousRunId: "r1", createdAt: t(11) })],
     });
     expect(twins.checks.R3.detail).toMatch(/r1 has 2 successors/);
+  });
+
+  it("R3 fails a turn whose side effect happened twice, or a succeeded run missing a turn, by the agent's marker lines", () => {
+    expect(evaluateTask({ ...base, markers: { r1: [1, 2, 3] } }).checks.R3).toMatchObject({ ok: true, detail: expect.stringMatching(/each turn ran once \(3 marker line\(s\)\)/) });
+    expect(evaluateTask({ ...base, markers: { r1: [1, 2, 2, 3] } }).checks.R3).toMatchObject({ ok: false, detail: "r1: turn 2 ran 2 times" });
+    expect(evaluateTask({ ...base, markers: { r1: [1, 2] } }).checks.R3).toMatchObject({ ok: false, detail: "r1: succeeded after 2 of 3 turns ran" });
+    expect(evaluateTask({ ...base, markers: {} }).checks.R3.ok).toBe(false);
+    // Without markers (an emulator on another host) R3 says so and judges the runs alone.
+    expect(evaluateTask(base).checks.R3.detail).toMatch(/turn markers not read/);
+  });
+
+  it("a run that ended early ran its committed turns and at most the one it was in", () => {
+    const ended = { id: "r1", status: "failed", turnsDone: 2, turnsPlanned: 4 };
+    expect(turnMarkerProblems(ended, [1, 2])).toEqual([]);
+    expect(turnMarkerProblems(ended, [1, 2, 3])).toEqual([]);
+    expect(turnMarkerProblems(ended, [1])).toEqual(["r1: 2 turns recorded done, 1 ran"]);
+    expect(turnMarkerProblems(ended, [1, 2, 3, 4])).toEqual(["r1: 4 turns ran, 2 recorded done"]);
+    expect(turnMarkerProblems(ended, [2, 1])).toEqual(["r1: turns ran out of order: 2,1"]);
   });
 
   it("R4 fails a sandbox of the task left without a live run's lease", () => {

@@ -8,6 +8,8 @@ import type { CheckResult, RunRecord, TaskReport } from "../shared/wave-report";
  */
 
 export interface CollectedRun extends RunRecord {
+  turnsDone: number;
+  turnsPlanned: number;
   outcome: string | null;
   canRetry: boolean;
   nextAction: string | null;
@@ -45,6 +47,11 @@ export interface TaskInput {
   /** Sandboxes carrying one of this task's run ids. */
   sandboxes: CollectedSandbox[];
   decoys: Array<{ id: string; kind: string; intact: boolean }>;
+  /**
+   * The turn numbers each run's agent command wrote, one line per execution, in order (run
+   * id → turns); absent when the wave could not read them (an emulator on another host).
+   */
+  markers?: Record<string, number[]>;
 }
 
 const LIVE = new Set<string>(LIVE_RUN_STATUSES);
@@ -70,7 +77,7 @@ export function evaluateTask(input: TaskInput): TaskReport {
   const checks = {
     R1: settled(final, runs),
     R2: selfHealed(runs, input.proofs, successors),
-    R3: singleExecution(runs, successors),
+    R3: singleExecution(runs, successors, input.markers),
     R4: noOrphans(input.sandboxes, input.leases, runs),
     R5: nothingHeld(input.leases, runs),
     R6: ownershipSafety(input.decoys),
@@ -133,7 +140,25 @@ function selfHealed(runs: CollectedRun[], proofs: CollectedProof[], successors: 
   return { ok: problems.length === 0, detail: problems.length ? problems.join("; ") : "every restart was handled as the rules say", runs: judged };
 }
 
-function singleExecution(runs: CollectedRun[], successors: Map<string, number>): CheckResult {
+/**
+ * Each turn's side effect happened exactly once (issue 11), by the lines the agent wrote: a
+ * run's turns are 1, 2, … in order with none twice; a run that succeeded ran all its turns;
+ * a run that ended early ran its committed turns and at most the one it was in.
+ */
+export function turnMarkerProblems(run: Pick<CollectedRun, "id" | "status" | "turnsDone" | "turnsPlanned">, lines: number[]): string[] {
+  const problems: string[] = [];
+  const seen = new Map<number, number>();
+  for (const t of lines) seen.set(t, (seen.get(t) ?? 0) + 1);
+  for (const [t, n] of seen) if (n > 1) problems.push(`${run.id}: turn ${t} ran ${n} times`);
+  if (problems.length) return problems;
+  if (!lines.every((t, i) => t === i + 1)) return [`${run.id}: turns ran out of order: ${lines.join(",")}`];
+  if (run.status === "succeeded" && lines.length !== run.turnsPlanned) return [`${run.id}: succeeded after ${lines.length} of ${run.turnsPlanned} turns ran`];
+  if (lines.length < run.turnsDone) return [`${run.id}: ${run.turnsDone} turns recorded done, ${lines.length} ran`];
+  if (lines.length > run.turnsDone + 1) return [`${run.id}: ${lines.length} turns ran, ${run.turnsDone} recorded done`];
+  return [];
+}
+
+function singleExecution(runs: CollectedRun[], successors: Map<string, number>, markers: Record<string, number[]> | undefined): CheckResult {
   const overlaps: string[] = [];
   for (let i = 0; i < runs.length; i++) {
     for (let j = i + 1; j < runs.length; j++) {
@@ -144,8 +169,16 @@ function singleExecution(runs: CollectedRun[], successors: Map<string, number>):
     }
   }
   const doubled = [...successors].filter(([, n]) => n > 1).map(([id, n]) => `${id} has ${n} successors`);
-  const ok = overlaps.length === 0 && doubled.length === 0;
-  return { ok, detail: ok ? `${runs.length} run(s), never two active, each Retry one successor` : [...overlaps.map((o) => `overlap: ${o}`), ...doubled].join("; "), runs: runs.length };
+  const turns = markers ? runs.flatMap((r) => turnMarkerProblems(r, markers[r.id] ?? [])) : [];
+  const lines = markers ? runs.reduce((n, r) => n + (markers[r.id]?.length ?? 0), 0) : null;
+  const ok = overlaps.length === 0 && doubled.length === 0 && turns.length === 0;
+  const turnsSaid = lines === null ? "turn markers not read" : `each turn ran once (${lines} marker line(s))`;
+  return {
+    ok,
+    detail: ok ? `${runs.length} run(s), never two active, each Retry one successor; ${turnsSaid}` : [...overlaps.map((o) => `overlap: ${o}`), ...doubled, ...turns].join("; "),
+    runs: runs.length,
+    ...(markers ? { turnMarkers: Object.fromEntries(runs.map((r) => [r.id, markers[r.id] ?? []])) } : {}),
+  };
 }
 
 function noOrphans(sandboxes: CollectedSandbox[], leases: CollectedLease[], runs: CollectedRun[]): CheckResult {

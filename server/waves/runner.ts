@@ -99,6 +99,11 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       emulator = await startEmulator({ port: 0, databaseUrl: await emulatorDatabase(database.url, options.env) });
       emuUrl = emulator.url;
     }
+    // Each turn appends its number to a file named by the run, outside the sandbox: the
+    // wave counts them at its end (exactly once, issue 11). Only where the sandboxes' commands
+    // run on this host (an emulator here); elsewhere R3 says the markers were not read.
+    const markers = emulator !== null || isLoopback(emuUrl) ? path.join(home, "markers") : null;
+    if (markers) fs.mkdirSync(markers, { recursive: true });
     const emulatorKey = emulatorApiKeys(options.env)[0] ?? "emulator-key";
     const admin = new EmulatorAdminClient(emuUrl, emulatorKey);
     await recordWaveStart(db, { id, seed: options.seed, instanceId, companyId: COMPANY, plan, config: waveConfig(options), startedAt });
@@ -112,7 +117,16 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       const run = await submitRun(
         db,
         instanceId,
-        { companyId: COMPANY, taskId: `${id}-${task.key}`, agent: task.agent, provider: task.provider, target: task.target, sandboxMode: task.sandboxMode, turns: task.turns },
+        {
+          companyId: COMPANY,
+          taskId: `${id}-${task.key}`,
+          agent: task.agent,
+          provider: task.provider,
+          target: task.target,
+          sandboxMode: task.sandboxMode,
+          turns: task.turns,
+          ...(markers ? { agentCommand: markerCommand(markers) } : {}),
+        },
         { id: `wave:${id}`, role: "operator" },
         { waveId: id },
       );
@@ -289,6 +303,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
           leases: leases.map((l) => ({ id: l.id, runId: l.runId, status: l.status, fencedUntil: l.fencedUntil?.toISOString() ?? null, providerLeaseId: l.providerLeaseId })),
           sandboxes: sandboxes.filter((s) => !decoyIds.has(s.id) && runIds.includes(s.labels[LABEL_KEYS.run] ?? "")),
           decoys: decoyResults,
+          ...(markers ? { markers: Object.fromEntries(runIds.map((r) => [r, readMarkers(markers, r)])) } : {}),
         }),
       );
     }
@@ -382,6 +397,27 @@ async function performKill(
       throw new Error(`unknown kill ${String(never)}`);
     }
   }
+}
+
+function isLoopback(url: string): boolean {
+  const host = new URL(url).hostname;
+  return host === "localhost" || host === "::1" || host === "[::1]" || host.startsWith("127.");
+}
+
+/** The wave's agent command: one line with the turn's number, in a file named by the run. */
+function markerCommand(dir: string): string {
+  if (dir.includes("'")) throw new Error(`the wave's marker directory ${dir} contains a quote`);
+  return `printf '%s\\n' "$RUNWARDEN_TURN" >> '${dir}/'"$RUNWARDEN_RUN_ID"'.turns'`;
+}
+
+function readMarkers(dir: string, runId: string): number[] {
+  const file = path.join(dir, `${runId}.turns`);
+  if (!fs.existsSync(file)) return [];
+  return fs
+    .readFileSync(file, "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => Number(l.trim()));
 }
 
 async function runOfLease(db: Db, leaseId: string): Promise<string | null> {
@@ -479,10 +515,15 @@ async function retryWhereOffered(
     if (!latest || latest.status !== "failed" || latest.outcome !== "terminal_failure" || !latest.canRetry) continue;
     // A double click: both must land on the same successor (R3).
     const actor = { id: `wave:${id}`, role: "board" };
-    const [a, b] = await Promise.all([retryRun(db, latest.id, actor), retryRun(db, latest.id, actor)]);
+    const clicks = await Promise.allSettled([retryRun(db, latest.id, actor), retryRun(db, latest.id, actor)]);
+    // A click the server could not take (a busy database) is one a board user makes again:
+    // it is noted, not the end of the wave. R3 judges the successors the database holds.
+    for (const c of clicks) if (c.status === "rejected") note("retry", `${task.key}: a Retry click failed: ${c.reason instanceof Error ? c.reason.message.split("\n")[0] : String(c.reason)}`);
+    const successors = [...new Set(clicks.flatMap((c) => (c.status === "fulfilled" ? [c.value.run.id] : [])))];
+    if (successors.length === 0) continue;
     retried.set(task.key, (retried.get(task.key) ?? 0) + 1);
     made += 1;
-    note("retry", `${task.key}: Retry after ${latest.failureCode} → run ${a.run.id}${a.run.id === b.run.id ? "" : ` and ${b.run.id} (TWO successors)`}`);
+    note("retry", `${task.key}: Retry after ${latest.failureCode} → run ${successors.join(" and ")}${successors.length > 1 ? " (TWO successors)" : ""}`);
   }
   return made;
 }
@@ -518,6 +559,8 @@ async function collectRuns(db: Db, taskId: string): Promise<CollectedRun[]> {
     nextAction: r.nextAction,
     previousRunId: r.previousRunId,
     restarts: r.restarts,
+    turnsDone: r.turnsDone,
+    turnsPlanned: r.turnsPlanned,
     createdAt: r.createdAt.toISOString(),
     startedAt: r.startedAt?.toISOString() ?? null,
     finishedAt: r.finishedAt?.toISOString() ?? null,

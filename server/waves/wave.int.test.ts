@@ -119,6 +119,15 @@ describe("waves pass on the current engine", () => {
     expect(report.tasks.find((t) => t.id === "t02")!.retriesNeeded).toBe(1);
     expect(report.tasks.some((t) => t.restartCrossing)).toBe(true);
 
+    // Exactly once, counted (issue 11): every run's agent wrote its turns 1, 2, … once each, and
+    // a run that succeeded wrote all of them, whatever the kills interrupted.
+    const allRuns = await h.db.db.run.findMany({ where: { waveId: report.id } });
+    const markers = Object.assign({}, ...report.tasks.map((t) => (t.checks.R3 as { turnMarkers?: Record<string, number[]> }).turnMarkers ?? {})) as Record<string, number[]>;
+    expect(Object.keys(markers).sort()).toEqual(allRuns.map((r) => r.id).sort());
+    for (const r of allRuns.filter((x) => x.status === "succeeded")) {
+      expect(markers[r.id], `run ${r.id}`).toEqual(Array.from({ length: r.turnsPlanned }, (_, i) => i + 1));
+    }
+
     // The run never contradicts its proof (issue 12 item 10): every failed run rests in the
     // code its last run-deciding proof's stored verdict gives.
     const failedRuns = await h.db.db.run.findMany({ where: { waveId: report.id, status: "failed" } });
