@@ -11,6 +11,7 @@ import { judgeOwnership, type SandboxRef } from "./ownership";
 import { json, recordProof } from "./records";
 import { creationIntent, teardownFence } from "./rules";
 import { teardownLease, type TeardownOutcome } from "./teardown";
+import { isUuid } from "../lib/ids";
 
 /**
  * The sweeps of DOMAIN.md §2.5 and §2.6. Each pages through its rows in a stable id
@@ -302,7 +303,7 @@ async function reclaimIntentSandbox(
 
 async function existingRunId(tx: Prisma.TransactionClient, intent: SandboxCreationIntent): Promise<string | null> {
   // Probe and qualification acquires name runs that never existed.
-  if (!/^[0-9a-f-]{36}$/i.test(intent.runId)) return null;
+  if (!isUuid(intent.runId)) return null;
   const run = await tx.run.findUnique({ where: { id: intent.runId }, select: { id: true } });
   return run?.id ?? null;
 }

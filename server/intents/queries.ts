@@ -8,6 +8,7 @@ import { afterCursor, cappedTotal, countCapped, cursorInput, PAGE_ORDER, pageOf 
 import { companyWhere, type CompanyScope } from "../auth/roles";
 import { FILTER_MAX } from "../limits";
 import { describeInspection } from "./inspection";
+import { isUuid } from "../lib/ids";
 
 /**
  * Sandbox-creation intents of this instance for the dashboard, each with the engine's
@@ -79,7 +80,6 @@ export function judgePendingIntent(observer: ControllerContext, intent: SandboxC
   return decideCreationIntent(intentEvidence(observer, intent, committedLease, now));
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * `observer` is this process's controller context: creators are judged with its identity
@@ -107,7 +107,7 @@ export async function listIntents(db: Db, observer: ControllerContext, scope: Co
     ),
   ]);
   const page = pageOf(rows, input.pageSize);
-  const runIds = [...new Set(page.items.map((i) => i.runId).filter((id) => UUID.test(id)))];
+  const runIds = [...new Set(page.items.map((i) => i.runId).filter(isUuid))];
   const runs = runIds.length ? await db.run.findMany({ where: { id: { in: runIds } }, select: { id: true, status: true } }) : [];
   const runById = new Map(runs.map((r) => [r.id, r]));
   const byStatus = Object.fromEntries(grouped.map((g) => [g.status, g.total])) as Record<IntentStatus, number>;

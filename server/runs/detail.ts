@@ -5,13 +5,14 @@ import { AppError } from "../errors";
 import { runRow } from "./queries";
 import { otherLiveRun } from "./retry";
 import { inScope, type CompanyScope } from "../auth/roles";
+import { UuidSchema } from "../lib/ids";
 
 /**
  * Everything the run page shows, read in one place. Proofs and their checks are returned
  * exactly as the engine recorded them: nothing here re-evaluates a decision.
  */
 
-export const runIdInput = z.object({ id: z.uuid() });
+export const runIdInput = z.object({ id: UuidSchema });
 
 /** A check as stored: `expected` and `actual` stay whatever the engine wrote (or absent). */
 export const recordedCheck = z.looseObject({ name: z.string(), ok: z.boolean(), expected: z.unknown().optional(), actual: z.unknown().optional() });

@@ -5,6 +5,7 @@ import { describeFailure } from "../engine";
 import { afterCursor, cappedTotal, countCapped, cursorInput, PAGE_ORDER, pageOf } from "./cursor";
 import { companyWhere, type CompanyScope } from "../auth/roles";
 import { FILTER_MAX } from "../limits";
+import { isUuid } from "../lib/ids";
 
 /**
  * Read models of runs for the dashboard: the filtered, keyset-paged list, failures grouped
@@ -42,7 +43,6 @@ export const runListInput = z
   .refine(fromBeforeTo, { path: ["createdTo"], message: "must not be before createdFrom" });
 export type RunListInput = z.input<typeof runListInput>;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The filters that are plain column equalities, shared by the runs and their rollup. */
 function equalities(f: RunFilter) {
@@ -63,7 +63,7 @@ export function runWhere(f: RunFilter, now: Date): Prisma.RunWhereInput {
   if (f.createdTo) and.push({ createdAt: { lte: f.createdTo } });
   if (f.search) {
     // A whole run id is a primary-key lookup; other text is a task search (trigram index).
-    and.push(UUID.test(f.search) ? { id: f.search.toLowerCase() } : { taskId: { contains: f.search, mode: "insensitive" } });
+    and.push(isUuid(f.search) ? { id: f.search.toLowerCase() } : { taskId: { contains: f.search, mode: "insensitive" } });
   }
   return and.length ? { AND: and } : {};
 }
