@@ -22,7 +22,7 @@ import { isUuid } from "../lib/ids";
  */
 
 /** What one sweep pass decided: the controller's answer, the tRPC output and the audit detail. */
-export const SweepSummarySchema = z.object({
+export const sweepSummarySchema = z.object({
   kind: z.enum(["creation_intents", "teardown"]),
   passId: z.string(),
   judged: z.number().int(),
@@ -32,7 +32,7 @@ export const SweepSummarySchema = z.object({
   destroyed: z.number().int(),
   decisions: z.array(z.object({ id: z.string(), verdict: z.string(), reason: z.string().nullable() })),
 });
-export type SweepSummary = z.infer<typeof SweepSummarySchema>;
+export type SweepSummary = z.infer<typeof sweepSummarySchema>;
 
 function summary(kind: SweepSummary["kind"], passId: string): SweepSummary {
   return { kind, passId, judged: 0, pages: 0, verdicts: {}, reclaimed: 0, destroyed: 0, decisions: [] };

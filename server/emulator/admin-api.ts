@@ -3,23 +3,23 @@ import fs from "node:fs";
 import type http from "node:http";
 import path from "node:path";
 import { z } from "zod";
-import { RUNNER_STATE_PATH, RunnerStateSchema } from "../providers/runner";
+import { RUNNER_STATE_PATH, runnerStateSchema } from "../providers/runner";
 import type { EmulatorContext } from "./context";
-import { FaultRuleInputSchema } from "./faults";
+import { faultRuleInputSchema } from "./faults";
 import { HttpError, readJson } from "./http";
-import { CreateSchema, toApi } from "./sandbox-api";
+import { createSchema, toApi } from "./sandbox-api";
 import { ensureSandboxDirs, freePort, killSandboxProcesses, listFiles, resolveInSandbox, type SandboxHost } from "./sandbox-host";
 
 /** The admin API (`/admin/…`): what tests and the console see and set beyond Daytona's API. */
 
-const PlantSchema = CreateSchema.extend({
+const plantSchema = createSchema.extend({
   id: z.string().min(1).optional(),
   state: z.enum(["started", "stopped"]).optional(),
   createdAt: z.iso.datetime({ offset: true }).optional(),
   files: z.record(z.string(), z.string()).optional(),
-  runnerState: RunnerStateSchema.optional(),
+  runnerState: runnerStateSchema.optional(),
 });
-const ConfigSchema = z.object({
+const configSchema = z.object({
   duplicateNames: z.enum(["conflict", "allow"]).optional(),
   destroyedRetentionMs: z.number().int().min(0).optional(),
   transitionMs: z.object({ create: z.number().int().min(0), start: z.number().int().min(0), stop: z.number().int().min(0), destroy: z.number().int().min(0) }).partial().optional(),
@@ -44,14 +44,14 @@ export async function adminApi(ctx: EmulatorContext, parts: string[], method: st
       })),
     };
   }
-  if (what === "sandboxes" && id === undefined && method === "POST") return plant(ctx, await readJson(req, PlantSchema));
+  if (what === "sandboxes" && id === undefined && method === "POST") return plant(ctx, await readJson(req, plantSchema));
   if (what === "sandboxes" && id && parts[2] === "files" && method === "GET") {
     const row = await ctx.requireSandbox(id);
     return { home: ctx.hostOf(row).home, files: listFiles(ctx.hostOf(row).root) };
   }
   if (what === "faults" && !id && method === "GET") return { faults: await store.faults() };
   if (what === "faults" && !id && method === "POST") {
-    const input = await readJson(req, FaultRuleInputSchema);
+    const input = await readJson(req, faultRuleInputSchema);
     const rule = await store.addFault(input);
     log(`emulator: fault ${rule.fault.kind} set for ${JSON.stringify(rule.match)}${rule.times ? ` (${rule.times}x)` : ""}`);
     return rule;
@@ -64,7 +64,7 @@ export async function adminApi(ctx: EmulatorContext, parts: string[], method: st
   }
   if (what === "config" && method === "GET") return config;
   if (what === "config" && method === "POST") {
-    const next = await readJson(req, ConfigSchema);
+    const next = await readJson(req, configSchema);
     if (next.duplicateNames) config.duplicateNames = next.duplicateNames;
     if (next.transitionMs) config.transitionMs = { ...config.transitionMs, ...next.transitionMs };
     if (next.autoStopMinuteMs !== undefined) config.autoStopMinuteMs = next.autoStopMinuteMs;
@@ -78,7 +78,7 @@ export async function adminApi(ctx: EmulatorContext, parts: string[], method: st
 }
 
 /** Plants a sandbox directly (decoys, prepared runner states): no faults, same name rule. */
-async function plant(ctx: EmulatorContext, body: z.infer<typeof PlantSchema>) {
+async function plant(ctx: EmulatorContext, body: z.infer<typeof plantSchema>) {
   const { store, config } = ctx;
   const id = body.id ?? crypto.randomUUID();
   const name = body.name ?? id;

@@ -14,10 +14,10 @@ const ORGANIZATION_ID = "emulator-org";
 const CHANGING = new Set(Object.keys(TRANSITIONS));
 const SORT_KEYS: readonly SortKey[] = ["createdAt", "updatedAt", "lastActivityAt", "name"];
 
-export const LabelsSchema = z.record(z.string(), z.string());
-export const CreateSchema = z.object({
+export const labelsSchema = z.record(z.string(), z.string());
+export const createSchema = z.object({
   name: z.string().min(1).max(255).optional(),
-  labels: LabelsSchema.optional(),
+  labels: labelsSchema.optional(),
   env: z.record(z.string(), z.string()).optional(),
   cpu: z.number().positive().optional(),
   memory: z.number().positive().optional(),
@@ -28,7 +28,7 @@ export const CreateSchema = z.object({
 /** The answer (always 200) to a `/sandbox/…` request; null when no route matches. */
 export async function sandboxApi(ctx: EmulatorContext, parts: string[], method: string, url: URL, req: http.IncomingMessage): Promise<object | null> {
   const [, a, b] = parts;
-  if (parts.length === 1 && method === "POST") return createSandbox(ctx, await readJson(req, CreateSchema));
+  if (parts.length === 1 && method === "POST") return createSandbox(ctx, await readJson(req, createSchema));
   if (parts.length === 1 && method === "GET") return listSandboxes(ctx, url);
   if (a && parts.length === 2 && method === "GET") return sandboxOp(ctx, a, "get");
   if (a && parts.length === 2 && method === "DELETE") return sandboxOp(ctx, a, "delete");
@@ -41,7 +41,7 @@ export async function sandboxApi(ctx: EmulatorContext, parts: string[], method: 
   return null;
 }
 
-async function createSandbox(ctx: EmulatorContext, body: z.infer<typeof CreateSchema>) {
+async function createSandbox(ctx: EmulatorContext, body: z.infer<typeof createSchema>) {
   const { store, config } = ctx;
   const arrived = Date.now();
   const id = crypto.randomUUID();
@@ -95,7 +95,7 @@ async function listSandboxes(ctx: EmulatorContext, url: URL) {
     } catch {
       throw new HttpError(400, "bad_request", "labels must be a JSON object of string values");
     }
-    const ok = LabelsSchema.safeParse(parsed);
+    const ok = labelsSchema.safeParse(parsed);
     if (!ok.success) throw new HttpError(400, "bad_request", "labels must be a JSON object of string values");
     labels = ok.data;
   }
@@ -208,12 +208,12 @@ function encodeCursor(sortValue: string, id: string): string {
   return Buffer.from(JSON.stringify({ sortValue, id })).toString("base64");
 }
 
-const CursorSchema = z.object({ sortValue: z.string(), id: z.string() });
+const cursorSchema = z.object({ sortValue: z.string(), id: z.string() });
 
 function decodeCursor(raw: string | null): { sortValue: string; id: string } | null {
   if (raw === null || raw === "") return null;
   try {
-    const parsed = CursorSchema.safeParse(JSON.parse(Buffer.from(raw, "base64").toString("utf8")));
+    const parsed = cursorSchema.safeParse(JSON.parse(Buffer.from(raw, "base64").toString("utf8")));
     if (parsed.success) return parsed.data;
   } catch {
     // falls through to the 400

@@ -16,7 +16,7 @@ import type { SandboxRow } from "./store";
 
 const TOOLBOX_VERSION = "0.190.0-runwarden-emulator";
 
-const ExecuteSchema = z.object({
+const executeSchema = z.object({
   command: z.string().min(1),
   cwd: z.string().optional(),
   envs: z.record(z.string(), z.string()).optional(),
@@ -54,7 +54,7 @@ async function toolboxRoute(ctx: EmulatorContext, row: SandboxRow, host: Sandbox
     return download(host, url.searchParams.get("path"), res);
   }
   if (method === "POST" && route === "files/bulk-upload") return reply(res, 200, await bulkUpload(host, req));
-  if (method === "POST" && route === "process/execute") return processExecute(ctx, row, host, await readJson(req, ExecuteSchema), res);
+  if (method === "POST" && route === "process/execute") return processExecute(ctx, row, host, await readJson(req, executeSchema), res);
   throw new HttpError(404, "not_found", `no toolbox route for ${method} /${route}`);
 }
 
@@ -143,7 +143,7 @@ function sandboxEnv(row: SandboxRow, host: SandboxHost): Record<string, string> 
   };
 }
 
-async function processExecute(ctx: EmulatorContext, row: SandboxRow, host: SandboxHost, body: z.infer<typeof ExecuteSchema>, res: http.ServerResponse) {
+async function processExecute(ctx: EmulatorContext, row: SandboxRow, host: SandboxHost, body: z.infer<typeof executeSchema>, res: http.ServerResponse) {
   const { log } = ctx;
   const env = sandboxEnv(row, host);
   const envs: Record<string, string> = { ...(body.envs ?? {}) };

@@ -3,7 +3,7 @@ import { text } from "../text";
 import { IntentStatus, Prisma, RunStatus, type Db, type SandboxCreationIntent } from "../db/client";
 import type { ControllerContext } from "../controller/context";
 import { asIdentity, intentEvidence, judgeExit } from "../controller/observe";
-import { decideCreationIntent, PROCESS_EXIT_REASONS, PROCESS_EXIT_VERDICTS, type PartialIdentity } from "../engine";
+import { decideCreationIntent, processJudgementSchema, type PartialIdentity, type ProcessJudgement } from "../engine";
 import { afterCursor, cappedTotal, countCapped, cursorInput, PAGE_ORDER, pageOf } from "../runs/cursor";
 import { companyWhere, type CompanyScope } from "../auth/roles";
 import { FILTER_MAX } from "../limits";
@@ -29,8 +29,6 @@ export const intentListInput = z.object({
 });
 export type IntentListInput = z.input<typeof intentListInput>;
 
-const judgementSchema = z.object({ verdict: z.enum(PROCESS_EXIT_VERDICTS), reason: z.enum(PROCESS_EXIT_REASONS) });
-
 export const intentRow = z.object({
   id: z.string(),
   status: z.enum(IntentStatus),
@@ -45,7 +43,7 @@ export const intentRow = z.object({
     .object({ bootId: z.string().nullable(), pid: z.number().nullable(), startedAt: z.string().nullable(), startTicks: z.number().nullable(), pidSpace: z.string().nullable() })
     .nullable(),
   /** process_exit on the recorded creator, judged now by this process. */
-  creatorVerdict: judgementSchema,
+  creatorVerdict: processJudgementSchema,
   /** creation_intent without an inspection: `wait`, `inspect` or `commit`; null unless pending. */
   sweepWould: z.object({ verdict: z.string(), reason: z.string() }).nullable(),
   nextAttemptAt: z.date(),
@@ -149,7 +147,7 @@ export async function listIntents(db: Db, observer: ControllerContext, scope: Co
   };
 }
 
-function creatorVerdict(observer: ControllerContext, creator: PartialIdentity | null): z.infer<typeof judgementSchema> {
+function creatorVerdict(observer: ControllerContext, creator: PartialIdentity | null): ProcessJudgement {
   const { verdict } = judgeExit(observer, creator);
   if (verdict.kind !== "process_exit") throw new Error(`judgeExit answered ${verdict.kind}`);
   return { verdict: verdict.verdict, reason: verdict.reason };

@@ -1,6 +1,6 @@
 import crypto from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { isUuid, UuidSchema } from "./ids";
+import { isUuid, uuidSchema } from "./ids";
 
 describe("the one id pattern", () => {
   it("takes a UUID in either case and nothing PostgreSQL's uuid type would reject", () => {
@@ -12,7 +12,7 @@ describe("the one id pattern", () => {
   });
 
   it("the input schema is zod's UUID", () => {
-    expect(UuidSchema.safeParse(crypto.randomUUID()).success).toBe(true);
-    expect(UuidSchema.safeParse("not-a-uuid").success).toBe(false);
+    expect(uuidSchema.safeParse(crypto.randomUUID()).success).toBe(true);
+    expect(uuidSchema.safeParse("not-a-uuid").success).toBe(false);
   });
 });

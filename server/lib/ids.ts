@@ -12,4 +12,4 @@ export function isUuid(text: string): boolean {
 }
 
 /** An id a person or client sends (tRPC and CLI inputs): zod's RFC 9562 UUID. */
-export const UuidSchema = z.uuid();
+export const uuidSchema = z.uuid();

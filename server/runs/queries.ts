@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { dateInput, text } from "../text";
 import { ExecutionTarget, OutcomeClass, Prisma, RunStatus, type Db } from "../db/client";
-import { describeFailure } from "../engine";
+import { describeFailure, failureDescriptionSchema } from "../engine";
 import { afterCursor, cappedTotal, countCapped, cursorInput, PAGE_ORDER, pageOf } from "./cursor";
 import { companyWhere, type CompanyScope } from "../auth/roles";
 import { FILTER_MAX } from "../limits";
@@ -137,18 +137,11 @@ export async function listRuns(db: Db, scope: CompanyScope, raw: RunListInput, n
 }
 
 export const failureGroupsOutput = z.array(
-  z.object({
-    code: z.string(),
+  failureDescriptionSchema.extend({
     count: z.number().int(),
     /** How many of them still wait for someone (terminal failures without a successor). */
     open: z.number().int(),
     lastAt: z.date(),
-    known: z.boolean(),
-    outcome: z.enum(OutcomeClass),
-    owner: z.string(),
-    canRetry: z.boolean(),
-    message: z.string(),
-    nextAction: z.string(),
   }),
 );
 export type FailureGroups = z.infer<typeof failureGroupsOutput>;
@@ -204,18 +197,7 @@ export async function failureGroups(db: Db, scope: CompanyScope, raw: z.input<ty
       const entry = describeFailure(g.code);
       if (!entry) return [];
       return [
-        {
-          code: entry.code,
-          count: g.count,
-          open: g.open,
-          lastAt: g.lastAt,
-          known: entry.known,
-          outcome: entry.outcome,
-          owner: entry.owner,
-          canRetry: entry.canRetry,
-          message: entry.message,
-          nextAction: entry.nextAction,
-        },
+        { ...entry, count: g.count, open: g.open, lastAt: g.lastAt },
       ];
     })
     .sort((a, b) => b.count - a.count || a.code.localeCompare(b.code));

@@ -18,7 +18,7 @@ import { confirmWord, OWNERSHIP_VERDICTS, type OwnershipVerdict } from "./confir
 import { inScope, type CompanyScope } from "../auth/roles";
 import { FILTER_MAX } from "../limits";
 import { decodeOffset, encodeOffset, offsetCursorInput } from "../runs/cursor";
-import { isUuid, UuidSchema } from "../lib/ids";
+import { isUuid, uuidSchema } from "../lib/ids";
 
 /**
  * Orphaned sandboxes (DOMAIN.md §5 R4): this instance's sandboxes — listed by its instance
@@ -346,7 +346,7 @@ export const reclaimInput = z
       .max(100, "at most 100 sandboxes at once")
       .refine((ids) => new Set(ids).size === ids.length, "lists a sandbox twice"),
     /** The real reclaim names the dry run it carries out (its `planId`). */
-    planId: UuidSchema.optional(),
+    planId: uuidSchema.optional(),
     /** The real reclaim needs `confirmWord(sandboxIds.length)` typed by the operator. */
     confirm: text(80).optional(),
   })

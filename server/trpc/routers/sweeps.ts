@@ -1,13 +1,13 @@
 import { z } from "zod";
 import { writeAudit } from "../../audit";
-import { sweepCreationIntents, SweepSummarySchema, sweepTeardown, type SweepSummary } from "../../controller/sweeps";
+import { sweepCreationIntents, sweepSummarySchema, sweepTeardown, type SweepSummary } from "../../controller/sweeps";
 import { createTRPCRouter, operatorProcedure } from "../trpc";
 
 export const sweepsRouter = createTRPCRouter({
   /** Runs the sweeps now, in this process, and reports what they decided. */
   run: operatorProcedure
     .input(z.object({ kind: z.enum(["all", "creation_intents", "teardown"]).default("all") }).default({ kind: "all" }))
-    .output(z.array(SweepSummarySchema))
+    .output(z.array(sweepSummarySchema))
     .mutation(async ({ ctx, input }) => {
       const service = await ctx.service();
       const results: SweepSummary[] = [];
