@@ -1,5 +1,7 @@
+import { z } from "zod";
 import type { Prisma, SandboxCreationIntent } from "../db/client";
 import type { CreationIntentEvidence, TeardownFenceEvidence, Verdict } from "../engine";
+import { pagesById } from "../lib/pages";
 import { ProviderError } from "../providers/errors";
 import { normaliseLabels } from "../providers/labels";
 import type { ControllerContext } from "./context";
@@ -9,6 +11,7 @@ import { judgeOwnership, type SandboxRef } from "./ownership";
 import { json, recordProof } from "./records";
 import { creationIntent, teardownFence } from "./rules";
 import { teardownLease, type TeardownOutcome } from "./teardown";
+import { isUuid } from "../lib/ids";
 
 /**
  * The sweeps of DOMAIN.md §2.5 and §2.6. Each pages through its rows in a stable id
@@ -18,16 +21,18 @@ import { teardownLease, type TeardownOutcome } from "./teardown";
  * that changes something as a proof.
  */
 
-export interface SweepSummary {
-  kind: "creation_intents" | "teardown";
-  passId: string;
-  judged: number;
-  pages: number;
-  verdicts: Record<string, number>;
-  reclaimed: number;
-  destroyed: number;
-  decisions: Array<{ id: string; verdict: string; reason: string | null }>;
-}
+/** What one sweep pass decided: the controller's answer, the tRPC output and the audit detail. */
+export const sweepSummarySchema = z.object({
+  kind: z.enum(["creation_intents", "teardown"]),
+  passId: z.string(),
+  judged: z.number().int(),
+  pages: z.number().int(),
+  verdicts: z.record(z.string(), z.number().int()),
+  reclaimed: z.number().int(),
+  destroyed: z.number().int(),
+  decisions: z.array(z.object({ id: z.string(), verdict: z.string(), reason: z.string().nullable() })),
+});
+export type SweepSummary = z.infer<typeof sweepSummarySchema>;
 
 function summary(kind: SweepSummary["kind"], passId: string): SweepSummary {
   return { kind, passId, judged: 0, pages: 0, verdicts: {}, reclaimed: 0, destroyed: 0, decisions: [] };
@@ -59,14 +64,16 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
   const toTearDown: string[] = [];
   let error: string | null = null;
   try {
-    let cursor: string | null = null;
-    for (;;) {
-      const page: SandboxCreationIntent[] = await ctx.db.sandboxCreationIntent.findMany({
-        where: { instanceId: ctx.config.instanceId, status: "pending", ...(companies ? { companyId: { in: companies } } : {}), ...(cursor ? { id: { gt: cursor } } : {}) },
-        orderBy: { id: "asc" },
-        take: ctx.config.pageSize,
-      });
-      if (page.length === 0) break;
+    const pages = pagesById(
+      (after): Promise<SandboxCreationIntent[]> =>
+        ctx.db.sandboxCreationIntent.findMany({
+          where: { instanceId: ctx.config.instanceId, status: "pending", ...(companies ? { companyId: { in: companies } } : {}), ...(after ? { id: { gt: after } } : {}) },
+          orderBy: { id: "asc" },
+          take: ctx.config.pageSize,
+        }),
+      () => ctx.drain.signal.aborted,
+    );
+    for await (const page of pages) {
       s.pages += 1;
       // Most rows wait for a live or unprovable creator: judge those from the page read,
       // without a lock; only rows the engine would act on are locked and judged again.
@@ -88,8 +95,6 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
       // A page's orphans are destroyed before the next page is read: with a large backlog the
       // first orphan goes in seconds, not after the whole pass (issue 13).
       await tearDown(ctx, reclaimed, s);
-      cursor = page[page.length - 1]!.id;
-      if (ctx.drain.signal.aborted) break;
     }
     if (!ctx.drain.signal.aborted) await relookResolvedAbsent(ctx, s, toTearDown, companies);
     await tearDown(ctx, toTearDown, s);
@@ -216,20 +221,22 @@ export const LATE_MATERIALISATION_WINDOW_MS = 30 * 60_000;
  */
 async function relookResolvedAbsent(ctx: ControllerContext, s: SweepSummary, toTearDown: string[], companies?: string[]) {
   const since = new Date(Date.now() - LATE_MATERIALISATION_WINDOW_MS);
-  let cursor: string | null = null;
-  for (;;) {
-    const page: SandboxCreationIntent[] = await ctx.db.sandboxCreationIntent.findMany({
-      where: {
-        instanceId: ctx.config.instanceId,
-        status: "resolved_absent",
-        resolvedAt: { gte: since },
-        ...(companies ? { companyId: { in: companies } } : {}),
-        ...(cursor ? { id: { gt: cursor } } : {}),
-      },
-      orderBy: { id: "asc" },
-      take: ctx.config.pageSize,
-    });
-    if (page.length === 0) return;
+  const pages = pagesById(
+    (after): Promise<SandboxCreationIntent[]> =>
+      ctx.db.sandboxCreationIntent.findMany({
+        where: {
+          instanceId: ctx.config.instanceId,
+          status: "resolved_absent",
+          resolvedAt: { gte: since },
+          ...(companies ? { companyId: { in: companies } } : {}),
+          ...(after ? { id: { gt: after } } : {}),
+        },
+        orderBy: { id: "asc" },
+        take: ctx.config.pageSize,
+      }),
+    () => ctx.drain.signal.aborted,
+  );
+  for await (const page of pages) {
     s.pages += 1;
     await inParallel(page, SWEEP_PARALLELISM, async (intent) => {
       let found;
@@ -242,8 +249,6 @@ async function relookResolvedAbsent(ctx: ControllerContext, s: SweepSummary, toT
       const leaseId = await reclaimLate(ctx, intent.id, found, s);
       if (leaseId) toTearDown.push(leaseId);
     });
-    cursor = page[page.length - 1]!.id;
-    if (ctx.drain.signal.aborted) return;
   }
 }
 
@@ -298,7 +303,7 @@ async function reclaimIntentSandbox(
 
 async function existingRunId(tx: Prisma.TransactionClient, intent: SandboxCreationIntent): Promise<string | null> {
   // Probe and qualification acquires name runs that never existed.
-  if (!/^[0-9a-f-]{36}$/i.test(intent.runId)) return null;
+  if (!isUuid(intent.runId)) return null;
   const run = await tx.run.findUnique({ where: { id: intent.runId }, select: { id: true } });
   return run?.id ?? null;
 }
@@ -323,15 +328,15 @@ export async function sweepTeardown(ctx: ControllerContext, trigger = "interval"
 
 /** Ends the fence of a claim whose claimer exited, unless a newer claim superseded it. */
 async function releaseLostFences(ctx: ControllerContext, s: SweepSummary, companies?: string[]) {
-  let cursor: string | null = null;
-  for (;;) {
-    const page: Array<{ id: string }> = await ctx.db.environmentLease.findMany({
-      where: { instanceId: ctx.config.instanceId, status: "pending_cleanup", fencedUntil: { not: null }, ...(companies ? { companyId: { in: companies } } : {}), ...(cursor ? { id: { gt: cursor } } : {}) },
+  const pages = pagesById((after) =>
+    ctx.db.environmentLease.findMany({
+      where: { instanceId: ctx.config.instanceId, status: "pending_cleanup", fencedUntil: { not: null }, ...(companies ? { companyId: { in: companies } } : {}), ...(after ? { id: { gt: after } } : {}) },
       orderBy: { id: "asc" },
       take: ctx.config.pageSize,
       select: { id: true },
-    });
-    if (page.length === 0) return;
+    }),
+  );
+  for await (const page of pages) {
     s.pages += 1;
     for (const { id } of page) {
       await ctx.db.$transaction(async (tx) => {
@@ -356,7 +361,6 @@ async function releaseLostFences(ctx: ControllerContext, s: SweepSummary, compan
         await tx.environmentLease.update({ where: { id }, data: { fencedUntil: null, nextCleanupAt: null, cleanupStatus: `fence_released:${verdict.reason}` } });
       });
     }
-    cursor = page[page.length - 1]!.id;
   }
 }
 
@@ -369,23 +373,25 @@ async function queueLeasesOfFinishedRuns(ctx: ControllerContext, companies?: str
 }
 
 async function tearDownDue(ctx: ControllerContext, s: SweepSummary, companies?: string[]) {
-  let cursor: string | null = null;
   const now = new Date();
-  for (;;) {
-    const page: Array<{ id: string }> = await ctx.db.environmentLease.findMany({
-      where: {
-        instanceId: ctx.config.instanceId,
-        status: "pending_cleanup",
-        ...(companies ? { companyId: { in: companies } } : {}),
-        OR: [{ fencedUntil: null }, { fencedUntil: { lte: now } }],
-        AND: [{ OR: [{ nextCleanupAt: null }, { nextCleanupAt: { lte: now } }] }],
-        ...(cursor ? { id: { gt: cursor } } : {}),
-      },
-      orderBy: { id: "asc" },
-      take: ctx.config.pageSize,
-      select: { id: true },
-    });
-    if (page.length === 0) return;
+  const pages = pagesById(
+    (after) =>
+      ctx.db.environmentLease.findMany({
+        where: {
+          instanceId: ctx.config.instanceId,
+          status: "pending_cleanup",
+          ...(companies ? { companyId: { in: companies } } : {}),
+          OR: [{ fencedUntil: null }, { fencedUntil: { lte: now } }],
+          AND: [{ OR: [{ nextCleanupAt: null }, { nextCleanupAt: { lte: now } }] }],
+          ...(after ? { id: { gt: after } } : {}),
+        },
+        orderBy: { id: "asc" },
+        take: ctx.config.pageSize,
+        select: { id: true },
+      }),
+    () => ctx.drain.signal.aborted,
+  );
+  for await (const page of pages) {
     s.pages += 1;
     await inParallel(page, SWEEP_PARALLELISM, async ({ id }) => {
       const result: TeardownOutcome = await teardownLease(ctx, id);
@@ -393,7 +399,5 @@ async function tearDownDue(ctx: ControllerContext, s: SweepSummary, companies?: 
       count(s, id, { verdict: result.outcome, reason: "reason" in result ? result.reason : null });
       if (result.outcome === "destroyed" || result.outcome === "already_gone") s.destroyed += 1;
     });
-    cursor = page[page.length - 1]!.id;
-    if (ctx.drain.signal.aborted) return;
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applicableRules, faultAppliesAt, FaultRuleInputSchema, matchesSubject, subjectOf, type FaultRule } from "./faults";
+import { applicableRules, faultAppliesAt, faultRuleInputSchema, matchesSubject, subjectOf, type FaultRule } from "./faults";
 
 const rule = (over: Partial<FaultRule>): FaultRule => ({
   id: "f",
@@ -13,14 +13,14 @@ const rule = (over: Partial<FaultRule>): FaultRule => ({
 
 describe("fault rules", () => {
   it("fills defaults for a bare kind", () => {
-    expect(FaultRuleInputSchema.parse({ fault: "reject" })).toEqual({
+    expect(faultRuleInputSchema.parse({ fault: "reject" })).toEqual({
       match: {},
       fault: { kind: "reject", providerFailure: { kind: "requires_action", category: "permission", message: "bwrap: loopback: Failed RTM_NEWADDR" } },
       times: null,
     });
-    expect(FaultRuleInputSchema.parse({ fault: "late", times: 2 }).fault).toEqual({ kind: "late", delayMs: 3000 });
-    expect(FaultRuleInputSchema.safeParse({ fault: { kind: "reject", providerFailure: { kind: "nope", category: null, message: "" } } }).success).toBe(false);
-    expect(FaultRuleInputSchema.safeParse({ fault: "latency", times: 0 }).success).toBe(false);
+    expect(faultRuleInputSchema.parse({ fault: "late", times: 2 }).fault).toEqual({ kind: "late", delayMs: 3000 });
+    expect(faultRuleInputSchema.safeParse({ fault: { kind: "reject", providerFailure: { kind: "nope", category: null, message: "" } } }).success).toBe(false);
+    expect(faultRuleInputSchema.safeParse({ fault: "latency", times: 0 }).success).toBe(false);
   });
 
   it("matches on every given criterion: name, run id (label, state or request) and labels", () => {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { LABEL_KEYS } from "../providers/labels";
-import { ProviderFailureSchema } from "../providers/runner";
+import { providerFailureSchema } from "../providers/runner";
 
 /**
  * Fault injection rules for the emulator (`POST /admin/faults`). A rule matches calls by
@@ -14,7 +14,7 @@ export const DEFAULT_REJECTION = {
   message: "bwrap: loopback: Failed RTM_NEWADDR",
 } as const;
 
-export const FaultSpecSchema = z.discriminatedUnion("kind", [
+export const faultSpecSchema = z.discriminatedUnion("kind", [
   /** Every matching call waits this long before it is handled. */
   z.object({ kind: z.literal("latency"), ms: z.number().int().min(0).max(600_000).default(500) }),
   /**
@@ -25,32 +25,32 @@ export const FaultSpecSchema = z.discriminatedUnion("kind", [
   /** The runner stays `connecting`: session-open never answers; the caller must give up. */
   z.object({ kind: z.literal("never_connect") }),
   /** session-open fails definitely with this provider failure. */
-  z.object({ kind: z.literal("reject"), providerFailure: ProviderFailureSchema.default({ ...DEFAULT_REJECTION }) }),
+  z.object({ kind: z.literal("reject"), providerFailure: providerFailureSchema.default({ ...DEFAULT_REJECTION }) }),
   /** Runner start fails with `runner_ingress_bind_conflict`. */
   z.object({ kind: z.literal("bind_conflict") }),
 ]);
-export type FaultSpec = z.infer<typeof FaultSpecSchema>;
+export type FaultSpec = z.infer<typeof faultSpecSchema>;
 export type FaultKind = FaultSpec["kind"];
 export const FAULT_KINDS = ["latency", "late", "never_connect", "reject", "bind_conflict"] as const satisfies readonly FaultKind[];
 
-export const FaultMatchSchema = z
+export const faultMatchSchema = z
   .object({
     name: z.string().min(1).optional(),
     runId: z.string().min(1).optional(),
     labels: z.record(z.string(), z.string()).optional(),
   })
   .strict();
-export type FaultMatch = z.infer<typeof FaultMatchSchema>;
+export type FaultMatch = z.infer<typeof faultMatchSchema>;
 
 /** The body of `POST /admin/faults`. `fault` may be a bare kind for its defaults. */
-export const FaultRuleInputSchema = z
+export const faultRuleInputSchema = z
   .object({
-    match: FaultMatchSchema.default({}),
-    fault: z.union([z.enum(FAULT_KINDS).transform((kind) => FaultSpecSchema.parse({ kind })), FaultSpecSchema]),
+    match: faultMatchSchema.default({}),
+    fault: z.union([z.enum(FAULT_KINDS).transform((kind) => faultSpecSchema.parse({ kind })), faultSpecSchema]),
     times: z.number().int().min(1).nullable().default(null),
   })
   .strict();
-export type FaultRuleInput = z.input<typeof FaultRuleInputSchema>;
+export type FaultRuleInput = z.input<typeof faultRuleInputSchema>;
 
 export interface FaultRule {
   id: string;

@@ -4,22 +4,26 @@
  * wording.
  */
 
+import { z } from "zod";
+
 export const OUTCOME_CLASSES = ["retryable_failure", "terminal_failure"] as const;
 export type OutcomeClass = (typeof OUTCOME_CLASSES)[number];
 
 export const OWNERS = ["agent", "board"] as const;
 export type Owner = (typeof OWNERS)[number];
 
-interface CatalogueRow {
-  outcome: OutcomeClass;
-  owner: Owner;
+/** One row of the catalogue: the one shape of a code's meaning wherever it is stored or shown. */
+export const catalogueRowSchema = z.object({
+  outcome: z.enum(OUTCOME_CLASSES),
+  owner: z.enum(OWNERS),
   /** Whether the board sees a Retry button (DOMAIN.md §2.7: terminal failures only). */
-  canRetry: boolean;
+  canRetry: z.boolean(),
   /** The plain sentence a board user reads. */
-  message: string;
+  message: z.string(),
   /** One short line: what happened, then what to do. */
-  nextAction: string;
-}
+  nextAction: z.string(),
+});
+export type CatalogueRow = z.infer<typeof catalogueRowSchema>;
 
 export const FAILURE_CATALOGUE = {
   native_session_interrupted: {
@@ -136,11 +140,13 @@ export type FailureCode = keyof typeof FAILURE_CATALOGUE;
 
 export const FAILURE_CODES = Object.keys(FAILURE_CATALOGUE) as [FailureCode, ...FailureCode[]];
 
-export interface FailureDescription extends CatalogueRow {
-  code: string;
+/** What a reader sees for any stored code (`describeFailure`). */
+export const failureDescriptionSchema = catalogueRowSchema.extend({
+  code: z.string(),
   /** False for a code this catalogue does not know (an older or newer release wrote it). */
-  known: boolean;
-}
+  known: z.boolean(),
+});
+export type FailureDescription = z.infer<typeof failureDescriptionSchema>;
 
 export function isFailureCode(code: string): code is FailureCode {
   return Object.hasOwn(FAILURE_CATALOGUE, code);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { FAILURE_CODES, OUTCOME_CLASSES, OWNERS } from "./catalogue";
+import { catalogueRowSchema, FAILURE_CODES, OUTCOME_CLASSES, OWNERS } from "./catalogue";
 
 /**
  * Verdict shapes (EVIDENCE.md "Output"). They are schemas, not only types, so the tRPC
@@ -53,16 +53,7 @@ export const leaseBindingResultSchema = z.object({
   checks: z.array(checkSchema),
   ...failureTail,
   /** Where a refused run rests (DOMAIN.md §2.1); null when admitted. */
-  continuation: z
-    .object({
-      code: failureCode,
-      outcome: z.enum(OUTCOME_CLASSES),
-      owner: z.enum(OWNERS),
-      canRetry: z.boolean(),
-      message: z.string(),
-      nextAction: z.string(),
-    })
-    .nullable(),
+  continuation: catalogueRowSchema.extend({ code: failureCode }).nullable(),
 });
 export type LeaseBindingResult = z.infer<typeof leaseBindingResultSchema>;
 
@@ -86,11 +77,7 @@ export const startupFailureResultSchema = z.object({
   code: failureCode,
   reason: z.string(),
   checks: z.array(checkSchema),
-  outcome: z.enum(OUTCOME_CLASSES),
-  owner: z.enum(OWNERS),
-  canRetry: z.boolean(),
-  message: z.string(),
-  nextAction: z.string(),
+  ...catalogueRowSchema.shape,
   /** Seconds until the same run is tried again; null when nothing is retried automatically. */
   retryAfterSeconds: z.number().int().nullable(),
 });

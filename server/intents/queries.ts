@@ -3,11 +3,12 @@ import { text } from "../text";
 import { IntentStatus, Prisma, RunStatus, type Db, type SandboxCreationIntent } from "../db/client";
 import type { ControllerContext } from "../controller/context";
 import { asIdentity, intentEvidence, judgeExit } from "../controller/observe";
-import { decideCreationIntent, PROCESS_EXIT_REASONS, PROCESS_EXIT_VERDICTS, type PartialIdentity } from "../engine";
+import { decideCreationIntent, processJudgementSchema, type PartialIdentity, type ProcessJudgement } from "../engine";
 import { afterCursor, cappedTotal, countCapped, cursorInput, PAGE_ORDER, pageOf } from "../runs/cursor";
 import { companyWhere, type CompanyScope } from "../shared/roles";
 import { FILTER_MAX } from "../shared/limits";
 import { describeInspection } from "./inspection";
+import { isUuid } from "../lib/ids";
 
 /**
  * Sandbox-creation intents of this instance for the dashboard, each with the engine's
@@ -28,8 +29,6 @@ export const intentListInput = z.object({
 });
 export type IntentListInput = z.input<typeof intentListInput>;
 
-const judgementSchema = z.object({ verdict: z.enum(PROCESS_EXIT_VERDICTS), reason: z.enum(PROCESS_EXIT_REASONS) });
-
 export const intentRow = z.object({
   id: z.string(),
   status: z.enum(IntentStatus),
@@ -44,7 +43,7 @@ export const intentRow = z.object({
     .object({ bootId: z.string().nullable(), pid: z.number().nullable(), startedAt: z.string().nullable(), startTicks: z.number().nullable(), pidSpace: z.string().nullable() })
     .nullable(),
   /** process_exit on the recorded creator, judged now by this process. */
-  creatorVerdict: judgementSchema,
+  creatorVerdict: processJudgementSchema,
   /** creation_intent without an inspection: `wait`, `inspect` or `commit`; null unless pending. */
   sweepWould: z.object({ verdict: z.string(), reason: z.string() }).nullable(),
   nextAttemptAt: z.date(),
@@ -79,7 +78,6 @@ export function judgePendingIntent(observer: ControllerContext, intent: SandboxC
   return decideCreationIntent(intentEvidence(observer, intent, committedLease, now));
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * `observer` is this process's controller context: creators are judged with its identity
@@ -107,7 +105,7 @@ export async function listIntents(db: Db, observer: ControllerContext, scope: Co
     ),
   ]);
   const page = pageOf(rows, input.pageSize);
-  const runIds = [...new Set(page.items.map((i) => i.runId).filter((id) => UUID.test(id)))];
+  const runIds = [...new Set(page.items.map((i) => i.runId).filter(isUuid))];
   const runs = runIds.length ? await db.run.findMany({ where: { id: { in: runIds } }, select: { id: true, status: true } }) : [];
   const runById = new Map(runs.map((r) => [r.id, r]));
   const byStatus = Object.fromEntries(grouped.map((g) => [g.status, g.total])) as Record<IntentStatus, number>;
@@ -149,7 +147,7 @@ export async function listIntents(db: Db, observer: ControllerContext, scope: Co
   };
 }
 
-function creatorVerdict(observer: ControllerContext, creator: PartialIdentity | null): z.infer<typeof judgementSchema> {
+function creatorVerdict(observer: ControllerContext, creator: PartialIdentity | null): ProcessJudgement {
   const { verdict } = judgeExit(observer, creator);
   if (verdict.kind !== "process_exit") throw new Error(`judgeExit answered ${verdict.kind}`);
   return { verdict: verdict.verdict, reason: verdict.reason };

@@ -43,7 +43,7 @@ export type EnsureStartedOutcome =
   | "restarted";
 
 /** The subset of Daytona's Sandbox that Runwarden relies on; the rest is ignored. */
-const SandboxSchema = z.object({
+const sandboxSchema = z.object({
   id: z.string().min(1),
   name: z.string(),
   labels: z.record(z.string(), z.string()).nullish(),
@@ -56,15 +56,15 @@ const SandboxSchema = z.object({
   createdAt: z.string().refine((v) => Number.isFinite(Date.parse(v)), "expected an ISO date"),
   toolboxProxyUrl: z.string().nullish(),
 });
-type RawSandbox = z.infer<typeof SandboxSchema>;
+type RawSandbox = z.infer<typeof sandboxSchema>;
 
-const ListSchema = z.object({
-  items: z.array(SandboxSchema),
+const listSchema = z.object({
+  items: z.array(sandboxSchema),
   nextCursor: z.string().nullish(),
 });
 
-const ToolboxUrlSchema = z.object({ url: z.string().min(1) });
-const HomeDirSchema = z.object({ dir: z.string().min(1) });
+const toolboxUrlSchema = z.object({ url: z.string().min(1) });
+const homeDirSchema = z.object({ dir: z.string().min(1) });
 
 /**
  * listSandboxes' positional parameters in api-client 0.220.0 (the options object follows
@@ -159,7 +159,7 @@ export class DaytonaProvider implements SandboxProvider {
     const data = await this.call(operation, signal, () =>
       this.api.createSandbox(body, this.organizationId, { signal, timeout: this.timeoutMs }),
     );
-    const raw = validate(operation, data, SandboxSchema, "the created sandbox");
+    const raw = validate(operation, data, sandboxSchema, "the created sandbox");
     if (raw.name !== input.name) {
       throw new ProviderError("garbage", operation, `asked for the name ${JSON.stringify(input.name)}, the provider named it ${JSON.stringify(raw.name)}`);
     }
@@ -173,7 +173,7 @@ export class DaytonaProvider implements SandboxProvider {
       this.api.getSandbox(name, this.organizationId, undefined, { signal: options.signal, timeout: this.timeoutMs }),
     );
     if (data === null) return null;
-    const raw = validate(operation, data, SandboxSchema, "the sandbox");
+    const raw = validate(operation, data, sandboxSchema, "the sandbox");
     // Daytona's GET takes an id or a name; only an exact name match is the sandbox asked for.
     if (raw.name !== name) {
       throw new ProviderError("garbage", operation, `asked for the name ${JSON.stringify(name)}, got a sandbox named ${JSON.stringify(raw.name)}`);
@@ -206,7 +206,7 @@ export class DaytonaProvider implements SandboxProvider {
       if (Array.isArray(data)) {
         throw new ProviderError("garbage", operation, "expected { items, nextCursor }, got a plain array (an older Daytona API than the pinned client)");
       }
-      const list = validate(operation, data, ListSchema, "the list");
+      const list = validate(operation, data, listSchema, "the list");
       for (const raw of list.items) {
         // Defence in depth: a provider that ignored the filter must not widen the scope.
         if (hasLabels(raw.labels ?? {}, labels)) out.push(this.view(raw, options.now));
@@ -282,7 +282,7 @@ export class DaytonaProvider implements SandboxProvider {
     const res = await send({ method: "GET", url: `${toolbox}/${encodeURIComponent(sandboxId)}/user-home-dir`, operation, apiKey: this.apiKey, timeoutMs: this.timeoutMs, signal: options.signal });
     if (res.status === 404) return null;
     if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
-    const dir = validate(operation, decodeJson(operation, res), HomeDirSchema, "the home directory").dir.replace(/\/+$/, "");
+    const dir = validate(operation, decodeJson(operation, res), homeDirSchema, "the home directory").dir.replace(/\/+$/, "");
     this.homes.set(sandboxId, dir);
     return dir;
   }
@@ -294,7 +294,7 @@ export class DaytonaProvider implements SandboxProvider {
       this.api.getSandbox(id, this.organizationId, undefined, { signal: options.signal, timeout: this.timeoutMs }),
     );
     if (data === null) return null;
-    const raw = validate(operation, data, SandboxSchema, "the sandbox");
+    const raw = validate(operation, data, sandboxSchema, "the sandbox");
     if (raw.id !== id) throw new ProviderError("garbage", operation, `asked for the id ${JSON.stringify(id)}, got ${JSON.stringify(raw.id)}`);
     return this.view(raw, options.now);
   }
@@ -305,7 +305,7 @@ export class DaytonaProvider implements SandboxProvider {
     const data = await this.call(operation, options.signal, () =>
       this.api.startSandbox(id, this.organizationId, { signal: options.signal, timeout: this.timeoutMs }),
     );
-    const view = this.view(validate(operation, data, SandboxSchema, "the sandbox"), options.now);
+    const view = this.view(validate(operation, data, sandboxSchema, "the sandbox"), options.now);
     return view.state === "started" ? view : this.waitFor(id, "started", options);
   }
 
@@ -315,7 +315,7 @@ export class DaytonaProvider implements SandboxProvider {
     const data = await this.call(operation, options.signal, () =>
       this.api.stopSandbox(id, this.organizationId, false, { signal: options.signal, timeout: this.timeoutMs }),
     );
-    const view = this.view(validate(operation, data, SandboxSchema, "the sandbox"), options.now);
+    const view = this.view(validate(operation, data, sandboxSchema, "the sandbox"), options.now);
     return view.state === "stopped" ? view : this.waitFor(id, "stopped", options);
   }
 
@@ -364,7 +364,7 @@ export class DaytonaProvider implements SandboxProvider {
       this.api.getSandbox(sandboxId, this.organizationId, undefined, { signal: options.signal, timeout: this.timeoutMs }),
     );
     if (data === null) return null;
-    let raw = validate(operation, data, SandboxSchema, "the sandbox");
+    let raw = validate(operation, data, sandboxSchema, "the sandbox");
     // Toolbox calls need `started`: wait out `creating` (and other ways up) first.
     if (STARTING_STATES.has(raw.state ?? "")) {
       const started = await this.waitFor(sandboxId, "started", options);
@@ -376,7 +376,7 @@ export class DaytonaProvider implements SandboxProvider {
       const proxy = await this.call(proxyOp, options.signal, () =>
         this.api.getToolboxProxyUrl(sandboxId, this.organizationId, { signal: options.signal, timeout: this.timeoutMs }),
       );
-      url = validate(proxyOp, proxy, ToolboxUrlSchema, "the toolbox proxy URL").url;
+      url = validate(proxyOp, proxy, toolboxUrlSchema, "the toolbox proxy URL").url;
     }
     url = url.replace(/\/+$/, "");
     this.toolboxUrls.set(sandboxId, url);

@@ -37,18 +37,18 @@ export { RUNNER_LIFECYCLES, PROVIDER_FAILURE_KINDS };
 export type RunnerLifecycle = (typeof RUNNER_LIFECYCLES)[number];
 export const PROVIDER_FAILURE_CATEGORIES = ["authentication", "permission", "invalid_request"] as const;
 
-export const ProviderFailureSchema = z.object({
+export const providerFailureSchema = z.object({
   kind: z.enum(PROVIDER_FAILURE_KINDS),
   category: z.enum(PROVIDER_FAILURE_CATEGORIES).nullable(),
   message: z.string(),
 });
 /** A provider failure as the engine's `startup_failure` evidence takes it (EVIDENCE.md). */
-export type ProviderFailure = z.infer<typeof ProviderFailureSchema>;
+export type ProviderFailure = z.infer<typeof providerFailureSchema>;
 
-export const RunnerProcessIdentitySchema = z.object({ pid: z.number().int(), startedAt: z.string(), startTicks: z.number().int().nullish() });
+export const runnerProcessIdentitySchema = z.object({ pid: z.number().int(), startedAt: z.string(), startTicks: z.number().int().nullish() });
 
 /** One command the runner processed (a turn: its exit code and bounded output tail). */
-export const ProcessedCommandSchema = z.object({
+export const processedCommandSchema = z.object({
   seq: z.number().int(),
   kind: z.string(),
   processedAt: z.string(),
@@ -57,10 +57,10 @@ export const ProcessedCommandSchema = z.object({
   durationMs: z.number().nullish(),
   outputTail: z.string().nullish(),
 });
-export type ProcessedCommand = z.infer<typeof ProcessedCommandSchema>;
+export type ProcessedCommand = z.infer<typeof processedCommandSchema>;
 
 /** `runner-state.json` (DOMAIN.md §1 Runner state); the EVIDENCE.md `runnerState` fields plus extras. */
-export const RunnerStateSchema = z.object({
+export const runnerStateSchema = z.object({
   runId: z.string(),
   runnerInstanceId: z.string(),
   sessionId: z.string(),
@@ -74,7 +74,7 @@ export const RunnerStateSchema = z.object({
   /** Whether provider session state exists beside the runner state. */
   providerStatePresent: z.boolean(),
   /** The runner process that wrote this state. */
-  process: RunnerProcessIdentitySchema.nullable(),
+  process: runnerProcessIdentitySchema.nullable(),
   /** The turn being run when this was written (it is not processed until it is in processedCommands). */
   inFlight: z.object({ seq: z.number().int(), startedAt: z.string() }).nullish(),
   agentCommand: z.string().nullish(),
@@ -82,15 +82,15 @@ export const RunnerStateSchema = z.object({
   programDigest: z.string().nullish(),
   updatedAt: z.string(),
 });
-export type RunnerState = z.infer<typeof RunnerStateSchema>;
+export type RunnerState = z.infer<typeof runnerStateSchema>;
 
-export const RunnerProcessSchema = z.object({
+export const runnerProcessSchema = z.object({
   state: z.enum(["running", "stopped", "absent"]),
   pid: z.number().int().optional(),
   startedAt: z.string().optional(),
   startTicks: z.number().int().optional(),
 });
-export type RunnerProcess = z.infer<typeof RunnerProcessSchema>;
+export type RunnerProcess = z.infer<typeof runnerProcessSchema>;
 
 /** Parses a runner-state.json text; a file that is not one is a `garbage` ProviderError. */
 export function parseRunnerState(text: string, where = RUNNER_STATE_PATH): RunnerState {
@@ -100,7 +100,7 @@ export function parseRunnerState(text: string, where = RUNNER_STATE_PATH): Runne
   } catch {
     throw new ProviderError("garbage", `read ${where}`, "the runner state is not JSON");
   }
-  return validate(`read ${where}`, value, RunnerStateSchema, "the runner state");
+  return validate(`read ${where}`, value, runnerStateSchema, "the runner state");
 }
 
 /** Reads the runner state through any provider's file read; null when absent. */
@@ -211,11 +211,11 @@ function runnerPrograms() {
 
 const ResultLine = z.object({ ok: z.boolean(), code: z.string().optional(), message: z.string().optional() }).passthrough();
 const ExecuteAnswer = z.object({ exitCode: z.number().int(), result: z.string() });
-const StateResult = z.object({ state: RunnerStateSchema });
-const MaybeStateResult = z.object({ state: RunnerStateSchema.nullable() });
-const ProcessResult = z.object({ process: RunnerProcessSchema });
-const TurnAnswer = z.object({ state: RunnerStateSchema, pending: z.boolean().optional(), command: ProcessedCommandSchema.optional() });
-const RejectResult = z.object({ definite: z.boolean().optional(), providerFailure: ProviderFailureSchema.optional(), message: z.string().optional() });
+const StateResult = z.object({ state: runnerStateSchema });
+const MaybeStateResult = z.object({ state: runnerStateSchema.nullable() });
+const ProcessResult = z.object({ process: runnerProcessSchema });
+const TurnAnswer = z.object({ state: runnerStateSchema, pending: z.boolean().optional(), command: processedCommandSchema.optional() });
+const RejectResult = z.object({ definite: z.boolean().optional(), providerFailure: providerFailureSchema.optional(), message: z.string().optional() });
 
 /** Runner refusals that mean "not there" rather than "in the way". */
 const NOT_FOUND_CODES = new Set(["runner_state_missing"]);
@@ -280,7 +280,7 @@ export class HttpRunnerClient implements RunnerClient {
       const out = await this.runnerd(sandboxId, operation, ["ctl", "turn", "--seq", String(seq), "--prompt", options.prompt ?? "", "--wait-ms", "20000"], options);
       const answer = validate(operation, out, TurnAnswer);
       if (answer.pending) continue;
-      const command = answer.command ?? answer.state.processedCommands.map((c) => ProcessedCommandSchema.safeParse(c)).find((c) => c.success && c.data.seq === seq)?.data;
+      const command = answer.command ?? answer.state.processedCommands.map((c) => processedCommandSchema.safeParse(c)).find((c) => c.success && c.data.seq === seq)?.data;
       if (!command) throw new ProviderError("garbage", operation, `the runner answered without a record of turn ${seq}`);
       return { state: answer.state, command };
     }

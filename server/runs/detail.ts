@@ -1,31 +1,23 @@
 import { z } from "zod";
 import { RunStatus, type Db, type Proof } from "../db/client";
-import { admitRetry, describeFailure, OUTCOME_CLASSES, OWNERS } from "../engine";
+import { admitRetry, catalogueRowSchema, describeFailure, failureDescriptionSchema } from "../engine";
 import { AppError } from "../errors";
 import { runRow } from "./queries";
 import { otherLiveRun } from "./retry";
 import { inScope, type CompanyScope } from "../shared/roles";
+import { uuidSchema } from "../lib/ids";
 
 /**
  * Everything the run page shows, read in one place. Proofs and their checks are returned
  * exactly as the engine recorded them: nothing here re-evaluates a decision.
  */
 
-export const runIdInput = z.object({ id: z.uuid() });
+export const runIdInput = z.object({ id: uuidSchema });
 
 /** A check as stored: `expected` and `actual` stay whatever the engine wrote (or absent). */
 export const recordedCheck = z.looseObject({ name: z.string(), ok: z.boolean(), expected: z.unknown().optional(), actual: z.unknown().optional() });
 export type RecordedCheck = z.infer<typeof recordedCheck>;
 
-const catalogueEntry = z.object({
-  code: z.string(),
-  known: z.boolean(),
-  outcome: z.enum(OUTCOME_CLASSES),
-  owner: z.enum(OWNERS),
-  canRetry: z.boolean(),
-  message: z.string(),
-  nextAction: z.string(),
-});
 
 const runLink = z.object({ id: z.string(), status: z.enum(RunStatus), failureCode: z.string().nullable(), createdAt: z.date() });
 
@@ -38,7 +30,7 @@ export const proofView = z.object({
   /** Null when the stored checks are not a list of checks; `checksRaw` then has them verbatim. */
   checks: z.array(recordedCheck).nullable(),
   checksRaw: z.unknown(),
-  failure: catalogueEntry.nullable(),
+  failure: failureDescriptionSchema.nullable(),
   evaluatedBy: z.string(),
   evaluatedAt: z.date(),
   claimId: z.string().nullable(),
@@ -73,7 +65,7 @@ export const runDetailOutput = z.object({
     z.object({ turn: z.number().int(), at: z.date(), exitCode: z.number().int().nullable(), durationMs: z.number().nullable(), outputTail: z.string() }),
   ),
   /** The catalogue's entry for the run's code (null without a code). */
-  failure: catalogueEntry.nullable(),
+  failure: failureDescriptionSchema.nullable(),
   retry: z.object({
     /** Null when Retry is offered; otherwise why not, in plain words. */
     blocker: z.string().nullable(),
@@ -140,21 +132,14 @@ const EVENT_LIMIT = 500;
 const LINEAGE_LIMIT = 25;
 
 /** The catalogue fields a verdict carried when it was recorded (EVIDENCE.md "Output"). */
-const storedFailure = z.object({
-  code: z.string(),
-  outcome: z.enum(OUTCOME_CLASSES),
-  owner: z.enum(OWNERS),
-  canRetry: z.boolean(),
-  message: z.string(),
-  nextAction: z.string(),
-});
+const storedFailure = catalogueRowSchema.extend({ code: z.string() });
 
 /**
  * What the proof's code meant when it was recorded: the stored verdict's own fields, never
  * today's catalogue (a proof is shown exactly as recorded). A stored verdict without them
  * says so, offers nothing, and keeps its raw code for an operator.
  */
-function recordedFailure(p: Proof): z.infer<typeof catalogueEntry> | null {
+function recordedFailure(p: Proof): z.infer<typeof failureDescriptionSchema> | null {
   if (p.code === null) return null;
   const stored = storedFailure.safeParse(p.output);
   if (stored.success && stored.data.code === p.code) return { known: true, ...stored.data };

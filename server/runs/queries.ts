@@ -1,10 +1,11 @@
 import { z } from "zod";
 import { dateInput, text } from "../text";
 import { ExecutionTarget, OutcomeClass, Prisma, RunStatus, type Db } from "../db/client";
-import { describeFailure } from "../engine";
+import { describeFailure, failureDescriptionSchema } from "../engine";
 import { afterCursor, cappedTotal, countCapped, cursorInput, PAGE_ORDER, pageOf } from "./cursor";
 import { companyWhere, type CompanyScope } from "../shared/roles";
 import { FILTER_MAX } from "../shared/limits";
+import { isUuid } from "../lib/ids";
 
 /**
  * Read models of runs for the dashboard: the filtered, keyset-paged list, failures grouped
@@ -42,7 +43,6 @@ export const runListInput = z
   .refine(fromBeforeTo, { path: ["createdTo"], message: "must not be before createdFrom" });
 export type RunListInput = z.input<typeof runListInput>;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The filters that are plain column equalities, shared by the runs and their rollup. */
 function equalities(f: RunFilter) {
@@ -63,7 +63,7 @@ export function runWhere(f: RunFilter, now: Date): Prisma.RunWhereInput {
   if (f.createdTo) and.push({ createdAt: { lte: f.createdTo } });
   if (f.search) {
     // A whole run id is a primary-key lookup; other text is a task search (trigram index).
-    and.push(UUID.test(f.search) ? { id: f.search.toLowerCase() } : { taskId: { contains: f.search, mode: "insensitive" } });
+    and.push(isUuid(f.search) ? { id: f.search.toLowerCase() } : { taskId: { contains: f.search, mode: "insensitive" } });
   }
   return and.length ? { AND: and } : {};
 }
@@ -137,18 +137,11 @@ export async function listRuns(db: Db, scope: CompanyScope, raw: RunListInput, n
 }
 
 export const failureGroupsOutput = z.array(
-  z.object({
-    code: z.string(),
+  failureDescriptionSchema.extend({
     count: z.number().int(),
     /** How many of them still wait for someone (terminal failures without a successor). */
     open: z.number().int(),
     lastAt: z.date(),
-    known: z.boolean(),
-    outcome: z.enum(OutcomeClass),
-    owner: z.string(),
-    canRetry: z.boolean(),
-    message: z.string(),
-    nextAction: z.string(),
   }),
 );
 export type FailureGroups = z.infer<typeof failureGroupsOutput>;
@@ -204,18 +197,7 @@ export async function failureGroups(db: Db, scope: CompanyScope, raw: z.input<ty
       const entry = describeFailure(g.code);
       if (!entry) return [];
       return [
-        {
-          code: entry.code,
-          count: g.count,
-          open: g.open,
-          lastAt: g.lastAt,
-          known: entry.known,
-          outcome: entry.outcome,
-          owner: entry.owner,
-          canRetry: entry.canRetry,
-          message: entry.message,
-          nextAction: entry.nextAction,
-        },
+        { ...entry, count: g.count, open: g.open, lastAt: g.lastAt },
       ];
     })
     .sort((a, b) => b.count - a.count || a.code.localeCompare(b.code));

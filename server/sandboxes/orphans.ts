@@ -18,6 +18,7 @@ import { confirmWord, OWNERSHIP_VERDICTS, type OwnershipVerdict } from "../share
 import { inScope, type CompanyScope } from "../shared/roles";
 import { FILTER_MAX } from "../shared/limits";
 import { decodeOffset, encodeOffset, offsetCursorInput } from "../runs/cursor";
+import { isUuid, uuidSchema } from "../lib/ids";
 
 /**
  * Orphaned sandboxes (DOMAIN.md §5 R4): this instance's sandboxes — listed by its instance
@@ -44,7 +45,6 @@ import { decodeOffset, encodeOffset, offsetCursorInput } from "../runs/cursor";
  */
 
 const LIVE = new Set<RunStatus>(LIVE_RUN_STATUSES);
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const ORPHAN_SINCE_RULES = ["run_finished", "lease_ended", "intent_created", "created"] as const;
 
@@ -142,8 +142,8 @@ async function loadRecords(db: Db, instanceId: string, sandboxes: SandboxView[])
     names.length ? db.sandboxCreationIntent.findMany({ where: { creationName: { in: names } } }) : [],
   ]);
   const intentByName = new Map(intents.map((i) => [i.creationName, i]));
-  const labelRunIds = sandboxes.map((s) => s.labels[LABEL_KEYS.run]).filter((id): id is string => !!id && UUID.test(id));
-  const intentRunIds = intents.map((i) => i.runId).filter((id) => UUID.test(id));
+  const labelRunIds = sandboxes.map((s) => s.labels[LABEL_KEYS.run]).filter((id): id is string => !!id && isUuid(id));
+  const intentRunIds = intents.map((i) => i.runId).filter(isUuid);
   const runIds = [...new Set([...labelRunIds, ...intentRunIds])];
   const runs = runIds.length ? await db.run.findMany({ where: { id: { in: runIds } }, select: runSelect }) : [];
   const runById = new Map(runs.map((r) => [r.id, r]));
@@ -346,7 +346,7 @@ export const reclaimInput = z
       .max(100, "at most 100 sandboxes at once")
       .refine((ids) => new Set(ids).size === ids.length, "lists a sandbox twice"),
     /** The real reclaim names the dry run it carries out (its `planId`). */
-    planId: z.uuid().optional(),
+    planId: uuidSchema.optional(),
     /** The real reclaim needs `confirmWord(sandboxIds.length)` typed by the operator. */
     confirm: text(80).optional(),
   })

@@ -25,7 +25,7 @@ export interface Context {
   service: () => Promise<ControllerContext>;
 }
 
-/** Every procedure declares the role it needs (see server/auth/roles.ts). */
+/** Every procedure declares the role it needs (see server/shared/roles.ts). */
 export interface Meta {
   role: Role;
   /** A mutation only by transport (a large POST body) that reads and writes nothing stored: not audited. */

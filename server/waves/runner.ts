@@ -22,6 +22,7 @@ import { parseCrashLine } from "../controller/crash";
 import { planWave, waveId, type WaveOptions, type WavePlan } from "./plan";
 import { wavePassed, type FaultName, type FaultRecord, type KillRecord, type WaveEvent, type WaveReport } from "../shared/wave-report";
 import { recordWaveStart, storeWaveReport } from "./store";
+import { isUuid } from "../lib/ids";
 
 /**
  * Runs one restart-chaos wave (DOMAIN.md §5) against the emulator with real controller
@@ -579,7 +580,7 @@ async function collectRuns(db: Db, taskId: string): Promise<CollectedRun[]> {
  */
 async function reclaimTimes(db: Db, instanceId: string, deaths: Map<number, number>, t0: number) {
   const intents = await db.sandboxCreationIntent.findMany({ where: { instanceId, status: "reclaimed" }, include: { lease: true } });
-  const gaveUp = await db.runEvent.findMany({ where: { type: "create_failed", runId: { in: intents.map((i) => i.runId).filter((r) => /^[0-9a-f-]{36}$/.test(r)) } } });
+  const gaveUp = await db.runEvent.findMany({ where: { type: "create_failed", runId: { in: intents.map((i) => i.runId).filter(isUuid) } } });
   return intents.map((i) => {
     const destroyedAt = i.lease?.endedAt?.getTime() ?? i.resolvedAt?.getTime() ?? Date.now();
     const creatorPid = (i.creator as { pid?: number } | null)?.pid;

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { withCliDatabase } from "../database";
 import type { CliIO } from "../io";
+import { uuidSchema } from "../../lib/ids";
 
 /**
  * `runwarden run submit …` and `runwarden run retry RUN_ID`: the same services as the
@@ -43,7 +44,7 @@ export function registerRun(program: Command, io: CliIO): void {
         const [{ retryRun }, { auditedCli, machineActor }, { z }] = await Promise.all([import("../../runs/retry"), import("../actor"), import("zod")]);
         const actor = machineActor("operator");
         // The same input contract as runs.retry: a malformed id is refused (and audited), not a database error.
-        const result = await auditedCli(db, actor, "run.retry", { runId }, () => retryRun(db, z.object({ runId: z.uuid() }).parse({ runId }).runId, actor));
+        const result = await auditedCli(db, actor, "run.retry", { runId }, () => retryRun(db, z.object({ runId: uuidSchema }).parse({ runId }).runId, actor));
         io.stdout(`${result.created ? "started" : "already retried as"} run ${result.run.id}\n`);
       });
     });

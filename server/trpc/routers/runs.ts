@@ -9,6 +9,7 @@ import { boardProcedure, createTRPCRouter, operatorProcedure, viewerProcedure } 
 import { writeAudit } from "../../audit";
 import { inScope } from "../../shared/roles";
 import { AppError } from "../../errors";
+import { uuidSchema } from "../../lib/ids";
 
 export const runSummary = z.object({
   id: z.string(),
@@ -76,7 +77,7 @@ export const runsRouter = createTRPCRouter({
    * scoped cleanup attempt for the old run's sandboxes (the sweep retries what fails).
    */
   retry: boardProcedure
-    .input(z.object({ runId: z.uuid() }))
+    .input(z.object({ runId: uuidSchema }))
     .output(z.object({ run: runSummary, created: z.boolean(), cleanup: z.array(z.object({ leaseId: z.string(), outcome: z.string() })) }))
     .mutation(async ({ ctx, input }) => {
       const result = await retryRun(ctx.db, input.runId, ctx.actor, ctx.scope);

@@ -1,0 +1,110 @@
+import { applicableRules, type FaultKind, type FaultPoint, type FaultRule, type FaultSubject } from "./faults";
+import { HttpError } from "./http";
+import { sandboxHost, type SandboxHost } from "./sandbox-host";
+import type { EmulatorStore, Queryable, SandboxRow } from "./store";
+
+/**
+ * What the emulator's APIs share: its store, its runtime settings, the fault lookup, where a
+ * sandbox lives on this host. `server.ts` builds one per emulator and hands it to each API.
+ */
+
+export type DuplicateNames = "conflict" | "allow";
+
+export interface TransitionMs {
+  create: number;
+  start: number;
+  stop: number;
+  destroy: number;
+}
+
+export const DEFAULT_TRANSITION_MS: TransitionMs = { create: 150, start: 100, stop: 100, destroy: 100 };
+
+export interface EmulatorConfig {
+  duplicateNames: DuplicateNames;
+  destroyedRetentionMs: number;
+  transitionMs: TransitionMs;
+  autoStopMinuteMs: number;
+}
+
+export interface EmulatorContext {
+  store: EmulatorStore;
+  /** Runtime settings (also settable with `POST /admin/config`). */
+  config: EmulatorConfig;
+  dataDir: string;
+  log: (line: string) => void;
+  /** The emulator's own URL (known once it listens). */
+  baseUrl(): string;
+  /** Toolbox calls in progress per sandbox: a running turn keeps its sandbox alive. */
+  inFlight: Map<string, number>;
+  /** Sleeps, but no longer than until the emulator closes. */
+  sleep(ms: number): Promise<void>;
+  hostOf(row: Pick<SandboxRow, "id">): SandboxHost;
+  /** The sandbox by id or name, or Daytona's 404. */
+  requireSandbox(idOrName: string, db?: Queryable, lock?: boolean): Promise<SandboxRow>;
+  /** Applies matching latency rules, then returns the first rule of `kind` (its use taken), if any. */
+  faultFor(point: FaultPoint, subject: FaultSubject, kind: FaultKind | null): Promise<FaultRule | null>;
+  /** Takes one use of the first applicable rule of `kind` (latency already applied). */
+  firstFault(point: FaultPoint, subject: FaultSubject, kind: FaultKind): Promise<FaultRule | null>;
+}
+
+export function createContext(args: {
+  store: EmulatorStore;
+  config: EmulatorConfig;
+  dataDir: string;
+  log: (line: string) => void;
+  baseUrl: () => string;
+  closing: AbortSignal;
+}): EmulatorContext {
+  const { store, closing } = args;
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (ms <= 0 || closing.aborted) return resolve();
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        closing.removeEventListener("abort", done);
+        resolve();
+      }
+      closing.addEventListener("abort", done, { once: true });
+    });
+
+  async function faultFor(point: FaultPoint, subject: FaultSubject, kind: FaultKind | null): Promise<FaultRule | null> {
+    const rules = await store.faults();
+    for (const rule of applicableRules(rules, point, subject, "latency")) {
+      if (rule.fault.kind === "latency" && (await store.consumeFault(rule.id))) await sleep(rule.fault.ms);
+    }
+    if (kind === null || kind === "latency") return null;
+    for (const rule of applicableRules(rules, point, subject, kind)) {
+      if (await store.consumeFault(rule.id)) return rule;
+    }
+    return null;
+  }
+
+  async function firstFault(point: FaultPoint, subject: FaultSubject, kind: FaultKind): Promise<FaultRule | null> {
+    for (const rule of applicableRules(await store.faults(), point, subject, kind)) {
+      if (await store.consumeFault(rule.id)) return rule;
+    }
+    return null;
+  }
+
+  async function requireSandbox(idOrName: string, db?: Queryable, lock = false): Promise<SandboxRow> {
+    const row = await store.find(idOrName, new Date(), db, lock);
+    if (!row) throw new HttpError(404, "not_found", `Sandbox with ID or name ${idOrName} not found`);
+    return row;
+  }
+
+  return {
+    store,
+    config: args.config,
+    dataDir: args.dataDir,
+    log: args.log,
+    baseUrl: args.baseUrl,
+    inFlight: new Map(),
+    sleep,
+    hostOf: (row) => sandboxHost(args.dataDir, row.id),
+    requireSandbox,
+    faultFor,
+    firstFault,
+  };
+}

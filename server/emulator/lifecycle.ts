@@ -1,0 +1,47 @@
+import type { EmulatorContext } from "./context";
+import { killSandboxProcesses } from "./sandbox-host";
+
+/**
+ * Auto-stop (Daytona): a started sandbox without toolbox or lifecycle activity for
+ * `autoStopInterval` minutes stops, its processes killed, even while they run. A toolbox
+ * call still in progress (a turn being polled) is activity.
+ */
+export async function autoStop(ctx: EmulatorContext): Promise<void> {
+  const { store, config, inFlight } = ctx;
+  const now = new Date();
+  await store.settle(now);
+  for (const idle of await store.idle(now, config.autoStopMinuteMs)) {
+    if (inFlight.has(idle.id)) {
+      await store.touch(idle.id, now);
+      continue;
+    }
+    const stopped = await store.transaction(async (tx) => {
+      await tx.query("SELECT 1 FROM emulator_sandbox WHERE id = $1 FOR UPDATE", [idle.id]);
+      const row = await store.byId(idle.id, tx);
+      // Re-checked under the lock: activity may have come in meanwhile.
+      const last = row?.last_activity_at ?? row?.updated_at;
+      if (!row || row.state !== "started" || row.destroyed_at || !last || last.getTime() !== (idle.last_activity_at ?? idle.updated_at).getTime()) return null;
+      const ms = config.transitionMs.stop;
+      return store.setState(row.id, ms > 0 ? "stopping" : "stopped", "stopped", now, tx, { transitionUntil: ms > 0 ? new Date(now.getTime() + ms) : null });
+    });
+    if (!stopped) continue;
+    ctx.log(`emulator: ${stopped.name} auto-stopped after ${stopped.auto_stop_interval} min without activity`);
+    await killSandboxProcesses(ctx.hostOf(stopped));
+  }
+}
+
+/** Runs `autoStop` every tenth of an auto-stop minute (25 ms – 1 s), one sweep at a time. */
+export function startAutoStopSweeper(ctx: EmulatorContext): () => void {
+  let sweeping = false;
+  const sweeper = setInterval(() => {
+    if (sweeping) return;
+    sweeping = true;
+    void autoStop(ctx)
+      .catch((err: unknown) => ctx.log(`emulator: auto-stop sweep failed: ${(err as Error)?.message ?? String(err)}`))
+      .finally(() => {
+        sweeping = false;
+      });
+  }, Math.min(1000, Math.max(25, Math.floor(ctx.config.autoStopMinuteMs / 10))));
+  sweeper.unref();
+  return () => clearInterval(sweeper);
+}

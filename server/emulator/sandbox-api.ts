@@ -1,0 +1,239 @@
+import crypto from "node:crypto";
+import fs from "node:fs";
+import type http from "node:http";
+import { z } from "zod";
+import type { EmulatorContext } from "./context";
+import { subjectOf } from "./faults";
+import { HttpError, intParam, readJson } from "./http";
+import { ensureSandboxDirs, freePort, killSandboxProcesses } from "./sandbox-host";
+import { TRANSITIONS, type SandboxRow, type SortKey } from "./store";
+
+/** The subset of Daytona's REST API that server/providers/daytona.ts uses (DAYTONA.md): `/sandbox/…`. */
+
+const ORGANIZATION_ID = "emulator-org";
+const CHANGING = new Set(Object.keys(TRANSITIONS));
+const SORT_KEYS: readonly SortKey[] = ["createdAt", "updatedAt", "lastActivityAt", "name"];
+
+export const labelsSchema = z.record(z.string(), z.string());
+export const createSchema = z.object({
+  name: z.string().min(1).max(255).optional(),
+  labels: labelsSchema.optional(),
+  env: z.record(z.string(), z.string()).optional(),
+  cpu: z.number().positive().optional(),
+  memory: z.number().positive().optional(),
+  disk: z.number().positive().optional(),
+  autoStopInterval: z.number().int().min(0).optional(),
+});
+
+/** The answer (always 200) to a `/sandbox/…` request; null when no route matches. */
+export async function sandboxApi(ctx: EmulatorContext, parts: string[], method: string, url: URL, req: http.IncomingMessage): Promise<object | null> {
+  const [, a, b] = parts;
+  if (parts.length === 1 && method === "POST") return createSandbox(ctx, await readJson(req, createSchema));
+  if (parts.length === 1 && method === "GET") return listSandboxes(ctx, url);
+  if (a && parts.length === 2 && method === "GET") return sandboxOp(ctx, a, "get");
+  if (a && parts.length === 2 && method === "DELETE") return sandboxOp(ctx, a, "delete");
+  if (a && parts.length === 3 && b === "start" && method === "POST") return sandboxOp(ctx, a, "start");
+  if (a && parts.length === 3 && b === "stop" && method === "POST") return sandboxOp(ctx, a, "stop");
+  if (a && parts.length === 3 && b === "toolbox-proxy-url" && method === "GET") {
+    await ctx.requireSandbox(a);
+    return { url: `${ctx.baseUrl()}/toolbox` };
+  }
+  return null;
+}
+
+async function createSandbox(ctx: EmulatorContext, body: z.infer<typeof createSchema>) {
+  const { store, config } = ctx;
+  const arrived = Date.now();
+  const id = crypto.randomUUID();
+  const name = body.name ?? id;
+  const labels = body.labels ?? {};
+  const late = await ctx.faultFor("create", subjectOf(name, labels), "late");
+  const delayMs = late?.fault.kind === "late" ? late.fault.delayMs : 0;
+  // Stored now, visible from arrival + delay: the caller may abort, the sandbox still appears.
+  const visibleAt = new Date(arrived + delayMs);
+  // Daytona answers `creating`; toolbox calls work once it is `started`.
+  const createMs = config.transitionMs.create;
+  const row = await store.transaction(async (tx) => {
+    await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`name:${name}`]);
+    if (config.duplicateNames === "conflict" && (await store.nameTaken(name, tx))) {
+      throw new HttpError(409, "conflict", `Sandbox with name ${name} already exists`);
+    }
+    return store.insert(
+      {
+        id,
+        name,
+        labels,
+        env: body.env ?? {},
+        cpu: body.cpu ?? 1,
+        memory: body.memory ?? 1,
+        disk: body.disk ?? 3,
+        state: createMs > 0 ? "creating" : "started",
+        transitionUntil: createMs > 0 ? new Date(visibleAt.getTime() + createMs) : null,
+        autoStopInterval: body.autoStopInterval ?? 15,
+        createdAt: visibleAt,
+        visibleAt,
+        ingressPort: await freePort(),
+      },
+      tx,
+    );
+  });
+  ensureSandboxDirs(ctx.hostOf(row));
+  if (delayMs > 0) {
+    ctx.log(`emulator: create ${name} held ${delayMs} ms (late fault)`);
+    await ctx.sleep(visibleAt.getTime() - Date.now());
+  }
+  return toApi(ctx, row);
+}
+
+async function listSandboxes(ctx: EmulatorContext, url: URL) {
+  let labels: Record<string, string> = {};
+  const raw = url.searchParams.get("labels");
+  if (raw !== null) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      throw new HttpError(400, "bad_request", "labels must be a JSON object of string values");
+    }
+    const ok = labelsSchema.safeParse(parsed);
+    if (!ok.success) throw new HttpError(400, "bad_request", "labels must be a JSON object of string values");
+    labels = ok.data;
+  }
+  const limit = intParam(url, "limit", 100, 1, 200);
+  const sortParam = url.searchParams.get("sort") ?? "lastActivityAt";
+  const sort = SORT_KEYS.find((k) => k === sortParam);
+  if (!sort) throw new HttpError(400, "bad_request", `sort must be one of ${SORT_KEYS.join(", ")}`);
+  const orderParam = url.searchParams.get("order") ?? "desc";
+  if (orderParam !== "asc" && orderParam !== "desc") throw new HttpError(400, "bad_request", "order must be asc or desc");
+  const after = decodeCursor(url.searchParams.get("cursor"));
+  await ctx.faultFor("list", subjectOf(null, labels), null);
+  const rows = await ctx.store.list(
+    {
+      labels,
+      states: url.searchParams.getAll("states"),
+      namePrefix: url.searchParams.get("name") || null,
+      idPrefix: url.searchParams.get("id") || null,
+      sort,
+      order: orderParam,
+      after,
+      limit: limit + 1,
+      includeDestroyed: url.searchParams.get("includeErroredDeleted") === "true",
+    },
+    new Date(),
+  );
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return { items: page.map((r) => toApi(ctx, r)), nextCursor: rows.length > limit && last ? encodeCursor(sortValue(last, sort), last.id) : null };
+}
+
+async function sandboxOp(ctx: EmulatorContext, idOrName: string, op: "get" | "delete" | "start" | "stop") {
+  const { store, config } = ctx;
+  const found = await store.find(idOrName, new Date());
+  await ctx.faultFor("sandbox", found ? subjectOf(found.name, found.labels) : subjectOf(idOrName, {}), null);
+  if (op === "get") return toApi(ctx, await ctx.requireSandbox(idOrName));
+  const out = await store.transaction(async (tx) => {
+    const row = await ctx.requireSandbox(idOrName, tx, true);
+    const now = new Date();
+    const ms = config.transitionMs;
+    const until = (d: number) => (d > 0 ? new Date(now.getTime() + d) : null);
+    if (row.destroyed_at) {
+      if (op === "delete") throw new HttpError(404, "not_found", `Sandbox ${row.id} is already destroyed`);
+      throw new HttpError(400, "bad_request", `Sandbox ${row.id} is destroyed`);
+    }
+    // Daytona refuses a lifecycle change while one is under way.
+    if (CHANGING.has(row.state)) throw new HttpError(409, "conflict", "Sandbox state change in progress");
+    switch (op) {
+      case "delete":
+        // Renamed at once: GET by name is a 404, the name is free; GET by id shows `destroying`.
+        return toApi(
+          ctx,
+          await store.setState(row.id, ms.destroy > 0 ? "destroying" : "destroyed", "destroyed", now, tx, {
+            destroyed: ms.destroy <= 0,
+            transitionUntil: until(ms.destroy),
+            name: `DESTROYED_${row.name}_${now.getTime()}`,
+          }),
+        );
+      case "start":
+        if (row.state === "started") return toApi(ctx, row);
+        return toApi(ctx, await store.setState(row.id, ms.start > 0 ? "starting" : "started", "started", now, tx, { transitionUntil: until(ms.start) }));
+      case "stop":
+        if (row.state !== "started") throw new HttpError(400, "bad_request", `Sandbox ${row.id} is ${row.state}, not started`);
+        return toApi(ctx, await store.setState(row.id, ms.stop > 0 ? "stopping" : "stopped", "stopped", now, tx, { transitionUntil: until(ms.stop) }));
+      default: {
+        const never: never = op;
+        return never;
+      }
+    }
+  });
+  // A stopped or deleted sandbox keeps no process running, detached ones included.
+  if (op === "stop" || op === "delete") await killSandboxProcesses(ctx.hostOf(out));
+  if (op === "delete") fs.rmSync(ctx.hostOf(out).root, { recursive: true, force: true });
+  return out;
+}
+
+/** A sandbox as Daytona's REST API answers it. */
+export function toApi(ctx: EmulatorContext, row: SandboxRow) {
+  const at = (d: Date) => d.toISOString();
+  return {
+    id: row.id,
+    organizationId: ORGANIZATION_ID,
+    name: row.name,
+    snapshot: "runwarden-emulator",
+    user: "daytona",
+    env: row.env,
+    labels: row.labels,
+    public: false,
+    networkBlockAll: false,
+    kvm: false,
+    target: "local",
+    cpu: row.cpu,
+    gpu: 0,
+    memory: row.memory,
+    disk: row.disk,
+    state: row.state,
+    desiredState: row.desired_state,
+    errorReason: row.error_reason ?? undefined,
+    autoStopInterval: row.auto_stop_interval,
+    autoArchiveInterval: 0,
+    autoDeleteInterval: -1,
+    createdAt: at(row.created_at),
+    updatedAt: at(row.updated_at),
+    lastActivityAt: at(row.last_activity_at ?? row.updated_at),
+    toolboxProxyUrl: `${ctx.baseUrl()}/toolbox`,
+  };
+}
+
+/** Daytona's list cursor: base64 of `{sortValue, id}` (the last row of the page). */
+function encodeCursor(sortValue: string, id: string): string {
+  return Buffer.from(JSON.stringify({ sortValue, id })).toString("base64");
+}
+
+const cursorSchema = z.object({ sortValue: z.string(), id: z.string() });
+
+function decodeCursor(raw: string | null): { sortValue: string; id: string } | null {
+  if (raw === null || raw === "") return null;
+  try {
+    const parsed = cursorSchema.safeParse(JSON.parse(Buffer.from(raw, "base64").toString("utf8")));
+    if (parsed.success) return parsed.data;
+  } catch {
+    // falls through to the 400
+  }
+  throw new HttpError(400, "bad_request", "invalid cursor");
+}
+
+function sortValue(row: SandboxRow, sort: SortKey): string {
+  switch (sort) {
+    case "createdAt":
+      return row.created_at.toISOString();
+    case "updatedAt":
+      return row.updated_at.toISOString();
+    case "lastActivityAt":
+      return (row.last_activity_at ?? row.updated_at).toISOString();
+    case "name":
+      return row.name;
+    default: {
+      const never: never = sort;
+      return never;
+    }
+  }
+}
