@@ -50,7 +50,7 @@ export function decideRunnerResume(e: RunnerResumeEvidence): RunnerResumeResult 
   checks.push(check("runner_process_gone", gone, "absent or stopped", e.process));
   if (!gone) return refuse("process_unknown");
   const connected = s.lastConnectionProtocolVersion !== null;
-  checks.push(check("runner_connected", connected, "a protocol version", s.lastConnectionProtocolVersion));
+  checks.push(check("runner_connected", connected, "a protocol version", s.lastConnectionProtocolVersion === null ? null : String(s.lastConnectionProtocolVersion)));
   if (!connected) return refuse("never_connected");
   const lifecycle = REATTACHABLE_LIFECYCLES.includes(s.lifecycle);
   checks.push(check("lifecycle_resumable", lifecycle, REATTACHABLE_LIFECYCLES.join(" | "), s.lifecycle));

@@ -348,7 +348,7 @@ export const runnerResumeEvidenceSchema = z.object({
       runnerInstanceId: z.string(),
       sessionId: z.string(),
       lifecycle: z.enum(RUNNER_LIFECYCLES),
-      lastConnectionProtocolVersion: z.string().nullable(),
+      lastConnectionProtocolVersion: z.union([z.string(), z.number()]).nullable(),
       /** A turn the runner had started and not recorded as processed. */
       turnInFlight: z.number().int().nullable(),
     })
