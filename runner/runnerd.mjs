@@ -3,6 +3,7 @@
 // It is the only writer of runner-state.json (temp file, fsync, rename).
 //
 //   runnerd start --run R --instance I --session S [--agent-command CMD] [--session-command CMD]
+//   runnerd start --resume --run R --instance I --session S   (a dead runner goes on from its own state)
 //   runnerd serve …same flags…   (launched detached by `start`; binds its ingress first)
 //   runnerd ctl session-open|reattach|turn --seq N [--prompt P]|suspend|stop|process|state [--wait-ms MS]
 //
@@ -213,6 +214,7 @@ function requireIds(args) {
 async function start(args) {
   requireIds(args);
   const port = ingressPort(args);
+  if (args.resume === "true") return resume(args, port);
   return withLock(async () => {
     const current = readState();
     if (current && alive(current.process)) {
@@ -223,32 +225,64 @@ async function start(args) {
     }
     const serveArgs = [process.argv[1], "serve", "--run", args.run, "--instance", args.instance, "--session", args.session, "--port", String(port)];
     for (const k of ["agent-command", "session-command"]) if (args[k] !== undefined) serveArgs.push(`--${k}`, args[k]);
-    fs.mkdirSync(ROOT, { recursive: true });
-    const log = fs.openSync(LOG, "a");
-    // Detached (its own session) with stdio to the log: it outlives this command and the
-    // process/execute call that ran it.
-    const child = spawn(process.execPath, serveArgs, { detached: true, stdio: ["ignore", log, log], cwd: ROOT, env: process.env });
-    fs.closeSync(log);
-    let exited = null;
-    child.on("exit", (code, signal) => (exited = { code, signal }));
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      await sleep(15);
-      if (exited) {
-        if (exited.code === BIND_CONFLICT_EXIT) throw bindConflict(port, null);
-        throw new Refusal("runner_start_failed", `runnerd serve exited (${exited.code ?? exited.signal}): ${logTail()}`);
-      }
-      const s = readState();
-      if (s && s.process && s.process.pid === child.pid && s.runnerInstanceId === args.instance) {
-        child.unref();
-        return { ok: true, state: s };
-      }
-      if (Date.now() > deadline) {
-        child.kill("SIGKILL");
-        throw new Refusal("runner_start_failed", `runnerd serve did not write its state within 15 s: ${logTail()}`);
-      }
-    }
+    return launchServe(serveArgs, args, port);
   });
+}
+
+const RESUMABLE_LIFECYCLES = ["ready", "suspended", "backpressure"];
+
+/**
+ * `start --resume` (resume_dead_runner): the runner process died — its sandbox stopped, or it
+ * was killed — and the controller's engine proved its state may be gone on from. The new
+ * runner keeps that state (session, seq, processed commands: a processed turn is never run
+ * again) and only takes over the process identity. Refused here too, whatever the caller
+ * proved, when the state is not this run's or a turn was cut short.
+ */
+async function resume(args, port) {
+  return withLock(async () => {
+    const current = readState();
+    if (!current) throw new Refusal("runner_not_resumable", "there is no runner state to resume");
+    if (current.runId !== args.run || current.runnerInstanceId !== args.instance || current.sessionId !== args.session) {
+      throw new Refusal("runner_not_resumable", `the state is runner ${current.runnerInstanceId}'s of run ${current.runId}, session ${current.sessionId}`);
+    }
+    if (alive(current.process)) return { ok: true, state: current };
+    if (current.inFlight) throw new Refusal("runner_not_resumable", `turn ${current.inFlight.seq} was in flight when the runner stopped`);
+    if (current.lastConnectionProtocolVersion === null || !RESUMABLE_LIFECYCLES.includes(current.lifecycle)) {
+      throw new Refusal("runner_not_resumable", `a runner ${current.lastConnectionProtocolVersion === null ? "that never connected" : `in lifecycle ${current.lifecycle}`} is not resumed`);
+    }
+    const serveArgs = [process.argv[1], "serve", "--resume", "--run", args.run, "--instance", args.instance, "--session", args.session, "--port", String(port)];
+    if (current.agentCommand) serveArgs.push("--agent-command", current.agentCommand);
+    return launchServe(serveArgs, args, port);
+  });
+}
+
+/** Starts `runnerd serve` detached and waits until it wrote its own state. */
+async function launchServe(serveArgs, args, port) {
+  fs.mkdirSync(ROOT, { recursive: true });
+  const log = fs.openSync(LOG, "a");
+  // Detached (its own session) with stdio to the log: it outlives this command and the
+  // process/execute call that ran it.
+  const child = spawn(process.execPath, serveArgs, { detached: true, stdio: ["ignore", log, log], cwd: ROOT, env: process.env });
+  fs.closeSync(log);
+  let exited = null;
+  child.on("exit", (code, signal) => (exited = { code, signal }));
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    await sleep(15);
+    if (exited) {
+      if (exited.code === BIND_CONFLICT_EXIT) throw bindConflict(port, null);
+      throw new Refusal("runner_start_failed", `runnerd serve exited (${exited.code ?? exited.signal}): ${logTail()}`);
+    }
+    const s = readState();
+    if (s && s.process && s.process.pid === child.pid && s.runnerInstanceId === args.instance) {
+      child.unref();
+      return { ok: true, state: s };
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Refusal("runner_start_failed", `runnerd serve did not write its state within 15 s: ${logTail()}`);
+    }
+  }
 }
 
 function logTail() {
@@ -265,7 +299,13 @@ function logTail() {
 async function serve(args) {
   requireIds(args);
   const port = ingressPort(args);
-  const server = http.createServer((req, res) => void onRequest(req, res));
+  // Requests before the state is written are refused by the runner's own answer shape.
+  let handle = (req, res) => {
+    const text = JSON.stringify({ ok: false, code: "runner_starting", message: "the runner is still starting" });
+    res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+    res.end(text);
+  };
+  const server = http.createServer((req, res) => void handle(req, res));
   // The ingress is bound before any state is touched: a second runner never overwrites one.
   await new Promise((resolve) => {
     server.once("error", (err) => {
@@ -276,6 +316,22 @@ async function serve(args) {
   });
 
   const previous = readState();
+  let state;
+  if (args.resume === "true") {
+    // Resumed (see `resume`): the dead runner's state goes on; only the process is new.
+    if (!previous || previous.runId !== args.run || previous.runnerInstanceId !== args.instance || previous.sessionId !== args.session) {
+      process.stderr.write("runnerd serve --resume: the state on disk is not this runner's\n");
+      process.exit(1);
+    }
+    state = writeState({ ...previous, process: selfIdentity(), ingressPort: port, programDigest: programDigest(), inFlight: null, resumes: (previous.resumes ?? 0) + 1 });
+  } else {
+    state = freshState(previous, args, port);
+  }
+  handle = serveWith(state, port, args["session-command"] ?? null);
+}
+
+/** A new runner (DOMAIN.md §2.2 when an earlier one left its root behind). */
+function freshState(previous, args, port) {
   if (previous || fs.existsSync(PROVIDER_STATE)) {
     // Bootstrap restart (DOMAIN.md §2.2): the dead runner's root is kept for inspection.
     let n = 1;
@@ -286,7 +342,7 @@ async function serve(args) {
     if (fs.existsSync(PROVIDER_STATE)) fs.renameSync(PROVIDER_STATE, path.join(aside, "provider-state.json"));
   }
   fs.mkdirSync(WORK, { recursive: true });
-  let state = writeState({
+  return writeState({
     runId: args.run,
     runnerInstanceId: args.instance,
     sessionId: args.session,
@@ -308,6 +364,11 @@ async function serve(args) {
     inFlight: null,
     updatedAt: "",
   });
+}
+
+/** The runner's operations on `initial` (fresh or resumed); returns the request handler. */
+function serveWith(initial, port, sessionCommand) {
+  let state = initial;
 
   /** The turn being run, with a promise that settles when it is processed. */
   let running = null;
@@ -364,7 +425,7 @@ async function serve(args) {
     const attempt = { superseded: false, child: null, promise: null };
     opening = attempt;
     attempt.promise = (async () => {
-      const command = body.sessionCommand ?? args["session-command"] ?? null;
+      const command = body.sessionCommand ?? sessionCommand;
       if (command) {
         const r = await runCommand(command, agentEnv({}), "", (c) => (attempt.child = c));
         if (attempt.superseded) return { ok: false, code: "session_open_superseded", message: "a later session.open replaced this one", definite: false, state };
@@ -480,7 +541,8 @@ async function serve(args) {
     writeState(state);
     process.exit(0);
   });
-  process.stdout.write(`runnerd serve: ${state.runnerInstanceId} on 127.0.0.1:${port}, pid ${process.pid}\n`);
+  process.stdout.write(`runnerd serve: ${state.runnerInstanceId} on 127.0.0.1:${port}, pid ${process.pid}${state.resumes ? ` (resumed, ${state.resumes})` : ""}\n`);
+  return onRequest;
 }
 
 function waitFor(promise, waitMs, onTimeout) {

@@ -165,6 +165,49 @@ describe("runnerd", () => {
     expect(s).toMatchObject({ lastControllerCommandSeq: 1, inFlight: { seq: 2 } });
     expect(s.processedCommands.map((c) => c.seq)).toEqual([1]);
   });
+
+  it("start --resume goes on from a dead runner's own state: same session, seq and processed turns, a new process", async () => {
+    const sb = await sandbox();
+    const first = (await sb.run("start", ...ids(), "--agent-command", `node ${DEMO}`)).result.state!;
+    await sb.run("ctl", "session-open");
+    await sb.run("ctl", "turn", "--seq", "1");
+    await sb.run("ctl", "suspend");
+    // What auto-stop does to the runner: the process dies, the file stays.
+    process.kill(first.process.pid, "SIGKILL");
+    await waitFor(() => !fs.existsSync(`/proc/${first.process.pid}`) || fs.readFileSync(`/proc/${first.process.pid}/stat`, "utf8").includes(") Z"));
+    expect((await sb.run("ctl", "reattach")).result.code).toBe("runner_not_running");
+
+    const resumed = await sb.run("start", "--resume", ...ids());
+    expect(resumed.exitCode).toBe(0);
+    expect(resumed.result.state).toMatchObject({ runnerInstanceId: "ri-1", sessionId: "s1", lifecycle: "suspended", lastControllerCommandSeq: 1, resumes: 1 });
+    expect(resumed.result.state!.process.pid).not.toBe(first.process.pid);
+    expect(resumed.result.state!.processedCommands.map((c) => c.seq)).toEqual([1]);
+    // Nothing was moved aside: it is the same runner going on.
+    expect(fs.existsSync(path.join(sb.root, ".bootstrap-restart-1"))).toBe(false);
+    expect((await sb.run("ctl", "reattach")).result.state).toMatchObject({ lifecycle: "ready", reconnectCount: 1 });
+    // Turn 1 is answered from the record, never run again; turn 2 runs once.
+    expect((await sb.run("ctl", "turn", "--seq", "1")).result.command).toMatchObject({ seq: 1 });
+    expect((await sb.run("ctl", "turn", "--seq", "2")).result.command).toMatchObject({ seq: 2, exitCode: 0 });
+    expect(marker(sb.work).map((l) => (JSON.parse(l) as { turn: number }).turn)).toEqual([1, 2]);
+    // A resume of a live runner changes nothing.
+    const again = await sb.run("start", "--resume", ...ids());
+    expect(again.result.state!.process.pid).toBe(resumed.result.state!.process.pid);
+  });
+
+  it("start --resume refuses a turn cut short, another runner's state, and no state", async () => {
+    const sb = await sandbox();
+    expect((await sb.run("start", "--resume", ...ids())).result).toMatchObject({ ok: false, code: "runner_not_resumable" });
+    const first = (await sb.run("start", ...ids(), "--agent-command", `RUNWARDEN_DEMO_SLEEP_MS=1500 node ${DEMO}`)).result.state!;
+    await sb.run("ctl", "session-open");
+    await sb.run("ctl", "turn", "--seq", "1", "--wait-ms", "200");
+    process.kill(first.process.pid, "SIGKILL");
+    await waitFor(() => !fs.existsSync(`/proc/${first.process.pid}`) || fs.readFileSync(`/proc/${first.process.pid}/stat`, "utf8").includes(") Z"));
+    const cut = await sb.run("start", "--resume", ...ids());
+    expect(cut.exitCode).toBe(2);
+    expect(cut.result).toMatchObject({ ok: false, code: "runner_not_resumable", message: expect.stringMatching(/turn 1 was in flight/) });
+    expect((await sb.run("start", "--resume", ...ids("ri-other"))).result).toMatchObject({ ok: false, code: "runner_not_resumable" });
+    expect((await sb.run("ctl", "process")).result.process?.state).toBe("stopped");
+  });
 });
 
 async function waitFor(fn: () => boolean, ms = 5000) {

@@ -55,6 +55,7 @@ const EXPECTED: Record<string, Record<string, unknown>> = {
   "recovery-attempt-exhausted.json": { kind: "recovery_attempt", verdict: "give_up", code: "native_recovery_attempts_exhausted", canRetry: true },
   "recovery-route-read-runner.json": { kind: "recovery_route", verdict: "read_runner", code: null },
   "stopped-sandbox-auto-stopped.json": { kind: "stopped_sandbox", verdict: "start_sandbox", reason: "sandbox_startable", code: null },
+  "runner-resume-after-auto-stop.json": { kind: "runner_resume", verdict: "resume", reason: "runner_dead_resumable", code: null },
 };
 
 let tmp = "";
@@ -102,7 +103,7 @@ describe.concurrent("runwarden decide (child process)", () => {
     {
       name: "an unknown kind",
       content: JSON.stringify({ kind: "lease_bind" }),
-      line: 'runwarden decide: evidence.kind: expected one of lease_binding, bootstrap_restart, startup_failure, process_exit, creation_intent, teardown_fence, sandbox_ownership, turn_result, recovery_attempt, recovery_route, stopped_sandbox (got "lease_bind")',
+      line: 'runwarden decide: evidence.kind: expected one of lease_binding, bootstrap_restart, startup_failure, process_exit, creation_intent, teardown_fence, sandbox_ownership, turn_result, recovery_attempt, recovery_route, stopped_sandbox, runner_resume (got "lease_bind")',
     },
     {
       name: "a wrong field type",

@@ -21,11 +21,12 @@ import { REMOTE_CWD } from "./context";
 import { activeLease } from "./execute";
 import { readRunnerRoot } from "./home";
 import { judgeExit } from "./observe";
-import { fenced } from "./fence";
+import { assertCurrent, fenced } from "./fence";
 import { finishRunFailed } from "./outcome";
 import { appendEvent, json, recordProof } from "./records";
 import { bringSandboxUp } from "./stopped-sandbox";
 import { leaseBinding } from "./rules";
+import { decideRunnerResume, type RunnerResumeEvidence } from "../engine";
 
 const ACTIVE = EXECUTING_RUN_STATUSES;
 
@@ -454,7 +455,10 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
     });
     return false;
   }
-  // The lease is proven; a reattach that fails throws and counts as a failed attempt (§2.8).
+  // The lease is proven. A runner that died (its sandbox stopped, or it was killed) goes on
+  // only by the engine's runner_resume verdict; a reattach that fails throws and counts as a
+  // failed attempt (§2.8).
+  if (!(await resumeIfDead(ctx, run, lease, state, status))) return false;
   const reattached = await ctx.runner.reattach(sandboxId);
   await fenced(ctx, run).update({
     where: { id: run.id },
@@ -468,6 +472,61 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
     },
   });
   await appendEvent(ctx.db, run.id, "runner_reattached", boot, { sandboxId, reconnectCount: reattached.reconnectCount });
+  return true;
+}
+
+/**
+ * `resume_dead_runner`: the runner process named by the state is asked for, the engine decides
+ * (reattach a live one, resume a dead one on its own state, or end the run with
+ * runner_not_resumable), and the verdict is stored with a claim of its own. Returns false when
+ * the run was ended.
+ */
+async function resumeIfDead(ctx: ControllerContext, run: Run, lease: EnvironmentLease, state: RunnerState | null, status: ExecutorStatus): Promise<boolean> {
+  const boot = ctx.identity.bootId;
+  const sandboxId = lease.providerLeaseId!;
+  const process = (await ctx.runner.process(sandboxId)).state;
+  const evidence: RunnerResumeEvidence = {
+    kind: "runner_resume",
+    run: { runId: run.id, runnerInstanceId: run.runnerInstanceId, sessionId: run.sessionId },
+    state: state
+      ? {
+          runId: state.runId,
+          runnerInstanceId: state.runnerInstanceId,
+          sessionId: state.sessionId,
+          lifecycle: state.lifecycle,
+          lastConnectionProtocolVersion: state.lastConnectionProtocolVersion,
+          turnInFlight: state.inFlight?.seq ?? null,
+        }
+      : null,
+    process,
+  };
+  const verdict = decideRunnerResume(evidence);
+  if (verdict.verdict === "reattach") {
+    await recordProof(ctx.db, verdict, evidence, boot, { runId: run.id, leaseId: lease.id, sandboxId });
+    return true;
+  }
+  const claim = await ctx.db.recoveryClaim.create({
+    data: {
+      runId: run.id,
+      kind: "resume_dead_runner",
+      providerLeaseId: sandboxId,
+      remoteCwd: lease.remoteCwd,
+      runnerInstanceId: run.runnerInstanceId,
+      sessionId: run.sessionId,
+      controllerBootId: boot,
+      restartKind: status.restartKind,
+      disposition: verdict.verdict,
+      decidedAt: new Date(),
+    },
+  });
+  await recordProof(ctx.db, verdict, evidence, boot, { runId: run.id, claimId: claim.id, leaseId: lease.id, sandboxId });
+  if (verdict.verdict === "refused") {
+    await finishRunFailed(ctx, run, verdict, `the runner died and cannot be resumed: ${failedChecks(verdict.checks)}`, { recoveryState: "blocked" });
+    return false;
+  }
+  await assertCurrent(ctx, run);
+  const resumed = await ctx.runner.resume(sandboxId, { runId: run.id, runnerInstanceId: run.runnerInstanceId!, sessionId: run.sessionId! });
+  await appendEvent(ctx.db, run.id, "runner_resumed", boot, { claimId: claim.id, sandboxId, pid: resumed.process?.pid ?? null, resumes: resumed.resumes ?? null });
   return true;
 }
 

@@ -166,8 +166,8 @@ describe("a SIGKILL mid-run (K1)", () => {
 });
 
 describe("the sandbox stopped while no controller ran the run (Daytona's auto-stop, issue 11)", () => {
-  async function interruptedWarmRun(taskId: string) {
-    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId, agent: "a", provider: "claude", sandboxMode: "warm", turns: 3 }, actor);
+  async function interruptedWarmRun(taskId: string, agentCommand?: string) {
+    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId, agent: "a", provider: "claude", sandboxMode: "warm", turns: 3, agentCommand }, actor);
     const a = await controller({ RUNWARDEN_TURN_MS: "1500" });
     await waitFor("the first turn", async () => ((await run(r.id)).turnsDone >= 1 ? true : null));
     a.kill("SIGKILL");
@@ -176,8 +176,10 @@ describe("the sandbox stopped while no controller ran the run (Daytona's auto-st
     return { r, sandboxId: lease.providerLeaseId! };
   }
 
-  it("the next controller starts it again (a stopped_sandbox proof); the runner died with the stop, so the run ends with Retry after bounded attempts, never a loop", async () => {
-    const { r, sandboxId } = await interruptedWarmRun("auto-stopped");
+  it("the next controller starts it again (a stopped_sandbox proof) and resumes the runner that died with the stop on its own state (resume_dead_runner): the run goes on, each turn once", async () => {
+    // Each turn appends its number outside the sandbox (the emulator's sandboxes are on this host).
+    const marker = path.join(home(), "auto-stopped.turns");
+    const { r, sandboxId } = await interruptedWarmRun("auto-stopped", `printf '%s\\n' "$RUNWARDEN_TURN" >> '${marker}'`);
     // What auto-stop does: the sandbox stops and its processes (the runner) die with it.
     const provider = h.emu.provider({ instanceId: "inst-a" });
     await provider.stop(sandboxId);
@@ -189,10 +191,20 @@ describe("the sandbox stopped while no controller ran the run (Daytona's auto-st
     const up = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "stopped_sandbox" }, orderBy: { evaluatedAt: "asc" } });
     expect(up).toMatchObject({ verdict: "proceed" });
     expect((up.evidence as { startAttempts: number }).startAttempts).toBe(1);
-    // A session whose runner process is gone cannot be reattached (no resume of a dead runner yet):
-    // the attempts are counted and the run ends where its last proof says, with Retry.
-    expect(done).toMatchObject({ status: "failed", failureCode: "native_recovery_attempts_exhausted", canRetry: true });
-    expect(await h.db.db.recoveryClaim.count({ where: { runId: r.id } })).toBe(3);
+    // The runner process died with the stop; its state did not: the engine proves it may go on
+    // from there (its own session, connected, no turn in flight) and it is resumed, not restarted.
+    expect(done).toMatchObject({ status: "succeeded", turnsDone: 3, failureCode: null });
+    const resume = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "runner_resume" }, orderBy: { evaluatedAt: "asc" } });
+    expect(resume).toMatchObject({ verdict: "resume", code: null });
+    expect((resume.evidence as { process: string }).process).not.toBe("running");
+    const claims = await h.db.db.recoveryClaim.findMany({ where: { runId: r.id }, orderBy: { createdAt: "asc" } });
+    expect(claims.map((c) => [c.kind, c.disposition])).toEqual([
+      ["reattach_remote_runner", "admitted"],
+      ["resume_dead_runner", "resume"],
+    ]);
+    expect(await h.db.db.runEvent.count({ where: { runId: r.id, type: "runner_resumed" } })).toBe(1);
+    // Each turn's side effect happened once, across the kill, the stop and the resume.
+    expect(fs.readFileSync(marker, "utf8").trim().split("\n")).toEqual(["1", "2", "3"]);
   });
 
   it("a sandbox that is gone ends the run with sandbox_not_restartable and Retry, not a loop", async () => {

@@ -142,7 +142,12 @@ describe("kills around a turn", () => {
     // What the runner recorded never includes the killed turn.
     const state = await runner.readState(sandboxId).catch(() => null);
     if (state) expect(state.processedCommands.map((p) => (p as { seq: number }).seq)).not.toContain(state.inFlight?.seq ?? -1);
-    expect(done.failureCode ?? "none").not.toBe("none");
+    // A turn cut short may have half-happened: the dead runner is not resumed (runner_resume
+    // refuses on the turn in flight), and the run rests in that verdict's code with Retry.
+    expect(done).toMatchObject({ status: "failed", failureCode: "runner_not_resumable", canRetry: true });
+    const resume = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "runner_resume" }, orderBy: { evaluatedAt: "desc" } });
+    expect(resume).toMatchObject({ verdict: "refused", code: "runner_not_resumable" });
+    expect((resume.output as { reason: string }).reason).toBe("turn_in_flight");
     const events = await h.db.db.runEvent.findMany({ where: { runId: r.id }, orderBy: { id: "asc" } });
     expect(events.map((e) => e.type)).not.toContain("turn_done");
   });

@@ -109,6 +109,16 @@ export const FAILURE_CATALOGUE = {
     message: "The run's sandbox stopped and could not be started again, so the run ended there.",
     nextAction: "The sandbox could not be started again: check the provider, then Retry",
   },
+  // The runner process died (its sandbox stopped, or it was killed) and its own state does not
+  // prove the session can go on from where it was: a turn was in flight, or the state is not
+  // this run's (resume_dead_runner, issue 11).
+  runner_not_resumable: {
+    outcome: "terminal_failure",
+    owner: "board",
+    canRetry: true,
+    message: "The agent's runner stopped in a state it cannot safely go on from, so the run ended there.",
+    nextAction: "The runner could not be resumed safely: read the run's proof, then Retry",
+  },
   // Recovery itself kept failing (provider unreachable, sandbox stopped, a file unreadable):
   // after a bounded number of attempts the run stops instead of being reclaimed for ever (§2.8).
   native_recovery_attempts_exhausted: {

@@ -19,7 +19,7 @@ import routeReadRunner from "./fixtures/recovery-route-read-runner.json";
 import { bootstrapRestart, creationIntent, leaseBinding, processExit, recoveryAttempt, recoveryRoute, startupFailure, teardownFence, turnResult } from "./test-support";
 
 const KINDS =
-  "lease_binding, bootstrap_restart, startup_failure, process_exit, creation_intent, teardown_fence, sandbox_ownership, turn_result, recovery_attempt, recovery_route, stopped_sandbox";
+  "lease_binding, bootstrap_restart, startup_failure, process_exit, creation_intent, teardown_fence, sandbox_ownership, turn_result, recovery_attempt, recovery_route, stopped_sandbox, runner_resume";
 
 describe("decide on the EVIDENCE.md examples (fixtures)", () => {
   test.each([

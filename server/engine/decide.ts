@@ -10,6 +10,7 @@ import { judgeSandboxOwnership } from "./sandbox-ownership";
 import { decideTeardownFence } from "./teardown-fence";
 import { judgeRecoveryAttempt } from "./recovery-attempt";
 import { decideStoppedSandbox } from "./stopped-sandbox";
+import { decideRunnerResume } from "./runner-resume";
 import { routeRecovery } from "./recovery-route";
 import { judgeTurnResult } from "./turn-result";
 import type { Verdict } from "./verdicts";
@@ -55,6 +56,8 @@ export function evaluate(evidence: Evidence, config: EngineConfig = DEFAULT_ENGI
       return judgeRecoveryAttempt(evidence);
     case "stopped_sandbox":
       return decideStoppedSandbox(evidence);
+    case "runner_resume":
+      return decideRunnerResume(evidence);
     case "recovery_route":
       return routeRecovery(evidence);
     default:

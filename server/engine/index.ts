@@ -20,6 +20,8 @@ export type { RetryAdmission, RetryAdmissionInput } from "./retry-admission";
 export { LIVE_RUN_STATUSES, EXECUTING_RUN_STATUSES, isLiveRunStatus } from "./run-status";
 export type { LiveRunStatus } from "./run-status";
 export { decideStoppedSandbox } from "./stopped-sandbox";
+export { decideRunnerResume } from "./runner-resume";
+export type { RunnerResumeEvidence } from "./runner-resume";
 export type { StoppedSandboxDecision, StoppedSandboxEvidence } from "./stopped-sandbox";
 export { judgeTurnResult } from "./turn-result";
 export { judgeRecoveryAttempt, recoveryBackoffMs, RECOVERY_BACKOFF_CAP_MS } from "./recovery-attempt";

@@ -55,6 +55,6 @@ describe("restingFailure (issue 12 item 10: the run says what its proof says)", 
   });
 
   it("names the run-deciding kinds", () => {
-    expect([...RUN_DECIDING_KINDS].sort()).toEqual(["bootstrap_restart", "lease_binding", "recovery_attempt", "recovery_route", "startup_failure", "stopped_sandbox", "turn_result"]);
+    expect([...RUN_DECIDING_KINDS].sort()).toEqual(["bootstrap_restart", "lease_binding", "recovery_attempt", "recovery_route", "runner_resume", "startup_failure", "stopped_sandbox", "turn_result"]);
   });
 });

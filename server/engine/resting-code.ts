@@ -33,6 +33,8 @@ export function restingFailure(v: Verdict): RestingFailure | null {
       return v.verdict === "give_up" ? entry(v.code ?? "native_recovery_attempts_exhausted") : null;
     case "stopped_sandbox":
       return v.verdict === "end_run" ? entry(v.code ?? "sandbox_not_restartable") : null;
+    case "runner_resume":
+      return v.verdict === "refused" ? entry(v.code ?? "runner_not_resumable") : null;
     case "recovery_route":
       return v.verdict === "refused" ? entry(v.code ?? "native_continuation_requires_reconciliation") : null;
     case "process_exit":
@@ -51,7 +53,7 @@ export function restingCode(v: Verdict): FailureCode | null {
 }
 
 /** The proof kinds whose verdicts decide a run's failure (the others act on processes and sandboxes). */
-export const RUN_DECIDING_KINDS = ["startup_failure", "lease_binding", "bootstrap_restart", "turn_result", "recovery_attempt", "recovery_route", "stopped_sandbox"] as const;
+export const RUN_DECIDING_KINDS = ["startup_failure", "lease_binding", "bootstrap_restart", "turn_result", "recovery_attempt", "recovery_route", "stopped_sandbox", "runner_resume"] as const;
 
 function entry(code: FailureCode): RestingFailure {
   const { outcome, owner, canRetry, message, nextAction } = failureEntry(code);

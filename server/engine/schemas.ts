@@ -25,6 +25,7 @@ export const EVIDENCE_KINDS = [
   "recovery_attempt",
   "recovery_route",
   "stopped_sandbox",
+  "runner_resume",
 ] as const;
 export type EvidenceKind = (typeof EVIDENCE_KINDS)[number];
 
@@ -334,6 +335,29 @@ export const stoppedSandboxEvidenceSchema = z.object({
 });
 export type StoppedSandboxEvidence = z.infer<typeof stoppedSandboxEvidenceSchema>;
 
+// ---- runner_resume -------------------------------------------------------------------
+
+export const runnerResumeEvidenceSchema = z.object({
+  kind: z.literal("runner_resume"),
+  /** The run's own ids: what the runner state must name. */
+  run: z.object({ runId: z.string(), runnerInstanceId: z.string().nullable(), sessionId: z.string().nullable() }),
+  /** runner-state.json on the admitted lease's sandbox; null when there is none. */
+  state: z
+    .object({
+      runId: z.string(),
+      runnerInstanceId: z.string(),
+      sessionId: z.string(),
+      lifecycle: z.enum(RUNNER_LIFECYCLES),
+      lastConnectionProtocolVersion: z.union([z.string(), z.number()]).nullable(),
+      /** A turn the runner had started and not recorded as processed. */
+      turnInFlight: z.number().int().nullable(),
+    })
+    .nullable(),
+  /** The runner process the state names, as `runnerd ctl process` sees it in the sandbox. */
+  process: z.enum(RUNNER_PROCESS_STATES),
+});
+export type RunnerResumeEvidence = z.infer<typeof runnerResumeEvidenceSchema>;
+
 // ---- the bundle ---------------------------------------------------------------------
 
 export const evidenceSchema = z.discriminatedUnion("kind", [
@@ -348,6 +372,7 @@ export const evidenceSchema = z.discriminatedUnion("kind", [
   recoveryAttemptEvidenceSchema,
   recoveryRouteEvidenceSchema,
   stoppedSandboxEvidenceSchema,
+  runnerResumeEvidenceSchema,
 ]);
 export type Evidence = z.infer<typeof evidenceSchema>;
 /** What a caller may send (before defaults such as `maxAttempts` are applied). */

@@ -204,6 +204,17 @@ export const stoppedSandboxResultSchema = z.object({
 });
 export type StoppedSandboxResult = z.infer<typeof stoppedSandboxResultSchema>;
 
+export const runnerResumeResultSchema = z.object({
+  kind: z.literal("runner_resume"),
+  /** reattach: the runner is alive; resume: start it again on its own state; refused: end the run. */
+  verdict: z.enum(["reattach", "resume", "refused"]),
+  code: failureCode.nullable(),
+  reason: z.enum(["runner_alive", "runner_dead_resumable", "no_runner_state", "state_not_this_run", "never_connected", "lifecycle_not_resumable", "turn_in_flight", "process_unknown"]),
+  checks: z.array(checkSchema),
+  ...failureTail,
+});
+export type RunnerResumeResult = z.infer<typeof runnerResumeResultSchema>;
+
 export const verdictSchema = z.discriminatedUnion("kind", [
   leaseBindingResultSchema,
   bootstrapRestartResultSchema,
@@ -216,5 +227,6 @@ export const verdictSchema = z.discriminatedUnion("kind", [
   recoveryAttemptResultSchema,
   recoveryRouteResultSchema,
   stoppedSandboxResultSchema,
+  runnerResumeResultSchema,
 ]);
 export type Verdict = z.infer<typeof verdictSchema>;

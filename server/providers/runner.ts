@@ -80,6 +80,8 @@ export const runnerStateSchema = z.object({
   agentCommand: z.string().nullish(),
   /** sha-256 (16 hex) of the runnerd program that wrote this state; missing from older runners. */
   programDigest: z.string().nullish(),
+  /** How many times a dead runner was resumed on this state (`start --resume`). */
+  resumes: z.number().int().nonnegative().nullish(),
   updatedAt: z.string(),
 });
 export type RunnerState = z.infer<typeof runnerStateSchema>;
@@ -154,6 +156,12 @@ export interface RunnerClient {
    * running is a bootstrap restart: the old state is moved to `.bootstrap-restart-<n>/`.
    */
   start(sandboxId: string, input: StartRunnerInput, options?: RunnerCallOptions): Promise<RunnerState>;
+  /**
+   * Resumes a dead runner on its own state (`resume_dead_runner`, after the engine's
+   * `runner_resume` proof): a new process, the same session, seq and processed turns. The
+   * runner refuses (`runner_not_resumable`) a turn cut short or another runner's state.
+   */
+  resume(sandboxId: string, input: Omit<StartRunnerInput, "agentCommand" | "sessionCommand">, options?: RunnerCallOptions): Promise<RunnerState>;
   /** session.open: `ready`, protocol 1; or a definite provider failure; or a timeout. */
   sessionOpen(sandboxId: string, options: RunnerCallOptions & { timeoutMs: number }): Promise<SessionOpenResult>;
   /** Reconnects a controller to a live runner (after a restart): `ready`, reconnectCount + 1. */
@@ -244,6 +252,11 @@ export class HttpRunnerClient implements RunnerClient {
     if (input.sessionCommand) args.push("--session-command", input.sessionCommand);
     const out = await this.runnerd(sandboxId, "runnerd start", args, options);
     return validate("runnerd start", out, StateResult).state;
+  }
+
+  async resume(sandboxId: string, input: Omit<StartRunnerInput, "agentCommand" | "sessionCommand">, options: RunnerCallOptions = {}): Promise<RunnerState> {
+    const args = ["start", "--resume", "--run", input.runId, "--instance", input.runnerInstanceId, "--session", input.sessionId];
+    return validate("runnerd start --resume", await this.runnerd(sandboxId, "runnerd start --resume", args, options), StateResult).state;
   }
 
   async sessionOpen(sandboxId: string, options: RunnerCallOptions & { timeoutMs: number }): Promise<SessionOpenResult> {
