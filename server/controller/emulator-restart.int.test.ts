@@ -3,11 +3,11 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { EmulatorAdminClient } from "../emulator/admin-client";
-import { createThrowawayDatabase, type ThrowawayDatabase } from "../emulator/testing";
+import { createThrowawayDatabase, type ThrowawayDatabase } from "../test/emulator";
 import { submitRun } from "../runs/submit";
 import { EmulatorChild, freePort } from "../test/emulator-child";
-import { spawnController, type ControllerProcessHandle } from "./process-harness";
-import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
+import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
+import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
 /**
  * The emulator (a local Daytona) SIGKILLed and restarted while a run's runner works: the

@@ -6,8 +6,8 @@ import { submitRun } from "../runs/submit";
 import type { SandboxProvider } from "../providers/types";
 import { acquireSandbox, resumeLease } from "./acquire";
 import { isRunLost } from "./fence";
-import { spawnController, type ControllerProcessHandle } from "./process-harness";
-import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
+import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
+import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
 /**
  * The executor epoch (DOMAIN.md §2.10, issue 12 item 4) with two real controller

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DaytonaProvider } from "../providers/daytona";
 import { readRunnerState, type RunnerClient } from "../providers/runner";
 import { buildLabels, creationName } from "../providers/types";
-import { startTestEmulator, type TestEmulator } from "./testing";
+import { startTestEmulator, type TestEmulator } from "../test/emulator";
 
 /**
  * Daytona's auto-stop: `autoStopInterval` minutes without toolbox or lifecycle activity stop

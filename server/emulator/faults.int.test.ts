@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vi
 import type { DaytonaProvider } from "../providers/daytona";
 import { isBindConflict, type RunnerClient } from "../providers/runner";
 import { buildLabels, creationName, ProviderError } from "../providers/types";
-import { startTestEmulator, type TestEmulator } from "./testing";
+import { startTestEmulator, type TestEmulator } from "../test/emulator";
 
 /** Each fault, as the controller sees it through the provider and the runner client. */
 

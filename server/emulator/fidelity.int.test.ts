@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DaytonaProvider } from "../providers/daytona";
 import { buildLabels, creationName, instanceScope } from "../providers/types";
-import { startTestEmulator, type TestEmulator } from "./testing";
+import { startTestEmulator, type TestEmulator } from "../test/emulator";
 
 /**
  * The emulator behaves like Daytona where Runwarden's correctness depends on it

@@ -5,7 +5,7 @@ import { createRunnerClient } from "../providers/runner";
 import { buildLabels, creationName, instanceScope } from "../providers/types";
 import { EmulatorAdminClient } from "./admin-client";
 import { EmulatorChild, freePort } from "../test/emulator-child";
-import { createThrowawayDatabase, type ThrowawayDatabase } from "./testing";
+import { createThrowawayDatabase, type ThrowawayDatabase } from "../test/emulator";
 
 /**
  * `scripts/emulator.ts` as a real child process: its sandboxes, runner states, fault
