@@ -70,6 +70,7 @@ describe("the emulator SIGKILLed and restarted with runners alive", () => {
     await emulator?.kill();
     // The runner is the sandbox's process, not the emulator's: it is still there.
     expect(fs.existsSync(`/proc/${runnerPid}`)).toBe(true);
+    // A sleep on purpose: the emulator stays down for a while, so the controller's calls fail meanwhile.
     await new Promise((res) => setTimeout(res, 1500));
     await emulator?.start();
     expect((await admin.sandboxes()).find((s) => s.id === sandbox!.id)?.runnerProcess).toMatchObject({ state: "running", pid: runnerPid });

@@ -80,6 +80,7 @@ describe("auto-stop", () => {
   it("never stops a sandbox whose autoStopInterval is 0", async () => {
     const sbx = await sandbox("op-never", 0);
     await provider.ensureStarted(sbx.id);
+    // A sleep on purpose: three emulated minutes give auto-stop the time to act (it must not).
     await new Promise((r) => setTimeout(r, 3 * MINUTE_MS));
     expect(await stateOf(sbx.id)).toBe("started");
   });
