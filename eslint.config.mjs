@@ -21,6 +21,9 @@ const SHARED_FORBIDDEN = [
   { regex: "^(?!zod$|\\./|\\.\\./engine/)", message: "server/shared is pure and browser-safe: it imports zod, itself and server/engine only." },
 ];
 
+/** What may import the test support under server/test/: tests and their setup, nothing that ships. */
+const TEST_FILES = ["**/*.test.ts", "**/*.test.tsx", "e2e/**", "server/test/**", "vitest.config.ts", "playwright.config.ts"];
+
 export default defineConfig([
   ...nextVitals,
   ...nextTs,
@@ -37,6 +40,15 @@ export default defineConfig([
     // runner/*.mjs runs inside a sandbox, where server/env.ts does not exist.
     files: ["server/env.ts", "*.config.ts", "*.config.mjs", "scripts/prisma-generate.mjs", "runner/*.mjs"],
     rules: { "no-restricted-properties": "off" },
+  },
+  {
+    // Test support never ships: product code (and the scripts) may not import server/test/.
+    // A path rule, not no-restricted-imports, so that no other block's import list replaces it.
+    files: ["**/*.{js,jsx,mjs,cjs,ts,tsx,mts,cts}"],
+    ignores: TEST_FILES,
+    rules: {
+      "import/no-restricted-paths": ["error", { zones: [{ target: ".", from: "./server/test", message: "Test support never ships: only tests import server/test/ (ARCHITECTURE.md)." }] }],
+    },
   },
   {
     files: ["server/engine/**/*.ts"],

@@ -67,7 +67,11 @@ test("reclaiming orphans shows the dry run before anything is destroyed, then de
     expect(after.has(left.id)).toBe(false);
     expect(after.has(bare.id)).toBe(false);
     expect(after.has(decoy.id)).toBe(true);
-    expect(await db.auditEntry.count({ where: { action: "orphans.reclaim", outcome: "ok" } })).toBeGreaterThan(0);
+    // The audit entry of this reclaim: the one naming this spec's two sandboxes as destroyed.
+    const reclaims = await db.auditEntry.findMany({ where: { action: "orphans.reclaim", outcome: "ok" } });
+    const destroyedIn = (detail: unknown) =>
+      ((detail as { results?: { sandboxId: string; outcome: string }[] } | null)?.results ?? []).filter((r) => r.outcome === "destroyed").map((r) => r.sandboxId).sort();
+    expect(reclaims.map((e) => destroyedIn(e.detail))).toContainEqual([left.id, bare.id].sort());
     await expect(page.getByTestId("orphans-table").locator(`tr[data-sandbox-id="${left.id}"]`)).toHaveCount(0);
   } finally {
     await db.$disconnect();

@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ControllerContext } from "./controller/context";
 import { json } from "./controller/records";
-import { startControllerHarness, type ControllerHarness } from "./controller/testing";
+import { startControllerHarness, type ControllerHarness } from "./test/controller";
 import { describeFailure } from "./engine";
 import { currentProcessIdentity } from "./process/identity";
 import { buildLabels, creationName } from "./providers/labels";

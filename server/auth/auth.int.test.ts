@@ -104,6 +104,7 @@ describe("sign-in", () => {
     const first = await signIn("slow@example.com", "guess", "198.51.100.50");
     expect(first.status).toBe(429);
     expect(Number(first.headers.get("retry-after"))).toBe(1);
+    // The condition is the clock itself: the 1 s back-off must have passed.
     await new Promise((r) => setTimeout(r, 1100));
     expect((await signIn("slow@example.com", "guess again", "198.51.100.50")).status).toBe(401);
     const failedAt = Date.now();

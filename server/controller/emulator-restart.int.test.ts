@@ -3,11 +3,11 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { EmulatorAdminClient } from "../emulator/admin-client";
-import { createThrowawayDatabase, type ThrowawayDatabase } from "../emulator/testing";
+import { createThrowawayDatabase, type ThrowawayDatabase } from "../test/emulator";
 import { submitRun } from "../runs/submit";
 import { EmulatorChild, freePort } from "../test/emulator-child";
-import { spawnController, type ControllerProcessHandle } from "./process-harness";
-import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
+import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
+import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
 /**
  * The emulator (a local Daytona) SIGKILLed and restarted while a run's runner works: the
@@ -70,6 +70,7 @@ describe("the emulator SIGKILLed and restarted with runners alive", () => {
     await emulator?.kill();
     // The runner is the sandbox's process, not the emulator's: it is still there.
     expect(fs.existsSync(`/proc/${runnerPid}`)).toBe(true);
+    // A sleep on purpose: the emulator stays down for a while, so the controller's calls fail meanwhile.
     await new Promise((res) => setTimeout(res, 1500));
     await emulator?.start();
     expect((await admin.sandboxes()).find((s) => s.id === sandbox!.id)?.runnerProcess).toMatchObject({ state: "running", pid: runnerPid });

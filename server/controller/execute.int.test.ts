@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProviderError } from "../providers/errors";
 import type { RunnerClient } from "../providers/runner";
 import { submitRun } from "../runs/submit";
-import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
+import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
 let h: ControllerHarness;
 const actor = { id: "test", role: "operator" };

@@ -6,8 +6,8 @@ import { submitRun } from "../runs/submit";
 import type { SandboxProvider } from "../providers/types";
 import { acquireSandbox, resumeLease } from "./acquire";
 import { isRunLost } from "./fence";
-import { spawnController, type ControllerProcessHandle } from "./process-harness";
-import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
+import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
+import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
 /**
  * The executor epoch (DOMAIN.md §2.10, issue 12 item 4) with two real controller
@@ -90,7 +90,7 @@ describe("a stalled controller wakes after a takeover (§2.10)", () => {
       const r = await h.db.db.run.findUniqueOrThrow({ where: { id: run.id } });
       return r.status === "succeeded" || r.status === "failed" ? r : null;
     }, 90_000);
-    // A woke up mid-turn: give it the time to try its writes.
+    // A woke up mid-turn: give it the time to try its writes (a sleep on purpose: none may land).
     await new Promise((r) => setTimeout(r, 3_000));
 
     expect({ status: done.status, turnsDone: done.turnsDone, code: done.failureCode }).toEqual({ status: "succeeded", turnsDone: 5, code: null });

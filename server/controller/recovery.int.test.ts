@@ -9,7 +9,7 @@ import { createRunnerClient } from "../providers/runner";
 import { retryRun } from "../runs/retry";
 import { Controller } from "./controller";
 import { claimInterruptedRuns, recoverRun } from "./recovery";
-import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
+import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
 /** Restart recovery against PostgreSQL and the emulator: paging (§2.8) and what a refused run rests in (§2.1). */
 

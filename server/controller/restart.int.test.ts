@@ -4,8 +4,8 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { retryRun } from "../runs/retry";
 import { submitRun } from "../runs/submit";
-import { spawnController, type ControllerProcessHandle } from "./process-harness";
-import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
+import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
+import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
 /**
  * The seeds' stories with real controller processes: SIGKILLed, SIGTERMed, restarted,

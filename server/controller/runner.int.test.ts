@@ -5,8 +5,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { retryRun } from "../runs/retry";
 import { submitRun } from "../runs/submit";
 import { getRunDetail } from "../runs/detail";
-import { spawnController, type ControllerProcessHandle } from "./process-harness";
-import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
+import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
+import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
 /**
  * Runs doing real work through the real runner (issue 11): the agent command is a real

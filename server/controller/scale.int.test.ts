@@ -3,12 +3,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { exitedProcessIdentity } from "../process/test-support";
+import { exitedProcessIdentity } from "../process/exited";
 import { buildLabels, creationName } from "../providers/labels";
 import { evidenceIdentity } from "./context";
-import { spawnController, type ControllerProcessHandle } from "./process-harness";
+import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
 import { json } from "./records";
-import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
+import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
 /** Several real controllers sweeping one database: each row is acted on exactly once. */
 

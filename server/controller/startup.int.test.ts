@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { retryRun } from "../runs/retry";
 import { submitRun } from "../runs/submit";
 import type { Controller } from "./controller";
-import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
+import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
 let h: ControllerHarness;
 let c: Controller;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startTestEmulator, type TestEmulator } from "../emulator/testing";
+import { startTestEmulator, type TestEmulator } from "../test/emulator";
 import type { DaytonaProvider } from "../providers/daytona";
 import { readRunnerState } from "../providers/runner";
 import { buildLabels, creationName } from "../providers/types";

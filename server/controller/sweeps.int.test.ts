@@ -2,12 +2,12 @@ import crypto from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Identity } from "../engine";
 import { currentProcessIdentity } from "../process/identity";
-import { exitedProcessIdentity } from "../process/test-support";
+import { exitedProcessIdentity } from "../process/exited";
 import { buildLabels, creationName } from "../providers/labels";
 import { evidenceIdentity } from "./context";
 import type { Controller } from "./controller";
 import { json } from "./records";
-import { startControllerHarness, waitFor, type ControllerHarness } from "./testing";
+import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
 /** The sweeps' counter-cases (DOMAIN.md §2.5, §2.6), with crafted rows and planted sandboxes. */
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { providerFromEnv } from "../providers/from-env";
 import { readEnv } from "../env";
-import { startTestEmulator, type TestEmulator } from "./testing";
+import { startTestEmulator, type TestEmulator } from "../test/emulator";
 
 /** The emulator's REST surface as plain HTTP (what curl and other clients see). */
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DaytonaProvider } from "../providers/daytona";
 import { readRunnerState, type RunnerClient } from "../providers/runner";
 import { buildLabels, creationName } from "../providers/types";
-import { startTestEmulator, type TestEmulator } from "./testing";
+import { startTestEmulator, type TestEmulator } from "../test/emulator";
 
 /**
  * Daytona's auto-stop: `autoStopInterval` minutes without toolbox or lifecycle activity stop
@@ -80,6 +80,7 @@ describe("auto-stop", () => {
   it("never stops a sandbox whose autoStopInterval is 0", async () => {
     const sbx = await sandbox("op-never", 0);
     await provider.ensureStarted(sbx.id);
+    // A sleep on purpose: three emulated minutes give auto-stop the time to act (it must not).
     await new Promise((r) => setTimeout(r, 3 * MINUTE_MS));
     expect(await stateOf(sbx.id)).toBe("started");
   });

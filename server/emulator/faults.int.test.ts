@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vi
 import type { DaytonaProvider } from "../providers/daytona";
 import { isBindConflict, type RunnerClient } from "../providers/runner";
 import { buildLabels, creationName, ProviderError } from "../providers/types";
-import { startTestEmulator, type TestEmulator } from "./testing";
+import { startTestEmulator, type TestEmulator } from "../test/emulator";
 
 /** Each fault, as the controller sees it through the provider and the runner client. */
 
@@ -79,8 +79,11 @@ describe("fault: late materialisation", () => {
     await t.admin.setFault({ match: { name }, fault: { kind: "late", delayMs: 1500 }, times: 1 });
     const sent = Date.now();
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 200);
-    const err = await provider.create({ name, labels: labelsFor("op-late"), signal: controller.signal }).catch((e: unknown) => e);
+    const pending = provider.create({ name, labels: labelsFor("op-late"), signal: controller.signal }).catch((e: unknown) => e);
+    // The caller gives up once the emulator holds the create (not after a guessed 200 ms, which a loaded machine may not reach).
+    await expect.poll(async () => (await t.admin.sandboxes()).some((s) => s.name === name), { timeout: 5_000, interval: 20 }).toBe(true);
+    controller.abort();
+    const err = await pending;
     expect(err).toBeInstanceOf(ProviderError);
     expect((err as ProviderError).kind).toBe("aborted");
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DaytonaProvider } from "../providers/daytona";
 import { buildLabels, creationName, instanceScope } from "../providers/types";
-import { startTestEmulator, type TestEmulator } from "./testing";
+import { startTestEmulator, type TestEmulator } from "../test/emulator";
 
 /**
  * The emulator behaves like Daytona where Runwarden's correctness depends on it
@@ -98,8 +98,8 @@ describe("Daytona fidelity of the emulator", () => {
 
     // The name is free at once; the old one is never listed once destroyed.
     await create("fid-delete", "fid-delete-2");
-    await new Promise((r) => setTimeout(r, TRANSITION_MS.destroy + 50));
-    expect((await call("GET", `/sandbox/${id}`)).status).toBe(404);
+    // Once destroying is over, the old sandbox is gone by id too.
+    await expect.poll(async () => (await call("GET", `/sandbox/${id}`)).status, { timeout: TRANSITION_MS.destroy + 5_000, interval: 20 }).toBe(404);
     const listed = await call("GET", `/sandbox?labels=${encodeURIComponent(JSON.stringify(labels("fid-delete")))}`);
     expect(listed.body.items).toEqual([]);
   });
@@ -121,7 +121,8 @@ describe("Daytona fidelity of the emulator", () => {
     const op = "fid-order";
     const ids = [await create("fid-order-a", op), await create("fid-order-b", op), await create("fid-order-c", op)];
     for (const id of ids) await waitState(id, "started");
-    // Activity on the oldest one moves it to the front of the default order.
+    // Activity on the oldest one moves it to the front of the default order. A sleep on
+    // purpose: the clock must move past the last creation (millisecond timestamps).
     await new Promise((r) => setTimeout(r, 5));
     expect((await call("GET", `/toolbox/${ids[0]}/version`)).status).toBe(200);
     const q = `labels=${encodeURIComponent(JSON.stringify(labels(op)))}`;

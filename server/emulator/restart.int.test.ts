@@ -5,7 +5,7 @@ import { createRunnerClient } from "../providers/runner";
 import { buildLabels, creationName, instanceScope } from "../providers/types";
 import { EmulatorAdminClient } from "./admin-client";
 import { EmulatorChild, freePort } from "../test/emulator-child";
-import { createThrowawayDatabase, type ThrowawayDatabase } from "./testing";
+import { createThrowawayDatabase, type ThrowawayDatabase } from "../test/emulator";
 
 /**
  * `scripts/emulator.ts` as a real child process: its sandboxes, runner states, fault
@@ -59,8 +59,11 @@ describe("emulator as a separate process", () => {
     const lateName = creationName("rw", "op-late-k");
     await admin.setFault({ match: { name: lateName }, fault: { kind: "late", delayMs: 2000 }, times: 1 });
     const abort = new AbortController();
-    setTimeout(() => abort.abort(), 200);
-    await expect(provider.create({ name: lateName, labels: labels("op-late-k"), signal: abort.signal })).rejects.toMatchObject({ kind: "aborted" });
+    const pending = provider.create({ name: lateName, labels: labels("op-late-k"), signal: abort.signal });
+    // The caller gives up once the emulator holds the create, not after a guessed 200 ms.
+    await expect.poll(async () => (await admin.sandboxes()).some((s) => s.name === lateName), { timeout: 5_000, interval: 20 }).toBe(true);
+    abort.abort();
+    await expect(pending).rejects.toMatchObject({ kind: "aborted" });
     const killedAt = Date.now();
 
     // …and the emulator is SIGKILLed while it is still pending.

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DaytonaProvider } from "../providers/daytona";
 import { bootstrapRestartPath, DEMO_MARKER_FILE, PROVIDER_STATE_PATH, WORK_DIR, readRunnerState, RUNNER_STATE_PATH, type RunnerClient } from "../providers/runner";
 import { buildLabels, creationName } from "../providers/types";
-import { startTestEmulator, type TestEmulator } from "./testing";
+import { startTestEmulator, type TestEmulator } from "../test/emulator";
 
 /** The real runner program (runnerd) in emulated sandboxes, through the toolbox-only RunnerClient. */
 

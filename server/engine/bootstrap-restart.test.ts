@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { evaluateBootstrapRestart } from "./bootstrap-restart";
 import type { BootstrapRestartEvidence } from "./schemas";
-import { bootstrapRestart, runnerState, T0 } from "./test-support";
+import { bootstrapRestart, runnerState, T0 } from "../test/evidence";
 
 const CHECK_NAMES = [
   "claim_kind",

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { decideCreationIntent } from "./creation-intent";
 import type { CreationIntentEvidence } from "./schemas";
-import { creationIntent, identity, MIN, observer, plus, T0 } from "./test-support";
+import { creationIntent, identity, MIN, observer, plus, T0 } from "../test/evidence";
 
 const due = { now: plus(T0, 31 * MIN) };
 const LIVE = { readable: true, pidLive: true, liveStartedAt: plus(T0, -5 * MIN) };

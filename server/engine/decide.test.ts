@@ -16,7 +16,7 @@ import ownershipUnrecorded from "./fixtures/sandbox-ownership-unrecorded.json";
 import turnFailed from "./fixtures/turn-result-agent-failed.json";
 import attemptsExhausted from "./fixtures/recovery-attempt-exhausted.json";
 import routeReadRunner from "./fixtures/recovery-route-read-runner.json";
-import { bootstrapRestart, creationIntent, leaseBinding, processExit, recoveryAttempt, recoveryRoute, startupFailure, teardownFence, turnResult } from "./test-support";
+import { bootstrapRestart, creationIntent, leaseBinding, processExit, recoveryAttempt, recoveryRoute, startupFailure, teardownFence, turnResult } from "../test/evidence";
 
 const KINDS =
   "lease_binding, bootstrap_restart, startup_failure, process_exit, creation_intent, teardown_fence, sandbox_ownership, turn_result, recovery_attempt, recovery_route, stopped_sandbox, runner_resume";

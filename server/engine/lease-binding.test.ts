@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { evaluateLeaseBinding } from "./lease-binding";
 import type { LeaseBindingEvidence } from "./schemas";
-import { leaseBinding } from "./test-support";
+import { leaseBinding } from "../test/evidence";
 
 const CHECKS = ["same_run", "same_provider_lease", "same_remote_cwd", "not_replacement"];
 const STAGED_CHECKS = [

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { judgeProcessExit } from "./process-exit";
 import type { ProcessExitEvidence } from "./schemas";
-import { identity, observer, plus, processExit, T0 } from "./test-support";
+import { identity, observer, plus, processExit, T0 } from "../test/evidence";
 
 const ALL_STEPS = [
   "record_identified",

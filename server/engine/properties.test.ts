@@ -19,7 +19,7 @@ import {
   startupFailure,
   T0,
   teardownFence,
-} from "./test-support";
+} from "../test/evidence";
 import { verdictSchema } from "./verdicts";
 
 // ---- arbitraries: small domains, so collisions (self, same pid, same space) happen often --

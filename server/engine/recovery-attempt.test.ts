@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { fc, test as fcTest } from "@fast-check/vitest";
 import { decide } from "./decide";
 import { judgeRecoveryAttempt, RECOVERY_BACKOFF_CAP_MS, recoveryBackoffMs } from "./recovery-attempt";
-import { plus, recoveryAttempt, T0 } from "./test-support";
+import { plus, recoveryAttempt, T0 } from "../test/evidence";
 import { verdictSchema } from "./verdicts";
 
 describe("recovery_attempt (DOMAIN.md §2.8: recovery never loops)", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { routeRecovery } from "./recovery-route";
 import type { RecoveryRouteEvidence } from "./schemas";
-import { recoveryRoute } from "./test-support";
+import { recoveryRoute } from "../test/evidence";
 import { verdictSchema } from "./verdicts";
 
 type Runner = NonNullable<RecoveryRouteEvidence["runner"]>;

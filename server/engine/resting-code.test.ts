@@ -12,7 +12,7 @@ import {
   startupFailure,
   teardownFence,
   turnResult,
-} from "./test-support";
+} from "../test/evidence";
 import type { EvidenceInput } from "./schemas";
 import bootstrapConnected from "./fixtures/bootstrap-restart-connected.json";
 

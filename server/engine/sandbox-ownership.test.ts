@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { judgeSandboxOwnership } from "./sandbox-ownership";
 import type { OwnershipRecord, SandboxOwnershipEvidence } from "./schemas";
-import { sandboxOwnership } from "./test-support";
+import { sandboxOwnership } from "../test/evidence";
 import { sandboxOwnershipResultSchema } from "./verdicts";
 
 const base = sandboxOwnership();

@@ -2,7 +2,7 @@ import { describe, expect, test } from "vitest";
 import type { StartupFailureEvidence } from "./schemas";
 import { decide } from "./decide";
 import { classifyStartupFailure } from "./startup-failure";
-import { startupFailure } from "./test-support";
+import { startupFailure } from "../test/evidence";
 
 type PF = StartupFailureEvidence["providerFailure"];
 const pf = (kind: NonNullable<PF>["kind"], category: string | null = null): PF => ({ kind, category, message: "x" });

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import type { TeardownFenceEvidence } from "./schemas";
 import { decideTeardownFence } from "./teardown-fence";
-import { identity, MIN, observer, plus, T0, teardownFence } from "./test-support";
+import { identity, MIN, observer, plus, T0, teardownFence } from "../test/evidence";
 
 const LIVE = { readable: true, pidLive: true, liveStartedAt: plus(T0, -5 * MIN) };
 const STEPS = ["fenced", "fence_active", "claimer_recorded", "same_attempt", "claimer_exited"];

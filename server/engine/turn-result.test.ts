@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { failureEntry } from "./catalogue";
 import { decide } from "./decide";
 import { judgeTurnResult } from "./turn-result";
-import { turnResult } from "./test-support";
+import { turnResult } from "../test/evidence";
 import { verdictSchema } from "./verdicts";
 
 describe("turn_result (issue 12 item 1)", () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, inject, it } from "vitest";
-import { startTestEmulator, type TestEmulator } from "../emulator/testing";
+import { startTestEmulator, type TestEmulator } from "../test/emulator";
 import { CONTRACT_STEPS, cleanupContract, contractContext, type ContractContext } from "./contract";
 
 /** The provider contract against the emulator; `npm run test:daytona` runs the same steps against real Daytona. */

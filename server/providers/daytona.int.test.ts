@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startTestEmulator, type TestEmulator } from "../emulator/testing";
+import { startTestEmulator, type TestEmulator } from "../test/emulator";
 import { DaytonaProvider } from "./daytona";
 import { readRunnerState, RUNNER_STATE_PATH } from "./runner";
 import { buildLabels, creationName, hourlyCost, instanceScope, normaliseLabels, ProviderError } from "./types";

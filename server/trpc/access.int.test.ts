@@ -3,7 +3,7 @@ import crypto from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROLES, roleAllows, type Role, type SessionUser } from "../shared/roles";
 import type { ControllerContext } from "../controller/context";
-import { startControllerHarness, type ControllerHarness } from "../controller/testing";
+import { startControllerHarness, type ControllerHarness } from "../test/controller";
 import { testUser } from "../test/users";
 import { appRouter, createCaller } from "./root";
 import { createTRPCContext } from "./trpc";

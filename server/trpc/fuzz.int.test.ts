@@ -4,7 +4,7 @@ import type { Role, SessionUser } from "../shared/roles";
 import { handleAuthRequest } from "../auth/handler";
 import { addUser, sessionUser } from "../auth/users";
 import type { ControllerContext } from "../controller/context";
-import { startControllerHarness, type ControllerHarness } from "../controller/testing";
+import { startControllerHarness, type ControllerHarness } from "../test/controller";
 import leaseBindingEvidence from "../engine/fixtures/lease-binding-staged-created.json";
 import { inputSchemaOf, malformedInputs, sampleWaveReport, type FuzzCase } from "../test/fuzz";
 import { trpcHttpHandler } from "./http";

@@ -2,7 +2,7 @@ import { TRPCError } from "@trpc/server";
 import crypto from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ControllerContext } from "../controller/context";
-import { startControllerHarness, type ControllerHarness } from "../controller/testing";
+import { startControllerHarness, type ControllerHarness } from "../test/controller";
 import { encodeCursor, sealCursor } from "../runs/cursor";
 import { sampleWaveReport } from "../test/fuzz";
 import { testUser } from "../test/users";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ControllerContext } from "../controller/context";
-import { startControllerHarness, type ControllerHarness } from "../controller/testing";
+import { startControllerHarness, type ControllerHarness } from "../test/controller";
 import { deepJson } from "../test/fuzz";
 import { testUser } from "../test/users";
 import { API_LIMITS, trpcHttpHandler } from "./http";

@@ -10,9 +10,9 @@ import { EmulatorAdminClient } from "../emulator/admin-client";
 import { startEmulator, type EmulatorHandle } from "../emulator/server";
 import type { Env } from "../env";
 import { evidenceIdentity } from "../controller/context";
-import { FAST_CONTROLLER_ENV, spawnController, type ControllerProcessHandle } from "../controller/process-harness";
+import { FAST_CONTROLLER_ENV, launchController, type ControllerProcessHandle } from "../controller/launch";
 import { json } from "../controller/records";
-import { exitedProcessIdentity } from "../process/test-support";
+import { exitedProcessIdentity } from "../process/exited";
 import { DaytonaProvider } from "../providers/daytona";
 import { buildLabels, creationName, LABEL_KEYS } from "../providers/labels";
 import { retryRun } from "../runs/retry";
@@ -143,7 +143,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       generation += 1;
       const dir = path.join(home, freshHome ? `home-${generation}` : "home");
       fs.mkdirSync(dir, { recursive: true });
-      const p = spawnController({
+      const p = launchController({
         ...WAVE_TIMINGS,
         DATABASE_URL: database.url,
         EMULATOR_URL: emuUrl,

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startControllerHarness, type ControllerHarness } from "../controller/testing";
+import { startControllerHarness, type ControllerHarness } from "../test/controller";
 import { readEnv } from "../env";
 import { restingCode, restingFailure, RUN_DECIDING_KINDS, verdictSchema } from "../engine";
 import type { PlannedTask, WavePlan } from "./plan";

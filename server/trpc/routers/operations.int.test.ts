@@ -3,7 +3,7 @@ import crypto from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ControllerContext } from "../../controller/context";
 import { json } from "../../controller/records";
-import { startControllerHarness, waitFor, type ControllerHarness } from "../../controller/testing";
+import { startControllerHarness, waitFor, type ControllerHarness } from "../../test/controller";
 import { metricsResponse, renderMetrics } from "../../metrics";
 import { currentProcessIdentity } from "../../process/identity";
 import { buildLabels, creationName } from "../../providers/labels";

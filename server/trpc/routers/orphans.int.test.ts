@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ZodError } from "zod";
 import type { ControllerContext } from "../../controller/context";
 import { json } from "../../controller/records";
-import { startControllerHarness, type ControllerHarness } from "../../controller/testing";
+import { startControllerHarness, type ControllerHarness } from "../../test/controller";
 import { currentProcessIdentity } from "../../process/identity";
 import { buildLabels, creationName } from "../../providers/labels";
 import { confirmWord } from "../../shared/confirm";

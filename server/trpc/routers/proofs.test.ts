@@ -1,7 +1,7 @@
 import { TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { describe, expect, test } from "vitest";
-import { leaseBinding, startupFailure } from "../../engine/test-support";
+import { leaseBinding, startupFailure } from "../../test/evidence";
 import { appRouter, createCaller } from "../root";
 import { createTRPCContext } from "../trpc";
 import { TEST_ADMIN } from "../../test/users";

@@ -4,7 +4,7 @@ import crypto from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ZodError } from "zod";
 import { describeFailure } from "../../engine";
-import { startupFailure } from "../../engine/test-support";
+import { startupFailure } from "../../test/evidence";
 import { listRuns } from "../../runs/queries";
 import { withTestDatabase } from "../../test/context";
 import { createCaller } from "../root";

@@ -4,19 +4,19 @@ import os from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { inject } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../test/db";
-import { startTestEmulator, type TestEmulator } from "../emulator/testing";
+import { createTestDatabase, type TestDatabase } from "./db";
+import { startTestEmulator, type TestEmulator } from "./emulator";
 import type { ProcessIdentity } from "../process/identity";
 import { currentProcessIdentity } from "../process/identity";
 import type { RunnerClient } from "../providers/runner";
-import { controllerConfig, type ControllerConfig } from "./config";
-import { Controller } from "./controller";
-import type { ControllerContext } from "./context";
+import { controllerConfig, type ControllerConfig } from "../controller/config";
+import { Controller } from "../controller/controller";
+import type { ControllerContext } from "../controller/context";
 import { readEnv } from "../env";
 
 /**
  * Test support for the controller: a throwaway database, an in-process emulator, and
- * controllers wired to both with fast timings. Real processes are in process-harness.ts.
+ * controllers wired to both with fast timings. Real controller processes are in controller-process.ts.
  */
 export interface ControllerHarness {
   db: TestDatabase;

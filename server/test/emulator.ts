@@ -4,11 +4,11 @@ import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { withDatabase } from "../db/url";
-import { withAdmin } from "../test/db";
+import { withAdmin } from "./db";
 import { DaytonaProvider } from "../providers/daytona";
 import { createRunnerClient, type RunnerClient } from "../providers/runner";
-import { EmulatorAdminClient } from "./admin-client";
-import { DEFAULT_API_KEY, startEmulator, type EmulatorHandle, type EmulatorOptions } from "./server";
+import { EmulatorAdminClient } from "../emulator/admin-client";
+import { DEFAULT_API_KEY, startEmulator, type EmulatorHandle, type EmulatorOptions } from "../emulator/server";
 
 /**
  * Test support: a throwaway database named with the test run's prefix (so the global

@@ -11,7 +11,7 @@ import type {
   SandboxOwnershipEvidence,
   TeardownFenceEvidence,
   TurnResultEvidence,
-} from "./schemas";
+} from "../engine/schemas";
 
 /** Well-formed evidence for tests, each one the "everything fine" case of its kind. */
 

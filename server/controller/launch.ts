@@ -2,7 +2,11 @@ import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { childEnv } from "../env";
 
-/** Real controller processes for tests and chaos waves: spawned, killed, restarted. */
+/**
+ * Launches a real controller process (`scripts/controller.ts`) and watches it: ready when it
+ * prints `controller ready:`, its output kept, its exit awaited. The wave harness and the
+ * bench drive controllers through it; the tests' harness (server/test/) re-uses it.
+ */
 export interface ControllerProcessHandle {
   child: ChildProcess;
   pid: number;
@@ -16,6 +20,7 @@ export interface ControllerProcessHandle {
 // and a signal would then reach the wrong one).
 const TSX_LOADER = ["--import", "tsx"];
 
+/** Short timings for controllers that live a few seconds (a wave, the bench, tests). */
 export const FAST_CONTROLLER_ENV: Record<string, string> = {
   RUNWARDEN_POLL_MS: "50",
   RUNWARDEN_SWEEP_INTERVAL_MS: "500",
@@ -28,9 +33,10 @@ export const FAST_CONTROLLER_ENV: Record<string, string> = {
   LOG_LEVEL: "info",
 };
 
-export function spawnController(env: Record<string, string | undefined>, options: { readyTimeoutMs?: number } = {}): ControllerProcessHandle {
+/** Starts a controller with exactly `env` on top of this process's child environment. */
+export function launchController(env: Record<string, string | undefined>, options: { readyTimeoutMs?: number } = {}): ControllerProcessHandle {
   const child = spawn(process.execPath, [...TSX_LOADER, path.resolve("scripts/controller.ts")], {
-    env: childEnv({ ...FAST_CONTROLLER_ENV, ...env }),
+    env: childEnv(env),
     stdio: ["ignore", "pipe", "pipe"],
   });
   const output: string[] = [];
