@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { writeAudit, type Actor } from "../audit";
+import { writeAudit, type Actor } from "../audit/write";
 import { Prisma, type Db, type Run } from "../db/client";
 import { LIVE_RUN_STATUSES } from "../engine";
 import { AppError } from "../errors";

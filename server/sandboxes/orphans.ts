@@ -1,7 +1,7 @@
 import crypto from "node:crypto";
 import { z } from "zod";
 import { text } from "../text";
-import { writeAudit, type Actor } from "../audit";
+import { writeAudit, type Actor } from "../audit/write";
 import type { ControllerContext } from "../controller/context";
 import { judgeExit } from "../controller/observe";
 import { describeOwnership, ownershipEvidence, ownershipRecordsOf } from "../controller/ownership";

@@ -1,5 +1,5 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
-import { writeAudit, type Actor } from "../audit";
+import { writeAudit, type Actor } from "../audit/write";
 import { crossSiteOrigin } from "../auth/origin";
 import { sessionUser } from "../auth/users";
 import type { SessionUser } from "../auth/roles";

@@ -2,7 +2,7 @@ import { initTRPC, TRPCError } from "@trpc/server";
 import { getHTTPStatusCodeFromError } from "@trpc/server/http";
 import superjson from "superjson";
 import { ZodError } from "zod";
-import { auditsWrittenBy, writeAudit, type Actor } from "../audit";
+import { auditsWrittenBy, writeAudit, type Actor } from "../audit/write";
 import { roleAllows, type CompanyScope, type Role, type SessionUser } from "../auth/roles";
 import { sessionUser } from "../auth/users";
 import type { ControllerContext } from "../controller/context";

@@ -6,7 +6,7 @@ import { failureGroups, failureGroupsOutput, listRuns, runFacets, runFacetsOutpu
 import { retryRun } from "../../runs/retry";
 import { submitRun, submitRunInput } from "../../runs/submit";
 import { boardProcedure, createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
-import { writeAudit } from "../../audit";
+import { writeAudit } from "../../audit/write";
 import { inScope } from "../../auth/roles";
 import { AppError } from "../../errors";
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { writeAudit } from "../../audit";
+import { writeAudit } from "../../audit/write";
 import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "../../controller/sweeps";
 import { createTRPCRouter, operatorProcedure } from "../trpc";
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { writeAudit } from "../../audit";
+import { writeAudit } from "../../audit/write";
 import { compareWaves, getWave, listWaves, waveCompareInput, waveCompareOutput, waveDetailOutput, waveIdInput, waveListOutput } from "../../waves/queries";
 import { importWaveReport } from "../../waves/store";
 import { createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
