@@ -12,6 +12,20 @@ const ENGINE_FORBIDDEN = [
   { regex: "(^|/)(providers|controller|trpc|emulator|process|env)(/|$)", message: "server/engine must not depend on the shell around it." },
 ];
 
+/**
+ * The web's boundaries (issue 15; ARCHITECTURE.md "The rooms"). typescript-eslint's variant of
+ * no-restricted-imports, so these do not replace the core rule's settings of other blocks.
+ */
+const CONTROLLER = { regex: "(^|/)controller(/|$)", message: "Reach the controller through server/services (the service module), never its internals." };
+const ROUTER_FORBIDDEN = [
+  CONTROLLER,
+  { regex: "(^|/)db(/|$)", allowTypeImports: true, message: "Routers query through read models and services (server/runs, server/intents, …), never the database directly." },
+];
+/** Read models: what they need from the provider or this process comes in as server/services/observer.ts's Observer. */
+const READ_MODELS = ["server/runs/**/*.ts", "server/intents/**/*.ts", "server/sandboxes/**/*.ts", "server/overview.ts", "server/audit/**/*.ts"];
+/** The orphans page's actions: they go through the controller's teardown (called by server/services). */
+const SANDBOX_ACTIONS = ["server/sandboxes/reclaim.ts", "server/sandboxes/destroy-unrecorded.ts"];
+
 export default defineConfig([
   ...nextVitals,
   ...nextTs,
@@ -40,5 +54,15 @@ export default defineConfig([
         { selector: "CallExpression[callee.object.name='Math'][callee.property.name='random']", message: "The engine is deterministic." },
       ],
     },
+  },
+  {
+    files: ["server/trpc/routers/**/*.ts"],
+    ignores: ["**/*.test.ts"],
+    rules: { "@typescript-eslint/no-restricted-imports": ["error", { patterns: ROUTER_FORBIDDEN }] },
+  },
+  {
+    files: READ_MODELS,
+    ignores: ["**/*.test.ts", ...SANDBOX_ACTIONS],
+    rules: { "@typescript-eslint/no-restricted-imports": ["error", { patterns: [{ ...CONTROLLER, message: "A read model does not import the controller: take an Observer (server/services/observer.ts)." }] }] },
   },
 ]);

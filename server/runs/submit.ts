@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { writeAudit, type Actor } from "../audit/write";
-import { Prisma, type Db, type Run } from "../db/client";
+import { Prisma, RunStatus, type Db, type Run } from "../db/client";
 import { LIVE_RUN_STATUSES } from "../engine";
 import { AppError } from "../errors";
 import { COMMAND_CONTROL_CHARACTER, hasLoneSurrogate, text } from "../text";
@@ -27,6 +27,25 @@ export const submitRunInput = z.object({
     .optional(),
 });
 export type SubmitRunInput = z.input<typeof submitRunInput>;
+
+/** A run as runs.create and runs.retry answer it. */
+export const runSummary = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  taskId: z.string(),
+  status: z.enum(RunStatus),
+  previousRunId: z.string().nullable(),
+  createdAt: z.date(),
+});
+
+export const pickRunSummary = (r: z.infer<typeof runSummary>) => ({
+  id: r.id,
+  companyId: r.companyId,
+  taskId: r.taskId,
+  status: r.status,
+  previousRunId: r.previousRunId,
+  createdAt: r.createdAt,
+});
 
 /** A new run for a task; refused while the task already has an active run. */
 export async function submitRun(db: Db, instanceId: string, raw: SubmitRunInput, actor: Actor, options: { waveId?: string } = {}): Promise<Run> {

@@ -1,32 +1,12 @@
 import { z } from "zod";
-import { RunStatus } from "../../db/client";
-import { teardownLease } from "../../controller/teardown";
 import { getRunDetail, runDetailOutput, runEvidence, runEvidenceOutput, runIdInput } from "../../runs/detail";
 import { failureGroups, failureGroupsOutput, listRuns, runFacets, runFacetsOutput, runFilterInput, runListInput, runListOutput, runStatusCounts, runStatusCountsOutput } from "../../runs/queries";
 import { retryRun } from "../../runs/retry";
-import { submitRun, submitRunInput } from "../../runs/submit";
+import { pickRunSummary, runSummary, submitRun, submitRunInput } from "../../runs/submit";
 import { boardProcedure, createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 import { writeAudit } from "../../audit/write";
 import { inScope } from "../../auth/roles";
 import { AppError } from "../../errors";
-
-export const runSummary = z.object({
-  id: z.string(),
-  companyId: z.string(),
-  taskId: z.string(),
-  status: z.enum(RunStatus),
-  previousRunId: z.string().nullable(),
-  createdAt: z.date(),
-});
-
-const pick = (r: z.infer<typeof runSummary>) => ({
-  id: r.id,
-  companyId: r.companyId,
-  taskId: r.taskId,
-  status: r.status,
-  previousRunId: r.previousRunId,
-  createdAt: r.createdAt,
-});
 
 export const runsRouter = createTRPCRouter({
   /** How many runs are in each status. */
@@ -68,7 +48,7 @@ export const runsRouter = createTRPCRouter({
         await writeAudit(ctx.db, ctx.actor, { action: "run.submit", targetType: "task", targetId: input.taskId, companyId: input.companyId, input, outcome: "refused", detail: { reason: "company not in scope" } });
         throw new AppError("FORBIDDEN", `you cannot submit runs for company ${input.companyId}`);
       }
-      return pick(await submitRun(ctx.db, await ctx.instanceId(), input, ctx.actor));
+      return pickRunSummary(await submitRun(ctx.db, await ctx.instanceId(), input, ctx.actor));
     }),
 
   /**
@@ -80,11 +60,7 @@ export const runsRouter = createTRPCRouter({
     .output(z.object({ run: runSummary, created: z.boolean(), cleanup: z.array(z.object({ leaseId: z.string(), outcome: z.string() })) }))
     .mutation(async ({ ctx, input }) => {
       const result = await retryRun(ctx.db, input.runId, ctx.actor, ctx.scope);
-      const cleanup = [];
-      for (const leaseId of result.leasesQueued) {
-        const outcome = await teardownLease(await ctx.service(), leaseId).catch((err: unknown) => ({ outcome: `error: ${String(err)}`, leaseId }));
-        cleanup.push({ leaseId, outcome: outcome.outcome });
-      }
-      return { run: pick(result.run), created: result.created, cleanup };
+      const cleanup = result.leasesQueued.length ? await (await ctx.services()).tearDownRetriedLeases(result.leasesQueued) : [];
+      return { run: pickRunSummary(result.run), created: result.created, cleanup };
     }),
 });
