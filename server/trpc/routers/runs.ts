@@ -2,11 +2,8 @@ import { z } from "zod";
 import { getRunDetail, runDetailOutput, runEvidence, runEvidenceOutput, runIdInput } from "../../runs/detail";
 import { failureGroups, failureGroupsOutput, listRuns, runFacets, runFacetsOutput, runFilterInput, runListInput, runListOutput, runStatusCounts, runStatusCountsOutput } from "../../runs/queries";
 import { retryRun } from "../../runs/retry";
-import { pickRunSummary, runSummary, submitRun, submitRunInput } from "../../runs/submit";
+import { pickRunSummary, runSummary, submitRunInScope, submitRunInput } from "../../runs/submit";
 import { boardProcedure, createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
-import { writeAudit } from "../../audit/write";
-import { inScope } from "../../auth/roles";
-import { AppError } from "../../errors";
 
 export const runsRouter = createTRPCRouter({
   /** How many runs are in each status. */
@@ -43,13 +40,7 @@ export const runsRouter = createTRPCRouter({
   create: operatorProcedure
     .input(submitRunInput)
     .output(runSummary)
-    .mutation(async ({ ctx, input }) => {
-      if (!inScope(ctx.scope, input.companyId)) {
-        await writeAudit(ctx.db, ctx.actor, { action: "run.submit", targetType: "task", targetId: input.taskId, companyId: input.companyId, input, outcome: "refused", detail: { reason: "company not in scope" } });
-        throw new AppError("FORBIDDEN", `you cannot submit runs for company ${input.companyId}`);
-      }
-      return pickRunSummary(await submitRun(ctx.db, await ctx.instanceId(), input, ctx.actor));
-    }),
+    .mutation(async ({ ctx, input }) => pickRunSummary(await submitRunInScope(ctx.db, await ctx.instanceId(), input, ctx.actor, ctx.scope))),
 
   /**
    * Retry (DOMAIN.md §2.7): exactly one successor however often it is called, then one
