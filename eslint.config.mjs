@@ -24,6 +24,20 @@ const SHARED_FORBIDDEN = [
 /** What may import the test support under server/test/: tests and their setup, nothing that ships. */
 const TEST_FILES = ["**/*.test.ts", "**/*.test.tsx", "e2e/**", "server/test/**", "vitest.config.ts", "playwright.config.ts"];
 
+/**
+ * The web's boundaries (issue 15; ARCHITECTURE.md "The rooms"). typescript-eslint's variant of
+ * no-restricted-imports, so these do not replace the core rule's settings of other blocks.
+ */
+const CONTROLLER = { regex: "(^|/)controller(/|$)", message: "Reach the controller through server/services (the service module), never its internals." };
+const ROUTER_FORBIDDEN = [
+  CONTROLLER,
+  { regex: "(^|/)db(/|$)", allowTypeImports: true, message: "Routers query through read models and services (server/runs, server/intents, …), never the database directly." },
+];
+/** Read models: what they need from the provider or this process comes in as server/services/observer.ts's Observer. */
+const READ_MODELS = ["server/runs/**/*.ts", "server/intents/**/*.ts", "server/sandboxes/**/*.ts", "server/overview.ts", "server/audit/**/*.ts"];
+/** The orphans page's actions: they go through the controller's teardown (called by server/services). */
+const SANDBOX_ACTIONS = ["server/sandboxes/reclaim.ts", "server/sandboxes/destroy-unrecorded.ts"];
+
 export default defineConfig([
   ...nextVitals,
   ...nextTs,
@@ -73,5 +87,15 @@ export default defineConfig([
     ignores: ["**/*.test.ts", "**/*.test.tsx"],
     plugins: { runwarden: runwardenPlugin },
     rules: { "runwarden/client-imports-shared": "error" },
+  },
+  {
+    files: ["server/trpc/routers/**/*.ts"],
+    ignores: ["**/*.test.ts"],
+    rules: { "@typescript-eslint/no-restricted-imports": ["error", { patterns: ROUTER_FORBIDDEN }] },
+  },
+  {
+    files: READ_MODELS,
+    ignores: ["**/*.test.ts", ...SANDBOX_ACTIONS],
+    rules: { "@typescript-eslint/no-restricted-imports": ["error", { patterns: [{ ...CONTROLLER, message: "A read model does not import the controller: take an Observer (server/services/observer.ts)." }] }] },
   },
 ]);

@@ -10,12 +10,13 @@ import { createCaller } from "./trpc/root";
 import { createTRPCContext } from "./trpc/trpc";
 import { TEST_ADMIN, testUser } from "./test/users";
 import type { SessionUser } from "./shared/roles";
+import { servicesOf } from "./services";
 
 /** overview.get against PostgreSQL and the in-process emulator (no controller runs). */
 
 let h: ControllerHarness;
 let service: ControllerContext;
-const as = (user: SessionUser) => createCaller(() => createTRPCContext({ user, headers: new Headers(), db: h.db.db, service }));
+const as = (user: SessionUser) => createCaller(() => createTRPCContext({ user, headers: new Headers(), db: h.db.db, services: servicesOf(service) }));
 
 const REJECTED = "native_provider_startup_rejected";
 const INTERRUPTED = "native_session_interrupted";
@@ -104,7 +105,7 @@ describe("overview.get", () => {
     // The real provider, except that listing fails as an unreachable one does.
     const provider = Object.create(service.provider, { listByLabels: { value: () => Promise.reject(new Error("provider unreachable")) } }) as ControllerContext["provider"];
     const away: ControllerContext = { ...service, provider };
-    const caller = createCaller(() => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: h.db.db, service: away }));
+    const caller = createCaller(() => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: h.db.db, services: servicesOf(away) }));
     const o = await caller.overview.get({});
     expect(o.orphans).toBeNull();
     expect(o.orphansError).toContain("provider unreachable");

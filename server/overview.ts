@@ -1,10 +1,10 @@
 import { z } from "zod";
 import type { Db } from "./db/client";
-import type { ControllerContext } from "./controller/context";
 import { describeFailure } from "./engine";
 import { companyWhere, type CompanyScope } from "./shared/roles";
 import { awaitingRetryByCode, runStatusCounts, runStatusCountsOutput } from "./runs/queries";
-import { listOrphans } from "./sandboxes/orphans";
+import { listOrphans } from "./sandboxes/list";
+import type { Observer } from "./services/observer";
 import { OWNERSHIP_VERDICTS } from "./shared/confirm";
 import { latestWave, waveListItem } from "./waves/queries";
 
@@ -36,7 +36,7 @@ export const overviewOutput = z.object({
 });
 export type Overview = z.infer<typeof overviewOutput>;
 
-export async function getOverview(db: Db, service: ControllerContext, scope: CompanyScope, instanceId: string, now = new Date()): Promise<Overview> {
+export async function getOverview(db: Db, observer: Observer, scope: CompanyScope, instanceId: string, now = new Date()): Promise<Overview> {
   const mine = companyWhere(scope);
   const [runs, retryGroups, overdue, orphans, lastWave] = await Promise.all([
     runStatusCounts(db, scope),
@@ -47,7 +47,7 @@ export async function getOverview(db: Db, service: ControllerContext, scope: Com
       _min: { nextAttemptAt: true },
     }),
     // The provider may be away; the rest of the overview is still worth showing.
-    listOrphans(db, service, scope, instanceId, {}, now).then(
+    listOrphans(db, observer, scope, instanceId, {}, now).then(
       (list) => ({ ok: true as const, list }),
       (err: unknown) => ({ ok: false as const, error: err instanceof Error ? err.message : String(err) }),
     ),

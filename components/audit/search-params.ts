@@ -3,7 +3,7 @@ import type { RouterInputs } from "@/trpc/types";
 
 /**
  * The audit page's URL state, shared by the server prefetch, the client and the export
- * links. The filter names are the export's query parameters (server/audit-log.ts).
+ * links. The filter names are the export's query parameters (server/audit/read.ts).
  */
 export const AUDIT_OUTCOMES = ["ok", "refused", "error"] as const;
 

@@ -1,19 +1,43 @@
 import crypto from "node:crypto";
 import { z } from "zod";
-import { writeAudit, type Actor } from "../audit";
+import { writeAudit, type Actor } from "../audit/write";
 import type { Db } from "../db/client";
 import { AppError } from "../errors";
 import { text } from "../text";
 import { authFor } from "./auth";
 import { judgePeopleChange, type Acting, type PeopleChange, type Person } from "./people-rules";
 import { ALL_COMPANIES, ROLES, type Role } from "../shared/roles";
-import { generatePassword } from "./users";
+import { generatePassword, peopleWhere } from "./users";
 
 /**
  * Changing people (issue 14.11): role and companies, disable / enable, reset password. The
  * same functions serve tRPC and the CLI; the rules are judgePeopleChange's. Each call, refused
  * ones too, writes one audit entry (never with a password).
  */
+
+export const peopleListOutput = z.array(
+  z.object({
+    id: z.string(),
+    email: z.string(),
+    name: z.string(),
+    role: z.string(),
+    companies: z.array(z.string()),
+    createdAt: z.date(),
+    disabledAt: z.date().nullable(),
+    /** Whether this admin may change them (they hold all of the person's companies). */
+    manageable: z.boolean(),
+    /** The person asking. */
+    self: z.boolean(),
+  }),
+);
+
+/** The people an admin sees (those sharing a company with them), oldest first. */
+export async function listPeople(db: Db, me: Acting): Promise<z.infer<typeof peopleListOutput>> {
+  const people = await db.user.findMany({ where: peopleWhere(me.scope), orderBy: { createdAt: "asc" }, select: { id: true, email: true, name: true, role: true, companies: true, createdAt: true, disabledAt: true } });
+  // Reach only (a huge starAdmins count): the last-admin rule is for the change itself.
+  const reach = (p: (typeof people)[number]) => judgePeopleChange(me, { ...p, disabled: p.disabledAt !== null }, { kind: "reset_password" }, Number.MAX_SAFE_INTEGER).ok;
+  return people.map((p) => ({ ...p, manageable: reach(p), self: p.id === me.userId }));
+}
 
 /** A person by id or email. */
 const who = text(254);

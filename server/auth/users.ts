@@ -1,6 +1,6 @@
 import crypto from "node:crypto";
 import { z } from "zod";
-import { writeAudit, type Actor } from "../audit";
+import { writeAudit, type Actor } from "../audit/write";
 import type { Db } from "../db/client";
 import { AppError } from "../errors";
 import { text } from "../text";

@@ -1,6 +1,6 @@
 import os from "node:os";
 import { ZodError } from "zod";
-import { auditsWrittenBy, writeAudit, type Actor } from "../audit";
+import { auditsWrittenBy, writeAudit, type Actor } from "../audit/write";
 import { roleAllows, scopeOf, type CompanyScope, type Role } from "../shared/roles";
 import type { Db } from "../db/client";
 import { APP_ERROR_TABLE, AppError } from "../errors";

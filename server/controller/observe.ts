@@ -1,4 +1,4 @@
-import { judgeProcessExit, type CreationIntentEvidence, type Identity, type PartialIdentity, type Probe, type Verdict } from "../engine";
+import { asIdentity, judgeProcessExit, type CreationIntentEvidence, type Identity, type PartialIdentity, type Probe, type Verdict } from "../engine";
 import type { SandboxCreationIntent } from "../db/client";
 import { probePid } from "../process/identity";
 import type { ControllerContext } from "./context";
@@ -14,18 +14,6 @@ export function probeFor(ctx: ControllerContext, record: PartialIdentity | null 
     return { readable: false, pidLive: false, liveStartedAt: null, liveStartTicks: null };
   }
   return probePid(record.pid);
-}
-
-export function asIdentity(value: unknown): PartialIdentity | null {
-  if (!value || typeof value !== "object") return null;
-  const v = value as Record<string, unknown>;
-  return {
-    bootId: typeof v.bootId === "string" ? v.bootId : null,
-    pid: typeof v.pid === "number" ? v.pid : null,
-    startedAt: typeof v.startedAt === "string" ? v.startedAt : null,
-    startTicks: typeof v.startTicks === "number" && Number.isInteger(v.startTicks) && v.startTicks >= 0 ? v.startTicks : null,
-    pidSpace: typeof v.pidSpace === "string" ? v.pidSpace : null,
-  };
 }
 
 export interface ExitJudgement {

@@ -1,13 +1,14 @@
 import { z } from "zod";
 import type { Prisma, SandboxCreationIntent } from "../db/client";
-import type { CreationIntentEvidence, TeardownFenceEvidence, Verdict } from "../engine";
+import { asIdentity, type CreationIntentEvidence, type TeardownFenceEvidence, type Verdict } from "../engine";
 import { pagesById } from "../lib/pages";
 import { ProviderError } from "../providers/errors";
 import { normaliseLabels } from "../providers/labels";
 import type { ControllerContext } from "./context";
 import { evidenceIdentity } from "./context";
-import { asIdentity, intentEvidence, pageProbes, probeFor } from "./observe";
-import { judgeOwnership, type SandboxRef } from "./ownership";
+import { intentEvidence, pageProbes, probeFor } from "./observe";
+import type { SandboxRef } from "../sandboxes/evidence";
+import { judgeOwnership } from "./ownership";
 import { json, recordProof } from "./records";
 import { creationIntent, teardownFence } from "./rules";
 import { teardownLease, type TeardownOutcome } from "./teardown";

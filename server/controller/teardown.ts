@@ -3,7 +3,8 @@ import { ProviderError } from "../providers/errors";
 import type { ControllerContext } from "./context";
 import { evidenceIdentity } from "./context";
 import { crashPoint } from "./crash";
-import { describeOwnership, judgeOwnership } from "./ownership";
+import { describeOwnership } from "../sandboxes/evidence";
+import { judgeOwnership } from "./ownership";
 import { appendEvent, json, recordProof } from "./records";
 
 export type TeardownOutcome =

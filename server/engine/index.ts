@@ -10,6 +10,7 @@ export { evaluateBootstrapRestart, connectionTraces } from "./bootstrap-restart"
 export { classifyStartupFailure, STARTUP_RETRY_AFTER_SECONDS } from "./startup-failure";
 export type { StartupFailureConfig } from "./startup-failure";
 export { judgeProcessExit, judgeRecordedProcess, START_TIME_TOLERANCE_MS } from "./process-exit";
+export { asIdentity } from "./identity";
 export { decideCreationIntent } from "./creation-intent";
 export { decideTeardownFence } from "./teardown-fence";
 export { judgeSandboxOwnership } from "./sandbox-ownership";

@@ -2,10 +2,12 @@ import { describe, expect, it } from "vitest";
 import type { ControllerContext } from "../controller/context";
 import type { SandboxCreationIntent } from "../db/client";
 import { currentProcessIdentity } from "../process/identity";
-import { asPartialIdentity, judgePendingIntent } from "./queries";
+import { asIdentity } from "../engine";
+import { observerOf } from "../services/observer";
 
 const self = currentProcessIdentity();
-const observer = { identity: self } as ControllerContext;
+const observer = observerOf({ identity: self } as ControllerContext);
+const judgePendingIntent = (i: SandboxCreationIntent, committedLease: boolean, now: Date) => observer.judgePendingIntent(i, committedLease, now);
 const NOW = new Date("2026-11-12T12:00:00.000Z");
 
 function intent(creator: unknown, nextAttemptAt: Date): SandboxCreationIntent {
@@ -35,18 +37,18 @@ describe("what the sweep would do with a pending intent, before asking the provi
   const alive = { bootId: self.bootId, pid: self.pid, startedAt: self.startedAt, pidSpace: self.pidSpace };
 
   it("waits for a live creator until nextAttemptAt, then inspects", () => {
-    expect(judgePendingIntent(observer, intent(alive, later), false, NOW)).toMatchObject({ verdict: "wait", creatorVerdict: { verdict: "alive", reason: "self" } });
-    expect(judgePendingIntent(observer, intent(alive, new Date(NOW.getTime() - 1)), false, NOW).verdict).toBe("inspect");
+    expect(judgePendingIntent(intent(alive, later), false, NOW)).toMatchObject({ verdict: "wait", creatorVerdict: { verdict: "alive", reason: "self" } });
+    expect(judgePendingIntent(intent(alive, new Date(NOW.getTime() - 1)), false, NOW).verdict).toBe("inspect");
   });
 
   it("inspects early when the creator exited, and commits when a lease exists", () => {
-    expect(judgePendingIntent(observer, intent({ ...alive, bootId: "b-gone", pid: 999_999 }, later), false, NOW)).toMatchObject({ verdict: "inspect" });
-    expect(judgePendingIntent(observer, intent(alive, later), true, NOW).verdict).toBe("commit");
+    expect(judgePendingIntent(intent({ ...alive, bootId: "b-gone", pid: 999_999 }, later), false, NOW)).toMatchObject({ verdict: "inspect" });
+    expect(judgePendingIntent(intent(alive, later), true, NOW).verdict).toBe("commit");
   });
 
   it("reads a stored identity leniently: a wrong or missing field is null, not an error", () => {
-    expect(asPartialIdentity({ bootId: "b", pid: "12", startedAt: 5 })).toEqual({ bootId: "b", pid: null, startedAt: null, startTicks: null, pidSpace: null });
-    expect(asPartialIdentity(null)).toBeNull();
-    expect(judgePendingIntent(observer, intent(null, later), false, NOW)).toMatchObject({ verdict: "wait", creatorVerdict: { verdict: "unknown", reason: "unidentified" } });
+    expect(asIdentity({ bootId: "b", pid: "12", startedAt: 5 })).toEqual({ bootId: "b", pid: null, startedAt: null, startTicks: null, pidSpace: null });
+    expect(asIdentity(null)).toBeNull();
+    expect(judgePendingIntent(intent(null, later), false, NOW)).toMatchObject({ verdict: "wait", creatorVerdict: { verdict: "unknown", reason: "unidentified" } });
   });
 });

@@ -1,14 +1,13 @@
 import { z } from "zod";
 import { text } from "../text";
-import { IntentStatus, Prisma, RunStatus, type Db, type SandboxCreationIntent } from "../db/client";
-import type { ControllerContext } from "../controller/context";
-import { asIdentity, intentEvidence, judgeExit } from "../controller/observe";
-import { decideCreationIntent, processJudgementSchema, type PartialIdentity, type ProcessJudgement } from "../engine";
+import { IntentStatus, Prisma, RunStatus, type Db } from "../db/client";
+import { asIdentity, processJudgementSchema, type PartialIdentity, type ProcessJudgement } from "../engine";
+import { isUuid } from "../lib/ids";
+import type { Observer } from "../services/observer";
 import { afterCursor, cappedTotal, countCapped, cursorInput, PAGE_ORDER, pageOf } from "../runs/cursor";
 import { companyWhere, type CompanyScope } from "../shared/roles";
 import { FILTER_MAX } from "../shared/limits";
 import { describeInspection } from "./inspection";
-import { isUuid } from "../lib/ids";
 
 /**
  * Sandbox-creation intents of this instance for the dashboard, each with the engine's
@@ -70,20 +69,12 @@ export const intentListOutput = z.object({
 });
 export type IntentListOutput = z.infer<typeof intentListOutput>;
 
-/** A stored identity as the engine takes it (fields of the wrong type read as missing). */
-export const asPartialIdentity = asIdentity;
-
-/** The engine's view of a pending intent before the provider is asked. */
-export function judgePendingIntent(observer: ControllerContext, intent: SandboxCreationIntent, committedLease: boolean, now: Date) {
-  return decideCreationIntent(intentEvidence(observer, intent, committedLease, now));
-}
-
 
 /**
- * `observer` is this process's controller context: creators are judged with its identity
- * and a probe of its host, so a creator on another host is `unknown (foreign_pid_space)`.
+ * `observer` judges creators with this process's identity and a probe of its host, so a
+ * creator on another host is `unknown (foreign_pid_space)`.
  */
-export async function listIntents(db: Db, observer: ControllerContext, scope: CompanyScope, instanceId: string, raw: IntentListInput, now = new Date()): Promise<IntentListOutput> {
+export async function listIntents(db: Db, observer: Observer, scope: CompanyScope, instanceId: string, raw: IntentListInput, now = new Date()): Promise<IntentListOutput> {
   const input = intentListInput.parse(raw);
   const and: Prisma.SandboxCreationIntentWhereInput[] = [{ instanceId }, companyWhere(scope)];
   if (input.status !== "all") and.push({ status: input.status });
@@ -114,8 +105,8 @@ export async function listIntents(db: Db, observer: ControllerContext, scope: Co
   return {
     instanceId,
     items: page.items.map((i) => {
-      const creator = asPartialIdentity(i.creator);
-      const pending = i.status === "pending" ? judgePendingIntent(observer, i, i.lease !== null, now) : null;
+      const creator = asIdentity(i.creator);
+      const pending = i.status === "pending" ? observer.judgePendingIntent(i, i.lease !== null, now) : null;
       return {
         id: i.id,
         status: i.status,
@@ -147,8 +138,8 @@ export async function listIntents(db: Db, observer: ControllerContext, scope: Co
   };
 }
 
-function creatorVerdict(observer: ControllerContext, creator: PartialIdentity | null): ProcessJudgement {
-  const { verdict } = judgeExit(observer, creator);
+function creatorVerdict(observer: Observer, creator: PartialIdentity | null): ProcessJudgement {
+  const verdict = observer.judgeExit(creator);
   if (verdict.kind !== "process_exit") throw new Error(`judgeExit answered ${verdict.kind}`);
   return { verdict: verdict.verdict, reason: verdict.reason };
 }

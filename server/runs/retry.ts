@@ -1,4 +1,4 @@
-import { writeAudit, type Actor } from "../audit";
+import { writeAudit, type Actor } from "../audit/write";
 import { Prisma, type Db, type Run } from "../db/client";
 import { admitRetry, LIVE_RUN_STATUSES } from "../engine";
 import { AppError } from "../errors";

@@ -1,8 +1,9 @@
 import { z } from "zod";
-import { writeAudit, type Actor } from "../audit";
-import { Prisma, type Db, type Run } from "../db/client";
+import { writeAudit, type Actor } from "../audit/write";
+import { Prisma, RunStatus, type Db, type Run } from "../db/client";
 import { LIVE_RUN_STATUSES } from "../engine";
 import { AppError } from "../errors";
+import { inScope, type CompanyScope } from "../shared/roles";
 import { COMMAND_CONTROL_CHARACTER, hasLoneSurrogate, text } from "../text";
 
 const name = z.string().trim().min(1).max(120).regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, "letters, digits, '.', '_', ':' or '-'");
@@ -28,7 +29,35 @@ export const submitRunInput = z.object({
 });
 export type SubmitRunInput = z.input<typeof submitRunInput>;
 
+/** A run as runs.create and runs.retry answer it. */
+export const runSummary = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  taskId: z.string(),
+  status: z.enum(RunStatus),
+  previousRunId: z.string().nullable(),
+  createdAt: z.date(),
+});
+
+export const pickRunSummary = (r: z.infer<typeof runSummary>) => ({
+  id: r.id,
+  companyId: r.companyId,
+  taskId: r.taskId,
+  status: r.status,
+  previousRunId: r.previousRunId,
+  createdAt: r.createdAt,
+});
+
 /** A new run for a task; refused while the task already has an active run. */
+/** runs.create: a run for a company the person acts for, else refused and audited. */
+export async function submitRunInScope(db: Db, instanceId: string, input: z.infer<typeof submitRunInput>, actor: Actor, scope: CompanyScope): Promise<Run> {
+  if (!inScope(scope, input.companyId)) {
+    await writeAudit(db, actor, { action: "run.submit", targetType: "task", targetId: input.taskId, companyId: input.companyId, input, outcome: "refused", detail: { reason: "company not in scope" } });
+    throw new AppError("FORBIDDEN", `you cannot submit runs for company ${input.companyId}`);
+  }
+  return submitRun(db, instanceId, input, actor);
+}
+
 export async function submitRun(db: Db, instanceId: string, raw: SubmitRunInput, actor: Actor, options: { waveId?: string } = {}): Promise<Run> {
   const input = submitRunInput.parse(raw);
   try {

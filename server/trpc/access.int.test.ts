@@ -7,6 +7,7 @@ import { startControllerHarness, type ControllerHarness } from "../test/controll
 import { testUser } from "../test/users";
 import { appRouter, createCaller } from "./root";
 import { createTRPCContext } from "./trpc";
+import { servicesOf } from "../services";
 
 /**
  * Who may call what, checked for every procedure the router has and every role. The
@@ -54,7 +55,7 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 function call(user: SessionUser | null, path: string): Promise<unknown> {
-  const caller = createCaller(() => createTRPCContext({ user, headers: new Headers(), db: h.db.db, service }));
+  const caller = createCaller(() => createTRPCContext({ user, headers: new Headers(), db: h.db.db, services: servicesOf(service) }));
   const [ns, name] = path.split(".") as [string, string];
   const fn = (caller as unknown as Record<string, Record<string, (input: unknown) => Promise<unknown>>>)[ns]![name]!;
   // A deliberately invalid input: allowed callers get past authorization and stop at validation.
@@ -92,7 +93,7 @@ describe.each(procedures.map(([path]) => path))("%s", (path) => {
 
 describe("refused attempts", () => {
   it("are audited, with secrets left out", async () => {
-    const caller = createCaller(() => createTRPCContext({ user: testUser("viewer"), headers: new Headers(), db: h.db.db, service }));
+    const caller = createCaller(() => createTRPCContext({ user: testUser("viewer"), headers: new Headers(), db: h.db.db, services: servicesOf(service) }));
     await expect(caller.users.add({ email: "x@y.z", role: "admin", companies: ["*"], password: "hunter2hunter2" })).rejects.toThrow(/needs the admin role/);
     const entry = await h.db.db.auditEntry.findFirstOrThrow({ where: { action: "users.add", outcome: "refused" }, orderBy: { id: "desc" } });
     expect(entry.actor).toBe("viewer@test.local");

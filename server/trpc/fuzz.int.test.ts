@@ -10,6 +10,7 @@ import { inputSchemaOf, malformedInputs, sampleWaveReport, type FuzzCase } from 
 import { trpcHttpHandler } from "./http";
 import { appRouter } from "./root";
 import type { Meta } from "./trpc";
+import { servicesOf } from "../services";
 
 /**
  * Issue 16's fuzz test: every procedure of the router (so a new one is fuzzed without being
@@ -83,7 +84,7 @@ async function send(path: string, type: string, c: FuzzCase, role: Role): Promis
       ? new Request(`${ORIGIN}/api/trpc/${path}${body === undefined ? "" : `?input=${encodeURIComponent(body)}`}`, { headers })
       : new Request(`${ORIGIN}/api/trpc/${path}`, { method: "POST", headers, body: body ?? "" });
   requests++;
-  const res = await trpcHttpHandler(req, role === "admin" ? { db: h.db.db, service, user: adminUser } : { db: h.db.db, service });
+  const res = await trpcHttpHandler(req, role === "admin" ? { db: h.db.db, services: servicesOf(service), user: adminUser } : { db: h.db.db, services: servicesOf(service) });
   return { status: res.status, text: await res.text() };
 }
 

@@ -9,6 +9,7 @@ import { testUser } from "../test/users";
 import { createCaller } from "./root";
 import { trpcHttpHandler } from "./http";
 import { createTRPCContext } from "./trpc";
+import { servicesOf } from "../services";
 
 /** Issue 16.3–16.5: control characters, forged cursors and refusals at validation, through the real router and PostgreSQL. */
 
@@ -21,7 +22,7 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-const caller = (user = admin) => createCaller(() => createTRPCContext({ user, headers: new Headers(), db: h.db.db, service }));
+const caller = (user = admin) => createCaller(() => createTRPCContext({ user, headers: new Headers(), db: h.db.db, services: servicesOf(service) }));
 
 async function failure(p: Promise<unknown>): Promise<{ code: string; message: string }> {
   const err = await p.then(() => null, (e: unknown) => e);
@@ -165,17 +166,17 @@ describe("what the fuzz test found (server/trpc/fuzz.int.test.ts)", () => {
   it("an input with a key named constructor, once audited, does not break reading the audit log", async () => {
     const post = await trpcHttpHandler(
       new Request("http://localhost:3000/api/trpc/users.add", { method: "POST", headers: { "content-type": "application/json" }, body: '{"json":{"email":"c@example.com","constructor":{"prototype":{"x":1}}}}' }),
-      { db: h.db.db, service, user: admin },
+      { db: h.db.db, services: servicesOf(service), user: admin },
     );
     expect(post.status).toBe(400);
-    const read = await trpcHttpHandler(new Request(`http://localhost:3000/api/trpc/audit.list?input=${encodeURIComponent('{"json":{}}')}`), { db: h.db.db, service, user: admin });
+    const read = await trpcHttpHandler(new Request(`http://localhost:3000/api/trpc/audit.list?input=${encodeURIComponent('{"json":{}}')}`), { db: h.db.db, services: servicesOf(service), user: admin });
     expect(read.status).toBe(200);
   });
 
   it("a wave report holding a key named constructor is stored, and reading the wave back is not a 500", async () => {
     const report = sampleWaveReport("w-20261201T000000-s1");
     report.decoys = [{ id: "d1", kind: "foreign", intact: true, constructor: { prototype: { polluted: true } } }];
-    const http = (req: Request) => trpcHttpHandler(req, { db: h.db.db, service, user: admin });
+    const http = (req: Request) => trpcHttpHandler(req, { db: h.db.db, services: servicesOf(service), user: admin });
     const imported = await http(new Request("http://localhost:3000/api/trpc/waves.import", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ json: { report } }) }));
     expect(imported.status, await imported.clone().text()).toBe(200);
     const read = await http(new Request(`http://localhost:3000/api/trpc/waves.get?input=${encodeURIComponent(JSON.stringify({ json: { id: "w-20261201T000000-s1" } }))}`));

@@ -4,6 +4,7 @@ import { startControllerHarness, type ControllerHarness } from "../test/controll
 import { deepJson } from "../test/fuzz";
 import { testUser } from "../test/users";
 import { API_LIMITS, trpcHttpHandler } from "./http";
+import { servicesOf } from "../services";
 
 /** The endpoint's own limits (issue 16), through the handler the route serves, against PostgreSQL. */
 
@@ -18,7 +19,7 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-const handle = (req: Request) => trpcHttpHandler(req, { db: h.db.db, service, user: operator });
+const handle = (req: Request) => trpcHttpHandler(req, { db: h.db.db, services: servicesOf(service), user: operator });
 const post = (path: string, body: BodyInit, headers: Record<string, string> = {}) =>
   handle(new Request(`${URL_BASE}/${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body, duplex: "half" } as RequestInit));
 

@@ -1,9 +1,9 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
-import { writeAudit, type Actor } from "../audit";
+import { writeAudit, type Actor } from "../audit/write";
 import { crossSiteOrigin } from "../auth/origin";
 import { sessionUser } from "../auth/users";
 import type { SessionUser } from "../shared/roles";
-import type { ControllerContext } from "../controller/context";
+import type { Services } from "../services";
 import { db as defaultDb } from "../db";
 import type { Db } from "../db/client";
 import { appRouter } from "./root";
@@ -25,8 +25,8 @@ export const TRPC_ENDPOINT = "/api/trpc";
 export interface TrpcHttpOptions {
   /** Defaults to the process's database; tests pass their own. */
   db?: Db;
-  /** How procedures reach the provider; defaults to the service context of the database. */
-  service?: ControllerContext;
+  /** How procedures reach the provider; defaults to the services of the database. */
+  services?: Services;
   /** Who is asking, instead of the session cookie (tests that are not about sign-in). */
   user?: SessionUser | null;
 }
@@ -160,7 +160,7 @@ export async function trpcHttpHandler(req: Request, options: TrpcHttpOptions = {
     endpoint: TRPC_ENDPOINT,
     req: forwarded,
     router: appRouter,
-    createContext: () => createTRPCContext({ headers: req.headers, db: options.db, service: options.service, user: options.user }),
+    createContext: () => createTRPCContext({ headers: req.headers, db: options.db, services: options.services, user: options.user }),
     onError({ path, error }) {
       if (error.code === "INTERNAL_SERVER_ERROR") {
         console.error(`tRPC ${path ?? "?"} failed:`, error.cause ?? error);

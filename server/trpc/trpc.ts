@@ -2,18 +2,20 @@ import { initTRPC, TRPCError } from "@trpc/server";
 import { getHTTPStatusCodeFromError } from "@trpc/server/http";
 import superjson from "superjson";
 import { ZodError } from "zod";
-import { auditsWrittenBy, writeAudit, type Actor } from "../audit";
+import { auditsWrittenBy, writeAudit, type Actor } from "../audit/write";
 import { roleAllows, type CompanyScope, type Role, type SessionUser } from "../shared/roles";
 import { sessionUser } from "../auth/users";
-import type { ControllerContext } from "../controller/context";
-import { serviceContext } from "../controller/service";
 import type { Db } from "../db/client";
 import { env } from "../env";
 import { db } from "../db";
 import { instanceIdOf } from "../db/installation";
 import { APP_ERROR_TABLE, AppError } from "../errors";
+import { servicesFor, type Services } from "../services";
 
-/** Context for every procedure: the database and who is asking. */
+/**
+ * Context for every procedure: the database and who is asking. No controller context: what
+ * reaches the provider or the controller's machinery goes through `services` (server/services).
+ */
 export interface Context {
   db: Db;
   headers: Headers;
@@ -21,8 +23,8 @@ export interface Context {
   user: SessionUser | null;
   /** This installation's instance id, read when a procedure needs it (a pure one never does). */
   instanceId: () => Promise<string>;
-  /** How this process reaches the provider for sweeps and cleanups it runs itself. */
-  service: () => Promise<ControllerContext>;
+  /** The service module, built when a procedure needs the provider (sweeps, cleanups, orphans). */
+  services: () => Promise<Services>;
 }
 
 /** Every procedure declares the role it needs (see server/shared/roles.ts). */
@@ -32,15 +34,16 @@ export interface Meta {
   pure?: boolean;
 }
 
-export async function createTRPCContext(opts: { headers: Headers; db?: Db; user?: SessionUser | null; service?: ControllerContext }): Promise<Context> {
+/** `services`: given by a test that brings its own provider; otherwise built on first use. */
+export async function createTRPCContext(opts: { headers: Headers; db?: Db; user?: SessionUser | null; services?: Services }): Promise<Context> {
   const database = opts.db ?? db();
-  const instanceId = async () => opts.service?.config.instanceId ?? (await instanceIdOf(database, env.RUNWARDEN_INSTANCE_ID));
+  const instanceId = async () => opts.services?.instanceId ?? (await instanceIdOf(database, env.RUNWARDEN_INSTANCE_ID));
   return {
     db: database,
     headers: opts.headers,
     user: opts.user !== undefined ? opts.user : await sessionUser(database, opts.headers),
     instanceId,
-    service: async () => opts.service ?? serviceContext(database, await instanceId()),
+    services: async () => opts.services ?? servicesFor(database, await instanceId()),
   };
 }
 

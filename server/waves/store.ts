@@ -3,6 +3,7 @@ import { AppError } from "../errors";
 import type { WavePlan } from "./plan";
 import { CHECK_IDS, summarise, wavePassed, waveReportSchema, type WaveReport } from "../shared/wave-report";
 import { inScope, type CompanyScope } from "../shared/roles";
+import { writeAudit, type Actor } from "../audit/write";
 
 const asJson = (v: unknown) => v as Prisma.InputJsonValue;
 
@@ -53,6 +54,18 @@ export async function storeWaveReport(db: Db, report: WaveReport, options: { imp
 }
 
 /** `npm run wave -- import FILE`: a report made elsewhere, validated; duplicates refused. */
+/** waves.import: a stored report, or a refusal; audited either way. */
+export async function importWaveReportAudited(db: Db, raw: unknown, actor: Actor, scope: CompanyScope): Promise<WaveReport> {
+  try {
+    const report = await importWaveReport(db, raw, scope);
+    await writeAudit(db, actor, { action: "wave.import", targetType: "wave", targetId: report.id, outcome: "ok" });
+    return report;
+  } catch (err) {
+    await writeAudit(db, actor, { action: "wave.import", targetType: "wave", outcome: "refused", detail: { reason: err instanceof Error ? err.message : String(err) } });
+    throw err;
+  }
+}
+
 export async function importWaveReport(db: Db, raw: unknown, scope: CompanyScope = { all: true }): Promise<WaveReport> {
   const parsed = waveReportSchema.safeParse(raw);
   if (!parsed.success) {

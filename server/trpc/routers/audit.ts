@@ -1,4 +1,4 @@
-import { auditListInput, auditListOutput, listAudit } from "../../audit-log";
+import { auditListInput, auditListOutput, listAudit } from "../../audit/read";
 import { createTRPCRouter, viewerProcedure } from "../trpc";
 
 export const auditRouter = createTRPCRouter({

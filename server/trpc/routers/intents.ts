@@ -6,5 +6,5 @@ export const intentsRouter = createTRPCRouter({
   list: viewerProcedure
     .input(intentListInput)
     .output(intentListOutput)
-    .query(async ({ ctx, input }) => listIntents(ctx.db, await ctx.service(), ctx.scope, await ctx.instanceId(), input)),
+    .query(async ({ ctx, input }) => listIntents(ctx.db, (await ctx.services()).observer, ctx.scope, await ctx.instanceId(), input)),
 });

@@ -12,6 +12,7 @@ import type { ZodError } from "zod";
 import { appRouter, createCaller } from "../root";
 import { createTRPCContext } from "../trpc";
 import { TEST_ADMIN } from "../../test/users";
+import { servicesOf } from "../../services";
 
 let h: ControllerHarness;
 let service: ControllerContext;
@@ -22,7 +23,7 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-const caller = () => createCaller(() => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: h.db.db, service }));
+const caller = () => createCaller(() => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: h.db.db, services: servicesOf(service) }));
 
 async function trpcError(p: Promise<unknown>): Promise<TRPCError> {
   const err = await p.then(() => null, (e: unknown) => e);
@@ -52,7 +53,7 @@ describe("runs.create", () => {
         body: JSON.stringify({ json: { companyId: "co 1", taskId: "t", agent: "a", provider: "codex" } }),
       }),
       router: appRouter,
-      createContext: () => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: h.db.db, service }),
+      createContext: () => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: h.db.db, services: servicesOf(service) }),
     });
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: { json: { message: string; data: { field: string; appCode: string } } } };

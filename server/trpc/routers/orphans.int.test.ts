@@ -11,6 +11,7 @@ import { confirmWord } from "../../shared/confirm";
 import { createCaller } from "../root";
 import { createTRPCContext } from "../trpc";
 import { TEST_ADMIN } from "../../test/users";
+import { servicesOf } from "../../services";
 
 /**
  * orphans.list / orphans.reclaim and intents.list against PostgreSQL and the in-process
@@ -19,7 +20,7 @@ import { TEST_ADMIN } from "../../test/users";
 
 let h: ControllerHarness;
 let service: ControllerContext;
-const caller = () => createCaller(() => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: h.db.db, service }));
+const caller = () => createCaller(() => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: h.db.db, services: servicesOf(service) }));
 
 async function trpcError(p: Promise<unknown>): Promise<TRPCError> {
   const err = await p.then(

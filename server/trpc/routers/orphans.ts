@@ -1,4 +1,6 @@
-import { destroyUnrecorded, destroyUnrecordedInput, destroyUnrecordedOutput, executeReclaim, listOrphans, orphanListInput, orphanListOutput, previewReclaim, reclaimInput, reclaimOutput } from "../../sandboxes/orphans";
+import { destroyUnrecordedInput, destroyUnrecordedOutput } from "../../sandboxes/destroy-unrecorded";
+import { reclaimInput, reclaimOutput } from "../../sandboxes/dry-run";
+import { listOrphans, orphanListInput, orphanListOutput } from "../../sandboxes/list";
 import { createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 
 export const orphansRouter = createTRPCRouter({
@@ -6,7 +8,7 @@ export const orphansRouter = createTRPCRouter({
   list: viewerProcedure
     .input(orphanListInput)
     .output(orphanListOutput)
-    .query(async ({ ctx, input }) => listOrphans(ctx.db, await ctx.service(), ctx.scope, await ctx.instanceId(), input)),
+    .query(async ({ ctx, input }) => listOrphans(ctx.db, (await ctx.services()).observer, ctx.scope, await ctx.instanceId(), input)),
 
   /**
    * Dry run (`dryRun: true`): what would be destroyed and what is refused, touching nothing.
@@ -16,11 +18,10 @@ export const orphansRouter = createTRPCRouter({
   reclaim: operatorProcedure
     .input(reclaimInput)
     .output(reclaimOutput)
-    .mutation(async ({ ctx, input }) =>
-      input.dryRun
-        ? previewReclaim(ctx.db, await ctx.service(), ctx.scope, await ctx.instanceId(), ctx.actor, input)
-        : executeReclaim(ctx.db, await ctx.service(), ctx.scope, await ctx.instanceId(), ctx.actor, input),
-    ),
+    .mutation(async ({ ctx, input }) => {
+      const services = await ctx.services();
+      return input.dryRun ? services.previewReclaim(ctx.scope, ctx.actor, input) : services.executeReclaim(ctx.scope, ctx.actor, input);
+    }),
 
   /**
    * One `unrecorded` sandbox (this instance's labels, no record of this instance naming
@@ -29,5 +30,5 @@ export const orphansRouter = createTRPCRouter({
   destroyUnrecorded: operatorProcedure
     .input(destroyUnrecordedInput)
     .output(destroyUnrecordedOutput)
-    .mutation(async ({ ctx, input }) => destroyUnrecorded(ctx.db, await ctx.service(), ctx.scope, await ctx.instanceId(), ctx.actor, input)),
+    .mutation(async ({ ctx, input }) => (await ctx.services()).destroyUnrecorded(ctx.scope, ctx.actor, input)),
 });

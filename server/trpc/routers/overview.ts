@@ -6,5 +6,5 @@ export const overviewRouter = createTRPCRouter({
   get: viewerProcedure
     .input(overviewInput)
     .output(overviewOutput)
-    .query(async ({ ctx }) => getOverview(ctx.db, await ctx.service(), ctx.scope, await ctx.instanceId())),
+    .query(async ({ ctx }) => getOverview(ctx.db, (await ctx.services()).observer, ctx.scope, await ctx.instanceId())),
 });

@@ -1,33 +1,10 @@
 import { z } from "zod";
-import { RunStatus } from "../../db/client";
-import { teardownLease } from "../../controller/teardown";
 import { getRunDetail, runDetailOutput, runEvidence, runEvidenceOutput, runIdInput } from "../../runs/detail";
 import { failureGroups, failureGroupsOutput, listRuns, runFacets, runFacetsOutput, runFilterInput, runListInput, runListOutput, runStatusCounts, runStatusCountsOutput } from "../../runs/queries";
 import { retryRun } from "../../runs/retry";
-import { submitRun, submitRunInput } from "../../runs/submit";
+import { pickRunSummary, runSummary, submitRunInScope, submitRunInput } from "../../runs/submit";
 import { boardProcedure, createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
-import { writeAudit } from "../../audit";
-import { inScope } from "../../shared/roles";
-import { AppError } from "../../errors";
 import { uuidSchema } from "../../lib/ids";
-
-export const runSummary = z.object({
-  id: z.string(),
-  companyId: z.string(),
-  taskId: z.string(),
-  status: z.enum(RunStatus),
-  previousRunId: z.string().nullable(),
-  createdAt: z.date(),
-});
-
-const pick = (r: z.infer<typeof runSummary>) => ({
-  id: r.id,
-  companyId: r.companyId,
-  taskId: r.taskId,
-  status: r.status,
-  previousRunId: r.previousRunId,
-  createdAt: r.createdAt,
-});
 
 export const runsRouter = createTRPCRouter({
   /** How many runs are in each status. */
@@ -64,13 +41,7 @@ export const runsRouter = createTRPCRouter({
   create: operatorProcedure
     .input(submitRunInput)
     .output(runSummary)
-    .mutation(async ({ ctx, input }) => {
-      if (!inScope(ctx.scope, input.companyId)) {
-        await writeAudit(ctx.db, ctx.actor, { action: "run.submit", targetType: "task", targetId: input.taskId, companyId: input.companyId, input, outcome: "refused", detail: { reason: "company not in scope" } });
-        throw new AppError("FORBIDDEN", `you cannot submit runs for company ${input.companyId}`);
-      }
-      return pick(await submitRun(ctx.db, await ctx.instanceId(), input, ctx.actor));
-    }),
+    .mutation(async ({ ctx, input }) => pickRunSummary(await submitRunInScope(ctx.db, await ctx.instanceId(), input, ctx.actor, ctx.scope))),
 
   /**
    * Retry (DOMAIN.md §2.7): exactly one successor however often it is called, then one
@@ -81,11 +52,7 @@ export const runsRouter = createTRPCRouter({
     .output(z.object({ run: runSummary, created: z.boolean(), cleanup: z.array(z.object({ leaseId: z.string(), outcome: z.string() })) }))
     .mutation(async ({ ctx, input }) => {
       const result = await retryRun(ctx.db, input.runId, ctx.actor, ctx.scope);
-      const cleanup = [];
-      for (const leaseId of result.leasesQueued) {
-        const outcome = await teardownLease(await ctx.service(), leaseId).catch((err: unknown) => ({ outcome: `error: ${String(err)}`, leaseId }));
-        cleanup.push({ leaseId, outcome: outcome.outcome });
-      }
-      return { run: pick(result.run), created: result.created, cleanup };
+      const cleanup = result.leasesQueued.length ? await (await ctx.services()).tearDownRetriedLeases(result.leasesQueued) : [];
+      return { run: pickRunSummary(result.run), created: result.created, cleanup };
     }),
 });

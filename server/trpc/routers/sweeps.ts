@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { writeAudit } from "../../audit";
-import { sweepCreationIntents, sweepSummarySchema, sweepTeardown, type SweepSummary } from "../../controller/sweeps";
+import { sweepSummarySchema } from "../../services";
 import { createTRPCRouter, operatorProcedure } from "../trpc";
 
 export const sweepsRouter = createTRPCRouter({
@@ -8,21 +7,5 @@ export const sweepsRouter = createTRPCRouter({
   run: operatorProcedure
     .input(z.object({ kind: z.enum(["all", "creation_intents", "teardown"]).default("all") }).default({ kind: "all" }))
     .output(z.array(sweepSummarySchema))
-    .mutation(async ({ ctx, input }) => {
-      const service = await ctx.service();
-      const results: SweepSummary[] = [];
-      // Only the companies this person acts for are swept.
-      const companies = ctx.scope.all ? undefined : ctx.scope.companies;
-      if (input.kind !== "teardown") results.push(await sweepCreationIntents(service, "manual", companies));
-      if (input.kind !== "creation_intents") results.push(await sweepTeardown(service, "manual", companies));
-      await writeAudit(ctx.db, ctx.actor, {
-        action: "sweep.run",
-        targetType: "sweep",
-        targetId: results.map((r) => r.passId).join(","),
-        input,
-        outcome: "ok",
-        detail: results.map((r) => ({ kind: r.kind, judged: r.judged, verdicts: r.verdicts, reclaimed: r.reclaimed, destroyed: r.destroyed })),
-      });
-      return results;
-    }),
+    .mutation(async ({ ctx, input }) => (await ctx.services()).sweepNow(ctx.scope, input.kind, ctx.actor)),
 });

@@ -1,7 +1,6 @@
 import { z } from "zod";
-import { writeAudit } from "../../audit";
 import { compareWaves, getWave, listWaves, waveCompareInput, waveCompareOutput, waveDetailOutput, waveIdInput, waveListOutput } from "../../waves/queries";
-import { importWaveReport } from "../../waves/store";
+import { importWaveReportAudited } from "../../waves/store";
 import { createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 
 export const wavesRouter = createTRPCRouter({
@@ -13,13 +12,7 @@ export const wavesRouter = createTRPCRouter({
     .input(z.object({ report: z.unknown() }))
     .output(z.object({ id: z.string(), tasks: z.number().int(), passed: z.boolean() }))
     .mutation(async ({ ctx, input }) => {
-      try {
-        const report = await importWaveReport(ctx.db, input.report, ctx.scope);
-        await writeAudit(ctx.db, ctx.actor, { action: "wave.import", targetType: "wave", targetId: report.id, outcome: "ok" });
-        return { id: report.id, tasks: report.tasks.length, passed: report.passed };
-      } catch (err) {
-        await writeAudit(ctx.db, ctx.actor, { action: "wave.import", targetType: "wave", outcome: "refused", detail: { reason: err instanceof Error ? err.message : String(err) } });
-        throw err;
-      }
+      const report = await importWaveReportAudited(ctx.db, input.report, ctx.actor, ctx.scope);
+      return { id: report.id, tasks: report.tasks.length, passed: report.passed };
     }),
 });

@@ -4,11 +4,13 @@ import type { EnvironmentLease, RunStatus, SandboxCreationIntent } from "../db/c
 import { currentProcessIdentity } from "../process/identity";
 import type { SandboxView } from "../providers/types";
 import { confirmWord } from "../shared/confirm";
-import { judgeSandbox, reclaimInput } from "./orphans";
+import { observerOf } from "../services/observer";
+import { reclaimInput } from "./dry-run";
+import { judgeSandbox } from "./ownership";
 
 /** judgeSandbox is pure but for the pid probe of a creator on this host. */
 const self = currentProcessIdentity();
-const observer = { identity: self } as ControllerContext;
+const observer = observerOf({ identity: self } as ControllerContext);
 const NOW = new Date("2026-11-12T12:00:00.000Z");
 const hoursAgo = (h: number) => new Date(NOW.getTime() - h * 3600_000);
 

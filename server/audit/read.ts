@@ -1,12 +1,12 @@
 import { z } from "zod";
-import { writeAudit } from "./audit";
-import { openCursor, sealCursor } from "./runs/cursor";
-import { dateInput, storable, text } from "./text";
-import type { CompanyScope } from "./shared/roles";
-import { sessionUser } from "./auth/users";
-import type { Db, Prisma } from "./db/client";
-import { AppError } from "./errors";
-import { FILTER_MAX } from "./shared/limits";
+import { writeAudit } from "./write";
+import { openCursor, sealCursor } from "../runs/cursor";
+import { dateInput, storable, text } from "../text";
+import type { CompanyScope } from "../shared/roles";
+import { sessionUser } from "../auth/users";
+import type { Db, Prisma } from "../db/client";
+import { AppError } from "../errors";
+import { FILTER_MAX } from "../shared/limits";
 
 /** The audit log's read model: filters, a stable cursor, and exports. */
 

@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { auditExportFilename, auditExportResponse, listAudit, parseAuditExportQuery } from "./audit-log";
-import { authFor } from "./auth/auth";
-import { addUser } from "./auth/users";
-import { withTestDatabase } from "./test/context";
+import { auditExportFilename, auditExportResponse, listAudit, parseAuditExportQuery } from "./read";
+import { authFor } from "../auth/auth";
+import { addUser } from "../auth/users";
+import { withTestDatabase } from "../test/context";
 
 /** The audit export (GET /api/audit/export): session, parameters, company scope, the file. */
 

@@ -1,5 +1,5 @@
-import type { Db, Prisma } from "./db/client";
-import { storable } from "./text";
+import type { Db, Prisma } from "../db/client";
+import { storable } from "../text";
 
 type Tx = Db | Prisma.TransactionClient;
 

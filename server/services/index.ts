@@ -1,0 +1,77 @@
+import type { z } from "zod";
+import { writeAudit, type Actor } from "../audit/write";
+import type { CompanyScope } from "../shared/roles";
+import type { ControllerContext } from "../controller/context";
+import { serviceContext } from "../controller/service";
+import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "../controller/sweeps";
+
+/** What a sweep pass reports (the controller's answer and the tRPC output share it). */
+export { sweepSummarySchema, type SweepSummary } from "../controller/sweeps";
+import { teardownLease } from "../controller/teardown";
+import type { Db } from "../db/client";
+import { destroyUnrecorded, type destroyUnrecordedInput, type DestroyUnrecordedOutput } from "../sandboxes/destroy-unrecorded";
+import { previewReclaim, type reclaimInput, type ReclaimOutput } from "../sandboxes/dry-run";
+import { executeReclaim } from "../sandboxes/reclaim";
+import { observerOf, type Observer } from "./observer";
+
+/**
+ * What the dashboard (and the CLI) may ask of the provider and the controller's machinery:
+ * the one door from the web to the controller. Built from a controller context it makes
+ * itself (`servicesFor`), or from a given one (`servicesOf`, tests); routers hold no
+ * controller context and never import the controller.
+ */
+export interface Services {
+  instanceId: string;
+  /** For the read models that judge processes or list sandboxes. */
+  observer: Observer;
+  /** Runs the sweeps now, in this process, for the companies in scope; audited as `sweep.run`. */
+  sweepNow(scope: CompanyScope, kind: SweepKind, actor: Actor): Promise<SweepSummary[]>;
+  /** Retry's one scoped cleanup attempt of the old run's leases (the sweep retries what fails). */
+  tearDownRetriedLeases(leaseIds: readonly string[]): Promise<Array<{ leaseId: string; outcome: string }>>;
+  previewReclaim(scope: CompanyScope, actor: Actor, input: z.infer<typeof reclaimInput>): Promise<ReclaimOutput>;
+  executeReclaim(scope: CompanyScope, actor: Actor, input: z.infer<typeof reclaimInput>): Promise<ReclaimOutput>;
+  destroyUnrecorded(scope: CompanyScope, actor: Actor, input: z.infer<typeof destroyUnrecordedInput>): Promise<DestroyUnrecordedOutput>;
+}
+
+export type SweepKind = "all" | "creation_intents" | "teardown";
+
+/** The services of this process, acting under its own identity (see serviceContext). */
+export function servicesFor(db: Db, instanceId: string): Services {
+  return servicesOf(serviceContext(db, instanceId));
+}
+
+export function servicesOf(ctx: ControllerContext): Services {
+  const { db } = ctx;
+  const instanceId = ctx.config.instanceId;
+  return {
+    instanceId,
+    observer: observerOf(ctx),
+    async sweepNow(scope, kind, actor) {
+      const results: SweepSummary[] = [];
+      // Only the companies this person acts for are swept.
+      const companies = scope.all ? undefined : scope.companies;
+      if (kind !== "teardown") results.push(await sweepCreationIntents(ctx, "manual", companies));
+      if (kind !== "creation_intents") results.push(await sweepTeardown(ctx, "manual", companies));
+      await writeAudit(db, actor, {
+        action: "sweep.run",
+        targetType: "sweep",
+        targetId: results.map((r) => r.passId).join(","),
+        input: { kind },
+        outcome: "ok",
+        detail: results.map((r) => ({ kind: r.kind, judged: r.judged, verdicts: r.verdicts, reclaimed: r.reclaimed, destroyed: r.destroyed })),
+      });
+      return results;
+    },
+    async tearDownRetriedLeases(leaseIds) {
+      const cleanup = [];
+      for (const leaseId of leaseIds) {
+        const outcome = await teardownLease(ctx, leaseId).catch((err: unknown) => ({ outcome: `error: ${String(err)}`, leaseId }));
+        cleanup.push({ leaseId, outcome: outcome.outcome });
+      }
+      return cleanup;
+    },
+    previewReclaim: (scope, actor, input) => previewReclaim(db, observerOf(ctx), scope, instanceId, actor, input),
+    executeReclaim: (scope, actor, input) => executeReclaim(db, ctx, scope, instanceId, actor, input),
+    destroyUnrecorded: (scope, actor, input) => destroyUnrecorded(db, ctx, scope, instanceId, actor, input),
+  };
+}
