@@ -8,7 +8,7 @@ export { settleFloorMs };
  * The one reader of `process.env` (enforced by eslint). Everything else imports `env`
  * or calls `readEnv` with an explicit environment (child-process launchers).
  */
-const schema = z.object({
+const envSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   /** With it, Runwarden uses that server; without it, an embedded PostgreSQL under the data dir. */
   DATABASE_URL: z
@@ -117,7 +117,7 @@ const schema = z.object({
   EMULATOR_AUTO_STOP_MINUTE_MS: z.coerce.number().int().min(1).default(60_000),
 });
 
-const withDerived = schema
+const withDerived = envSchema
   .superRefine((e, ctx) => {
     // A live creator waits up to the create timeout: a shorter wait reclaims its sandbox.
     if (e.RUNWARDEN_INTENT_WAIT_MS < e.RUNWARDEN_CREATE_TIMEOUT_MS) {

@@ -6,7 +6,7 @@ import { awaitingRetryByCode, runStatusCounts, runStatusCountsOutput } from "./r
 import { listOrphans } from "./sandboxes/list";
 import type { Observer } from "./services/observer";
 import { OWNERSHIP_VERDICTS } from "./shared/confirm";
-import { latestWave, waveListItem } from "./waves/queries";
+import { latestWave, waveListItemSchema } from "./waves/queries";
 
 /**
  * The overview's read model: what needs someone's attention now, each part counted so the
@@ -32,7 +32,7 @@ export const overviewOutput = z.object({
     })
     .nullable(),
   orphansError: z.string().nullable(),
-  lastWave: waveListItem.nullable(),
+  lastWave: waveListItemSchema.nullable(),
 });
 export type Overview = z.infer<typeof overviewOutput>;
 

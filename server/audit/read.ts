@@ -34,7 +34,7 @@ export const auditListInput = auditFilterInput.extend({
   pageSize: z.number().int().min(1).max(200).default(50),
 });
 
-const entry = z.object({
+const auditEntrySchema = z.object({
   id: z.string(),
   at: z.date(),
   actor: z.string(),
@@ -47,12 +47,12 @@ const entry = z.object({
   outcome: z.string(),
   detail: z.unknown(),
 });
-export type AuditRow = z.infer<typeof entry>;
+export type AuditRow = z.infer<typeof auditEntrySchema>;
 
 /** An entry as the page shows it: a person's email for a target that is a person's id. */
-const listedEntry = entry.extend({ targetLabel: z.string().nullable() });
+const listedEntrySchema = auditEntrySchema.extend({ targetLabel: z.string().nullable() });
 
-export const auditListOutput = z.object({ items: z.array(listedEntry), nextCursor: z.string().nullable() });
+export const auditListOutput = z.object({ items: z.array(listedEntrySchema), nextCursor: z.string().nullable() });
 
 /** Entries about a company are seen by that company's people; the rest only by all-company ones. */
 function where(scope: CompanyScope, f: AuditFilter): Prisma.AuditEntryWhereInput {

@@ -36,7 +36,7 @@ export interface PlantInput {
   runnerState?: Record<string, unknown>;
 }
 
-const Json = z.unknown();
+const jsonSchema = z.unknown();
 
 export class EmulatorAdminClient {
   constructor(
@@ -89,7 +89,7 @@ export class EmulatorAdminClient {
     const operation = `${method} ${path}`;
     const res = await send({ method, url: `${this.url.replace(/\/+$/, "")}${path}`, operation, apiKey: this.apiKey, body, timeoutMs: this.timeoutMs });
     if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
-    const value = validate(operation, decodeJson(operation, res), Json);
+    const value = validate(operation, decodeJson(operation, res), jsonSchema);
     if (value === null || typeof value !== "object") throw new ProviderError("garbage", operation, "expected a JSON object");
     return value;
   }

@@ -10,8 +10,8 @@ import { z } from "zod";
  */
 
 /** ISO-8601 with `Z` or an offset: a time without a zone cannot be compared safely. */
-export const isoTime = z.iso.datetime({ offset: true });
-const id = z.string().min(1);
+export const isoTimeSchema = z.iso.datetime({ offset: true });
+const idSchema = z.string().min(1);
 
 export const EVIDENCE_KINDS = [
   "lease_binding",
@@ -32,22 +32,22 @@ export type EvidenceKind = (typeof EVIDENCE_KINDS)[number];
 // ---- shared shapes ----------------------------------------------------------------
 
 export const identitySchema = z.object({
-  bootId: id,
+  bootId: idSchema,
   pid: z.number().int().positive(),
-  startedAt: isoTime,
+  startedAt: isoTimeSchema,
   /** Kernel start time in clock ticks since boot: when both sides carry it, it decides (§2.4). */
   startTicks: z.number().int().nonnegative().nullish(),
-  pidSpace: id,
+  pidSpace: idSchema,
 });
 export type Identity = z.infer<typeof identitySchema>;
 
 /** A stored identity may predate identity recording, or be cut short: every field optional. */
 export const partialIdentitySchema = z.object({
-  bootId: id.nullish(),
+  bootId: idSchema.nullish(),
   pid: z.number().int().positive().nullish(),
-  startedAt: isoTime.nullish(),
+  startedAt: isoTimeSchema.nullish(),
   startTicks: z.number().int().nonnegative().nullish(),
-  pidSpace: id.nullish(),
+  pidSpace: idSchema.nullish(),
 });
 export type PartialIdentity = z.infer<typeof partialIdentitySchema>;
 
@@ -55,7 +55,7 @@ export type PartialIdentity = z.infer<typeof partialIdentitySchema>;
 export const probeSchema = z.object({
   readable: z.boolean(),
   pidLive: z.boolean(),
-  liveStartedAt: isoTime.nullish(),
+  liveStartedAt: isoTimeSchema.nullish(),
   liveStartTicks: z.number().int().nonnegative().nullish(),
 });
 export type Probe = z.infer<typeof probeSchema>;
@@ -82,14 +82,14 @@ export const leaseBindingEvidenceSchema = z.object({
   kind: z.literal("lease_binding"),
   path: z.enum(["staged_attachment", "remote_reattach"]),
   claim: z.object({
-    runId: id,
+    runId: idSchema,
     /** Null: the run's checkpoint named no lease or directory, so the claim names nothing (refused). */
-    remote: z.object({ providerLeaseId: id.nullable(), remoteCwd: id.nullable() }),
+    remote: z.object({ providerLeaseId: idSchema.nullable(), remoteCwd: idSchema.nullable() }),
   }),
   target: z.object({
-    runId: id,
-    providerLeaseId: id,
-    remoteCwd: id,
+    runId: idSchema,
+    providerLeaseId: idSchema,
+    remoteCwd: idSchema,
     acquisitionOutcome: z.enum(ACQUISITION_OUTCOMES),
   }),
   /** The later staged checks; each one present is one more required check. */
@@ -107,9 +107,9 @@ export type LeaseBindingEvidence = z.infer<typeof leaseBindingEvidenceSchema>;
 // ---- bootstrap_restart --------------------------------------------------------------
 
 export const runnerStateSchema = z.object({
-  runId: id,
-  runnerInstanceId: id,
-  sessionId: id,
+  runId: idSchema,
+  runnerInstanceId: idSchema,
+  sessionId: idSchema,
   lifecycle: z.enum(RUNNER_LIFECYCLES),
   lastConnectionProtocolVersion: z.union([z.string(), z.number()]).nullable(),
   lastControllerCommandSeq: z.number().int().nonnegative(),
@@ -124,9 +124,9 @@ export type RunnerState = z.infer<typeof runnerStateSchema>;
 export const bootstrapRestartEvidenceSchema = z.object({
   kind: z.literal("bootstrap_restart"),
   acquisitionOutcome: z.enum(ACQUISITION_OUTCOMES),
-  run: z.object({ id, runnerInstanceId: id, sessionId: id }),
-  claim: z.object({ kind: z.enum(CLAIM_KINDS), runId: id, runnerInstanceId: id, sessionId: id }),
-  localProof: z.object({ recordedAt: isoTime }).nullish(),
+  run: z.object({ id: idSchema, runnerInstanceId: idSchema, sessionId: idSchema }),
+  claim: z.object({ kind: z.enum(CLAIM_KINDS), runId: idSchema, runnerInstanceId: idSchema, sessionId: idSchema }),
+  localProof: z.object({ recordedAt: isoTimeSchema }).nullish(),
   runnerState: runnerStateSchema.nullish(),
   providerStatePresent: z.boolean(),
   failoverBackup: z.boolean(),
@@ -185,17 +185,17 @@ export type Inspection = z.infer<typeof inspectionSchema>;
 
 export const creationIntentEvidenceSchema = z.object({
   kind: z.literal("creation_intent"),
-  now: isoTime,
+  now: isoTimeSchema,
   intent: z.object({
-    id,
-    instanceId: id,
-    companyId: id,
+    id: idSchema,
+    instanceId: idSchema,
+    companyId: idSchema,
     // Recovery acts on pending intents only; the other statuses are settled.
     status: z.literal("pending"),
-    creationName: id,
-    createdAt: isoTime,
-    nextAttemptAt: isoTime,
-    settleDeadline: isoTime,
+    creationName: idSchema,
+    createdAt: isoTimeSchema,
+    nextAttemptAt: isoTimeSchema,
+    settleDeadline: isoTimeSchema,
     creator: partialIdentitySchema.nullish(),
   }),
   observer: identitySchema,
@@ -209,14 +209,14 @@ export type CreationIntentEvidence = z.infer<typeof creationIntentEvidenceSchema
 
 export const teardownFenceEvidenceSchema = z.object({
   kind: z.literal("teardown_fence"),
-  now: isoTime,
+  now: isoTimeSchema,
   lease: z.object({
     status: z.enum(LEASE_STATUSES),
     // Required (may be null): a missing fence must not read as "no fence, release".
-    claimAttemptId: id.nullable(),
-    fencedUntil: isoTime.nullable(),
+    claimAttemptId: idSchema.nullable(),
+    fencedUntil: isoTimeSchema.nullable(),
   }),
-  claimRecord: z.object({ attemptId: id, claimer: partialIdentitySchema.nullish() }).nullish(),
+  claimRecord: z.object({ attemptId: idSchema, claimer: partialIdentitySchema.nullish() }).nullish(),
   observer: identitySchema,
   claimerProbe: probeSchema.nullish(),
 });
@@ -228,21 +228,21 @@ export type TeardownFenceEvidence = z.infer<typeof teardownFenceEvidenceSchema>;
 export const ownershipRecordSchema = z.discriminatedUnion("type", [
   z.object({
     type: z.literal("intent"),
-    id,
-    instanceId: id,
-    companyId: id,
-    creationName: id,
+    id: idSchema,
+    instanceId: idSchema,
+    companyId: idSchema,
+    creationName: idSchema,
   }),
   z.object({
     type: z.literal("lease"),
-    id,
-    instanceId: id,
-    companyId: id,
+    id: idSchema,
+    instanceId: idSchema,
+    companyId: idSchema,
     /** The provider's sandbox id, once the lease learnt it. */
-    providerLeaseId: id.nullish(),
-    sandboxName: id.nullish(),
+    providerLeaseId: idSchema.nullish(),
+    sandboxName: idSchema.nullish(),
     /** The creation intent (operation) it was committed from, when there was one. */
-    operationId: id.nullish(),
+    operationId: idSchema.nullish(),
   }),
 ]);
 export type OwnershipRecord = z.infer<typeof ownershipRecordSchema>;
@@ -250,15 +250,15 @@ export type OwnershipRecord = z.infer<typeof ownershipRecordSchema>;
 export const sandboxOwnershipEvidenceSchema = z.object({
   kind: z.literal("sandbox_ownership"),
   /** The instance asking: only its own records can prove ownership. */
-  instanceId: id,
-  sandbox: z.object({ id, name: id, labels: sandboxLabelsSchema }),
+  instanceId: idSchema,
+  sandbox: z.object({ id: idSchema, name: idSchema, labels: sandboxLabelsSchema }),
   /** Records found by the sandbox's id or name; those of another instance prove nothing. */
   records: z.array(ownershipRecordSchema),
   /**
    * The record a destroy would act through (a teardown's lease): when given, it must be
    * one of the records naming this sandbox — a sandbox found by a reused name is not its.
    */
-  actingRecord: z.object({ type: z.enum(["intent", "lease"]), id }).nullish(),
+  actingRecord: z.object({ type: z.enum(["intent", "lease"]), id: idSchema }).nullish(),
 });
 export type SandboxOwnershipEvidence = z.infer<typeof sandboxOwnershipEvidenceSchema>;
 
@@ -277,7 +277,7 @@ export type TurnResultEvidence = z.infer<typeof turnResultEvidenceSchema>;
 
 export const recoveryAttemptEvidenceSchema = z.object({
   kind: z.literal("recovery_attempt"),
-  now: isoTime,
+  now: isoTimeSchema,
   /** Failed recovery attempts on this run so far, counting the one that just failed. */
   attempts: z.number().int().positive(),
   maxAttempts: z.number().int().positive(),

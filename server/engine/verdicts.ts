@@ -6,17 +6,17 @@ import { catalogueRowSchema, FAILURE_CODES, OUTCOME_CLASSES, OWNERS } from "./ca
  * procedure validates what it returns and a stored proof can be read back safely.
  */
 
-const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+const scalarSchema = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 
 export const checkSchema = z.object({
   name: z.string(),
   ok: z.boolean(),
-  expected: scalar.optional(),
-  actual: scalar.optional(),
+  expected: scalarSchema.optional(),
+  actual: scalarSchema.optional(),
 });
 export type Check = z.infer<typeof checkSchema>;
 
-const failureCode = z.enum(FAILURE_CODES);
+const failureCodeSchema = z.enum(FAILURE_CODES);
 
 /** Catalogue fields of the verdict's code; all null (and no Retry) when there is no code. */
 const failureTail = {
@@ -48,19 +48,19 @@ export type ProcessJudgement = z.infer<typeof processJudgementSchema>;
 export const leaseBindingResultSchema = z.object({
   kind: z.literal("lease_binding"),
   verdict: z.enum(["admitted", "refused"]),
-  code: failureCode.nullable(),
+  code: failureCodeSchema.nullable(),
   reason: z.string(),
   checks: z.array(checkSchema),
   ...failureTail,
   /** Where a refused run rests (DOMAIN.md §2.1); null when admitted. */
-  continuation: catalogueRowSchema.extend({ code: failureCode }).nullable(),
+  continuation: catalogueRowSchema.extend({ code: failureCodeSchema }).nullable(),
 });
 export type LeaseBindingResult = z.infer<typeof leaseBindingResultSchema>;
 
 export const bootstrapRestartResultSchema = z.object({
   kind: z.literal("bootstrap_restart"),
   verdict: z.enum(["restart_bootstrap", "refused"]),
-  code: failureCode.nullable(),
+  code: failureCodeSchema.nullable(),
   reason: z.string(),
   checks: z.array(checkSchema),
   ...failureTail,
@@ -74,7 +74,7 @@ export type BootstrapRestartResult = z.infer<typeof bootstrapRestartResultSchema
 export const startupFailureResultSchema = z.object({
   kind: z.literal("startup_failure"),
   verdict: z.enum(OUTCOME_CLASSES),
-  code: failureCode,
+  code: failureCodeSchema,
   reason: z.string(),
   checks: z.array(checkSchema),
   ...catalogueRowSchema.shape,
@@ -150,7 +150,7 @@ export type SandboxOwnershipResult = z.infer<typeof sandboxOwnershipResultSchema
 export const turnResultSchema = z.object({
   kind: z.literal("turn_result"),
   verdict: z.enum(["turn_succeeded", "turn_failed"]),
-  code: failureCode.nullable(),
+  code: failureCodeSchema.nullable(),
   reason: z.enum(["exit_zero", "exit_non_zero", "other_turn"]),
   checks: z.array(checkSchema),
   ...failureTail,
@@ -160,7 +160,7 @@ export type TurnResult = z.infer<typeof turnResultSchema>;
 export const recoveryAttemptResultSchema = z.object({
   kind: z.literal("recovery_attempt"),
   verdict: z.enum(["try_again", "give_up"]),
-  code: failureCode.nullable(),
+  code: failureCodeSchema.nullable(),
   reason: z.enum(["attempts_left", "attempts_exhausted"]),
   checks: z.array(checkSchema),
   ...failureTail,
@@ -185,7 +185,7 @@ export type RecoveryRoute = (typeof RECOVERY_ROUTES)[number];
 export const recoveryRouteResultSchema = z.object({
   kind: z.literal("recovery_route"),
   verdict: z.enum(RECOVERY_ROUTES),
-  code: failureCode.nullable(),
+  code: failureCodeSchema.nullable(),
   reason: z.string(),
   checks: z.array(checkSchema),
   ...failureTail,
@@ -197,7 +197,7 @@ export type RecoveryRouteResult = z.infer<typeof recoveryRouteResultSchema>;
 export const stoppedSandboxResultSchema = z.object({
   kind: z.literal("stopped_sandbox"),
   verdict: z.enum(["proceed", "wait", "start_sandbox", "end_run"]),
-  code: failureCode.nullable(),
+  code: failureCodeSchema.nullable(),
   reason: z.enum(["sandbox_started", "sandbox_in_transition", "sandbox_startable", "sandbox_gone", "sandbox_not_startable", "start_attempts_exhausted"]),
   checks: z.array(checkSchema),
   ...failureTail,
@@ -208,7 +208,7 @@ export const runnerResumeResultSchema = z.object({
   kind: z.literal("runner_resume"),
   /** reattach: the runner is alive; resume: start it again on its own state; refused: end the run. */
   verdict: z.enum(["reattach", "resume", "refused"]),
-  code: failureCode.nullable(),
+  code: failureCodeSchema.nullable(),
   reason: z.enum(["runner_alive", "runner_dead_resumable", "no_runner_state", "state_not_this_run", "never_connected", "lifecycle_not_resumable", "turn_in_flight", "process_unknown"]),
   checks: z.array(checkSchema),
   ...failureTail,

@@ -28,7 +28,7 @@ export const intentListInput = z.object({
 });
 export type IntentListInput = z.input<typeof intentListInput>;
 
-export const intentRow = z.object({
+export const intentRowSchema = z.object({
   id: z.string(),
   status: z.enum(IntentStatus),
   companyId: z.string(),
@@ -55,11 +55,11 @@ export const intentRow = z.object({
   resolvedAt: z.date().nullable(),
   leaseId: z.string().nullable(),
 });
-export type IntentRow = z.infer<typeof intentRow>;
+export type IntentRow = z.infer<typeof intentRowSchema>;
 
 export const intentListOutput = z.object({
   instanceId: z.string(),
-  items: z.array(intentRow),
+  items: z.array(intentRowSchema),
   nextCursor: z.string().nullable(),
   ...cappedTotal,
   /** This instance's intents by status (all of them, whatever the filters). */

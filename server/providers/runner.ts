@@ -217,13 +217,13 @@ function runnerPrograms() {
   return programs;
 }
 
-const ResultLine = z.object({ ok: z.boolean(), code: z.string().optional(), message: z.string().optional() }).passthrough();
-const ExecuteAnswer = z.object({ exitCode: z.number().int(), result: z.string() });
-const StateResult = z.object({ state: runnerStateSchema });
-const MaybeStateResult = z.object({ state: runnerStateSchema.nullable() });
-const ProcessResult = z.object({ process: runnerProcessSchema });
-const TurnAnswer = z.object({ state: runnerStateSchema, pending: z.boolean().optional(), command: processedCommandSchema.optional() });
-const RejectResult = z.object({ definite: z.boolean().optional(), providerFailure: providerFailureSchema.optional(), message: z.string().optional() });
+const resultLineSchema = z.object({ ok: z.boolean(), code: z.string().optional(), message: z.string().optional() }).passthrough();
+const executeAnswerSchema = z.object({ exitCode: z.number().int(), result: z.string() });
+const stateResultSchema = z.object({ state: runnerStateSchema });
+const maybeStateResultSchema = z.object({ state: runnerStateSchema.nullable() });
+const processResultSchema = z.object({ process: runnerProcessSchema });
+const turnAnswerSchema = z.object({ state: runnerStateSchema, pending: z.boolean().optional(), command: processedCommandSchema.optional() });
+const rejectResultSchema = z.object({ definite: z.boolean().optional(), providerFailure: providerFailureSchema.optional(), message: z.string().optional() });
 
 /** Runner refusals that mean "not there" rather than "in the way". */
 const NOT_FOUND_CODES = new Set(["runner_state_missing"]);
@@ -251,12 +251,12 @@ export class HttpRunnerClient implements RunnerClient {
     const args = ["start", "--run", input.runId, "--instance", input.runnerInstanceId, "--session", input.sessionId, "--agent-command", input.agentCommand || demo];
     if (input.sessionCommand) args.push("--session-command", input.sessionCommand);
     const out = await this.runnerd(sandboxId, "runnerd start", args, options);
-    return validate("runnerd start", out, StateResult).state;
+    return validate("runnerd start", out, stateResultSchema).state;
   }
 
   async resume(sandboxId: string, input: Omit<StartRunnerInput, "agentCommand" | "sessionCommand">, options: RunnerCallOptions = {}): Promise<RunnerState> {
     const args = ["start", "--resume", "--run", input.runId, "--instance", input.runnerInstanceId, "--session", input.sessionId];
-    return validate("runnerd start --resume", await this.runnerd(sandboxId, "runnerd start --resume", args, options), StateResult).state;
+    return validate("runnerd start --resume", await this.runnerd(sandboxId, "runnerd start --resume", args, options), stateResultSchema).state;
   }
 
   async sessionOpen(sandboxId: string, options: RunnerCallOptions & { timeoutMs: number }): Promise<SessionOpenResult> {
@@ -271,11 +271,11 @@ export class HttpRunnerClient implements RunnerClient {
       }
       throw err;
     }
-    if (out.ok === true) return { ok: true, state: validate(operation, out, StateResult).state };
+    if (out.ok === true) return { ok: true, state: validate(operation, out, stateResultSchema).state };
     if (out.code === "session_open_pending") {
       return { ok: false, definite: false, reason: "timeout", message: `session.open did not answer within ${options.timeoutMs} ms` };
     }
-    const reject = validate(operation, out, RejectResult);
+    const reject = validate(operation, out, rejectResultSchema);
     if (reject.definite && reject.providerFailure) {
       return { ok: false, definite: true, providerFailure: reject.providerFailure, message: reject.message ?? reject.providerFailure.message };
     }
@@ -283,7 +283,7 @@ export class HttpRunnerClient implements RunnerClient {
   }
 
   async reattach(sandboxId: string, options: RunnerCallOptions = {}): Promise<RunnerState> {
-    return validate("runnerd ctl reattach", await this.runnerd(sandboxId, "runnerd ctl reattach", ["ctl", "reattach"], options), StateResult).state;
+    return validate("runnerd ctl reattach", await this.runnerd(sandboxId, "runnerd ctl reattach", ["ctl", "reattach"], options), stateResultSchema).state;
   }
 
   async turn(sandboxId: string, seq: number, options: RunnerCallOptions & { prompt?: string } = {}): Promise<TurnResult> {
@@ -291,7 +291,7 @@ export class HttpRunnerClient implements RunnerClient {
     // Each call stays well under the proxy's timeout; a long turn is polled (same seq: never run twice).
     for (;;) {
       const out = await this.runnerd(sandboxId, operation, ["ctl", "turn", "--seq", String(seq), "--prompt", options.prompt ?? "", "--wait-ms", "20000"], options);
-      const answer = validate(operation, out, TurnAnswer);
+      const answer = validate(operation, out, turnAnswerSchema);
       if (answer.pending) continue;
       const command = answer.command ?? answer.state.processedCommands.map((c) => processedCommandSchema.safeParse(c)).find((c) => c.success && c.data.seq === seq)?.data;
       if (!command) throw new ProviderError("garbage", operation, `the runner answered without a record of turn ${seq}`);
@@ -300,15 +300,15 @@ export class HttpRunnerClient implements RunnerClient {
   }
 
   async suspend(sandboxId: string, options: RunnerCallOptions = {}): Promise<RunnerState> {
-    return validate("runnerd ctl suspend", await this.runnerd(sandboxId, "runnerd ctl suspend", ["ctl", "suspend"], options), StateResult).state;
+    return validate("runnerd ctl suspend", await this.runnerd(sandboxId, "runnerd ctl suspend", ["ctl", "suspend"], options), stateResultSchema).state;
   }
 
   async stop(sandboxId: string, options: RunnerCallOptions = {}): Promise<RunnerState | null> {
-    return validate("runnerd ctl stop", await this.runnerd(sandboxId, "runnerd ctl stop", ["ctl", "stop"], options), MaybeStateResult).state;
+    return validate("runnerd ctl stop", await this.runnerd(sandboxId, "runnerd ctl stop", ["ctl", "stop"], options), maybeStateResultSchema).state;
   }
 
   async process(sandboxId: string, options: RunnerCallOptions = {}): Promise<RunnerProcess> {
-    return validate("runnerd ctl process", await this.runnerd(sandboxId, "runnerd ctl process", ["ctl", "process"], options), ProcessResult).process;
+    return validate("runnerd ctl process", await this.runnerd(sandboxId, "runnerd ctl process", ["ctl", "process"], options), processResultSchema).process;
   }
 
   /** runner-state.json through `files/download`; a 404 is "no state" only when the sandbox answers /version right after. */
@@ -374,7 +374,7 @@ export class HttpRunnerClient implements RunnerClient {
     });
     if (res.status === 408) throw new ProviderError("timeout", operation, `the command did not finish within ${timeout} s (HTTP 408)`, { status: 408 });
     if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
-    const answer = validate(operation, decodeJson(operation, res), ExecuteAnswer, "the process/execute answer");
+    const answer = validate(operation, decodeJson(operation, res), executeAnswerSchema, "the process/execute answer");
     const line = answer.result.split("\n").reverse().find((l) => l.startsWith(RESULT_PREFIX));
     if (!line) {
       throw new ProviderError("garbage", operation, `runnerd printed no result line (exit ${answer.exitCode}): ${answer.result.slice(-300).trim() || "no output"}`);
@@ -385,7 +385,7 @@ export class HttpRunnerClient implements RunnerClient {
     } catch {
       throw new ProviderError("garbage", operation, `runnerd's result line is not JSON: ${line.slice(0, 200)}`);
     }
-    const out = validate(operation, value, ResultLine, "runnerd's result") as Record<string, unknown>;
+    const out = validate(operation, value, resultLineSchema, "runnerd's result") as Record<string, unknown>;
     if (out.ok !== true && !raw) throw refusal(operation, out);
     return out;
   }

@@ -14,7 +14,7 @@ export interface Keyset {
 }
 
 // A signed cursor is still checked: year 0 or a control character reached the query as a 500.
-const payload = z.object({
+const cursorPayloadSchema = z.object({
   t: z.iso.datetime().refine((t) => {
     const year = new Date(t).getUTCFullYear();
     return year >= 1 && year <= 9999;
@@ -70,7 +70,7 @@ function cursorInputOf(decode: (cursor: string) => unknown) {
 }
 
 export function decodeCursor(cursor: string): Keyset | null {
-  const k = openJson(cursor, payload);
+  const k = openJson(cursor, cursorPayloadSchema);
   return k ? { createdAt: new Date(k.t), id: k.id } : null;
 }
 

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { RunStatus, type Db, type Proof } from "../db/client";
 import { admitRetry, catalogueRowSchema, describeFailure, failureDescriptionSchema } from "../engine";
 import { AppError } from "../errors";
-import { runRow } from "./queries";
+import { runRowSchema } from "./queries";
 import { otherLiveRun } from "./retry";
 import { inScope, type CompanyScope } from "../shared/roles";
 import { uuidSchema } from "../lib/ids";
@@ -15,20 +15,20 @@ import { uuidSchema } from "../lib/ids";
 export const runIdInput = z.object({ id: uuidSchema });
 
 /** A check as stored: `expected` and `actual` stay whatever the engine wrote (or absent). */
-export const recordedCheck = z.looseObject({ name: z.string(), ok: z.boolean(), expected: z.unknown().optional(), actual: z.unknown().optional() });
-export type RecordedCheck = z.infer<typeof recordedCheck>;
+export const recordedCheckSchema = z.looseObject({ name: z.string(), ok: z.boolean(), expected: z.unknown().optional(), actual: z.unknown().optional() });
+export type RecordedCheck = z.infer<typeof recordedCheckSchema>;
 
 
-const runLink = z.object({ id: z.string(), status: z.enum(RunStatus), failureCode: z.string().nullable(), createdAt: z.date() });
+const runLinkSchema = z.object({ id: z.string(), status: z.enum(RunStatus), failureCode: z.string().nullable(), createdAt: z.date() });
 
-export const proofView = z.object({
+export const proofViewSchema = z.object({
   id: z.string(),
   kind: z.string(),
   verdict: z.string(),
   code: z.string().nullable(),
   reason: z.string().nullable(),
   /** Null when the stored checks are not a list of checks; `checksRaw` then has them verbatim. */
-  checks: z.array(recordedCheck).nullable(),
+  checks: z.array(recordedCheckSchema).nullable(),
   checksRaw: z.unknown(),
   failure: failureDescriptionSchema.nullable(),
   evaluatedBy: z.string(),
@@ -38,11 +38,11 @@ export const proofView = z.object({
   intentId: z.string().nullable(),
   sandboxId: z.string().nullable(),
 });
-export type ProofView = z.infer<typeof proofView>;
+export type ProofView = z.infer<typeof proofViewSchema>;
 
 export const runDetailOutput = z.object({
   // The list's row, minus what only the list shows, plus what only the detail needs.
-  run: runRow.omit({ failureMessage: true, canRetry: true, previousRunId: true }).extend({
+  run: runRowSchema.omit({ failureMessage: true, canRetry: true, previousRunId: true }).extend({
     instanceId: z.string(),
     failureDetail: z.string().nullable(),
     recoveryMode: z.string().nullable(),
@@ -75,7 +75,7 @@ export const runDetailOutput = z.object({
      * The run that now carries the task: the successor, or the newest run down the Retry
      * chain, read live, with its code's sentence. Null while this run was not retried.
      */
-    current: runLink.extend({ failureMessage: z.string().nullable(), nextAction: z.string().nullable(), hops: z.number().int().min(1) }).nullable(),
+    current: runLinkSchema.extend({ failureMessage: z.string().nullable(), nextAction: z.string().nullable(), hops: z.number().int().min(1) }).nullable(),
   }),
   events: z.array(z.object({ id: z.string(), type: z.string(), at: z.date(), bootId: z.string().nullable(), data: z.unknown() })),
   /** True when the timeline has more events than shown (the newest are kept). */
@@ -96,7 +96,7 @@ export const runDetailOutput = z.object({
       proofIds: z.array(z.string()),
     }),
   ),
-  proofs: z.array(proofView),
+  proofs: z.array(proofViewSchema),
   leases: z.array(
     z.object({
       id: z.string(),
@@ -122,7 +122,7 @@ export const runDetailOutput = z.object({
   intents: z.array(z.object({ id: z.string(), status: z.string(), creationName: z.string(), attempts: z.number().int(), createdAt: z.date(), resolvedAt: z.date().nullable() })),
   runnerState: z.object({ state: z.unknown(), at: z.date().nullable() }),
   /** Oldest first: the runs this one retries, and the runs that retried it. */
-  lineage: z.object({ previous: z.array(runLink), next: z.array(runLink) }),
+  lineage: z.object({ previous: z.array(runLinkSchema), next: z.array(runLinkSchema) }),
 });
 export type RunDetail = z.infer<typeof runDetailOutput>;
 
@@ -155,7 +155,7 @@ function recordedFailure(p: Proof): z.infer<typeof failureDescriptionSchema> | n
 }
 
 export function proofToView(p: Proof): ProofView {
-  const parsed = z.array(recordedCheck).safeParse(p.checks);
+  const parsed = z.array(recordedCheckSchema).safeParse(p.checks);
   return {
     id: p.id,
     kind: p.kind,
@@ -272,7 +272,7 @@ export async function getRunDetail(db: Db, scope: CompanyScope, id: string): Pro
 }
 
 /** The newest run of the Retry chain after this one, as the old run's page reports it. */
-function currentRun(next: Array<z.infer<typeof runLink>>) {
+function currentRun(next: Array<z.infer<typeof runLinkSchema>>) {
   const last = next.at(-1);
   if (!last) return null;
   const entry = describeFailure(last.failureCode);
@@ -281,14 +281,14 @@ function currentRun(next: Array<z.infer<typeof runLink>>) {
 
 async function readLineage(db: Db, previousId: string | null, nextId: string | null) {
   const select = { id: true, status: true, failureCode: true, createdAt: true, previousRunId: true } as const;
-  const previous: Array<z.infer<typeof runLink>> = [];
+  const previous: Array<z.infer<typeof runLinkSchema>> = [];
   for (let id = previousId; id && previous.length < LINEAGE_LIMIT; ) {
     const r = await db.run.findUnique({ where: { id }, select });
     if (!r) break;
     previous.unshift({ id: r.id, status: r.status, failureCode: r.failureCode, createdAt: r.createdAt });
     id = r.previousRunId;
   }
-  const next: Array<z.infer<typeof runLink>> = [];
+  const next: Array<z.infer<typeof runLinkSchema>> = [];
   for (let id = nextId; id && next.length < LINEAGE_LIMIT; ) {
     const r = await db.run.findUnique({ where: { id }, select: { ...select, nextRun: { select: { id: true } } } });
     if (!r) break;

@@ -68,7 +68,7 @@ export function runWhere(f: RunFilter, now: Date): Prisma.RunWhereInput {
   return and.length ? { AND: and } : {};
 }
 
-export const runRow = z.object({
+export const runRowSchema = z.object({
   id: z.string(),
   companyId: z.string(),
   taskId: z.string(),
@@ -90,10 +90,10 @@ export const runRow = z.object({
   createdAt: z.date(),
   finishedAt: z.date().nullable(),
 });
-export type RunRow = z.infer<typeof runRow>;
+export type RunRow = z.infer<typeof runRowSchema>;
 
 export const runListOutput = z.object({
-  items: z.array(runRow),
+  items: z.array(runRowSchema),
   nextCursor: z.string().nullable(),
   /** Runs matching the filters, over all pages (capped). */
   ...cappedTotal,

@@ -6,12 +6,12 @@ import { AppError } from "../errors";
 import { inScope, type CompanyScope } from "../shared/roles";
 import { COMMAND_CONTROL_CHARACTER, hasLoneSurrogate, text } from "../text";
 
-const name = z.string().trim().min(1).max(120).regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, "letters, digits, '.', '_', ':' or '-'");
+const nameSchema = z.string().trim().min(1).max(120).regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, "letters, digits, '.', '_', ':' or '-'");
 
 export const submitRunInput = z.object({
-  companyId: name,
-  taskId: name,
-  agent: name,
+  companyId: nameSchema,
+  taskId: nameSchema,
+  agent: nameSchema,
   provider: text(40),
   target: z.enum(["local", "remote"]).default("remote"),
   sandboxMode: z.enum(["per_turn", "warm"]).default("warm"),
@@ -30,7 +30,7 @@ export const submitRunInput = z.object({
 export type SubmitRunInput = z.input<typeof submitRunInput>;
 
 /** A run as runs.create and runs.retry answer it. */
-export const runSummary = z.object({
+export const runSummarySchema = z.object({
   id: z.string(),
   companyId: z.string(),
   taskId: z.string(),
@@ -39,7 +39,7 @@ export const runSummary = z.object({
   createdAt: z.date(),
 });
 
-export const pickRunSummary = (r: z.infer<typeof runSummary>) => ({
+export const pickRunSummary = (r: z.infer<typeof runSummarySchema>) => ({
   id: r.id,
   companyId: r.companyId,
   taskId: r.taskId,

@@ -42,7 +42,7 @@ export type ReclaimInput = z.input<typeof reclaimInput>;
 
 export const RECLAIM_OUTCOMES = ["would_destroy", "refused", "destroyed", "already_gone", "failed"] as const;
 
-export const reclaimResult = z.object({
+export const reclaimResultSchema = z.object({
   sandboxId: z.string(),
   name: z.string().nullable(),
   companyId: z.string().nullable(),
@@ -53,14 +53,14 @@ export const reclaimResult = z.object({
   accruedCost: z.number().nullable(),
   leaseId: z.string().nullable(),
 });
-export type ReclaimResult = z.infer<typeof reclaimResult>;
+export type ReclaimResult = z.infer<typeof reclaimResultSchema>;
 
 export const reclaimOutput = z.object({
   dryRun: z.boolean(),
   planId: z.string(),
   instanceId: z.string(),
   at: z.date(),
-  results: z.array(reclaimResult),
+  results: z.array(reclaimResultSchema),
   /** Dry run: the words to type to destroy the sandboxes it would destroy. */
   confirmWord: z.string().nullable(),
   counts: z.record(z.enum(RECLAIM_OUTCOMES), z.number().int()),

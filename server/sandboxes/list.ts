@@ -25,7 +25,7 @@ export const orphanListInput = z.object({
 });
 export type OrphanListInput = z.input<typeof orphanListInput>;
 
-export const orphanRow = z.object({
+export const orphanRowSchema = z.object({
   id: z.string(),
   name: z.string(),
   state: z.string(),
@@ -45,13 +45,13 @@ export const orphanRow = z.object({
   verdict: z.enum(OWNERSHIP_VERDICTS),
   reason: z.string(),
 });
-export type OrphanRow = z.infer<typeof orphanRow>;
+export type OrphanRow = z.infer<typeof orphanRowSchema>;
 
 export const orphanListOutput = z.object({
   instanceId: z.string(),
   listedAt: z.date(),
   /** One page of the matching orphans, the costliest first. */
-  items: z.array(orphanRow),
+  items: z.array(orphanRowSchema),
   /** Where the page starts among all matching orphans (0-based). */
   offset: z.number().int(),
   nextCursor: z.string().nullable(),

@@ -20,10 +20,10 @@ export const CHECK_TITLES: Record<CheckId, string> = {
   R6: "ownership safety",
 };
 
-const checkResult = z.looseObject({ ok: z.boolean(), detail: z.string().optional() });
-export type CheckResult = z.infer<typeof checkResult>;
+const checkResultSchema = z.looseObject({ ok: z.boolean(), detail: z.string().optional() });
+export type CheckResult = z.infer<typeof checkResultSchema>;
 
-const plannedTask = z.object({
+const plannedTaskSchema = z.object({
   key: z.string(),
   agent: z.string(),
   provider: z.enum(["codex", "claude"]),
@@ -35,7 +35,7 @@ const plannedTask = z.object({
 
 export const planSchema = z.object({
   seed: z.number().int(),
-  tasks: z.array(plannedTask),
+  tasks: z.array(plannedTaskSchema),
   kills: z.array(z.object({ kind: z.enum(KILL_KINDS), atMs: z.number(), crashAt: z.enum(["after_create", "during_teardown_claim"]).optional() })),
   concurrency: z.number().int(),
 });
@@ -60,7 +60,7 @@ export const taskReportSchema = z.object({
   runs: z.array(runRecordSchema),
   failureCodes: z.array(z.string()),
   retriesNeeded: z.number().int().min(0),
-  checks: z.object({ R1: checkResult, R2: checkResult, R3: checkResult, R4: checkResult, R5: checkResult, R6: checkResult }),
+  checks: z.object({ R1: checkResultSchema, R2: checkResultSchema, R3: checkResultSchema, R4: checkResultSchema, R5: checkResultSchema, R6: checkResultSchema }),
 });
 export type TaskReport = z.infer<typeof taskReportSchema>;
 

@@ -7,7 +7,7 @@ import { companyWhere, inScope, type CompanyScope } from "../shared/roles";
 
 /** The dashboard's read model of chaos waves: list, one wave, and two side by side. */
 
-export const waveListItem = z.object({
+export const waveListItemSchema = z.object({
   id: z.string(),
   seed: z.number().int(),
   status: z.string(),
@@ -24,7 +24,7 @@ export const waveListItem = z.object({
   orphans: z.number().int(),
 });
 
-export const waveListOutput = z.array(waveListItem);
+export const waveListOutput = z.array(waveListItemSchema);
 
 interface StoredConfig {
   kills?: string[];
@@ -38,12 +38,12 @@ export async function listWaves(db: Db, scope: CompanyScope): Promise<z.infer<ty
 }
 
 /** The newest wave this person may see, as the list shows it. */
-export async function latestWave(db: Db, scope: CompanyScope): Promise<z.infer<typeof waveListItem> | null> {
+export async function latestWave(db: Db, scope: CompanyScope): Promise<z.infer<typeof waveListItemSchema> | null> {
   const w = await db.chaosWave.findFirst({ where: companyWhere(scope), orderBy: [{ startedAt: "desc" }, { id: "desc" }] });
   return w ? toListItem(w) : null;
 }
 
-function toListItem(w: ChaosWave): z.infer<typeof waveListItem> {
+function toListItem(w: ChaosWave): z.infer<typeof waveListItemSchema> {
   const summary = w.summary as Partial<WaveSummary> | null;
   const config = (w.config ?? {}) as StoredConfig;
   const plan = w.plan as { tasks?: unknown[]; kills?: Array<{ kind: string }>; faults?: string[] } | null;
@@ -66,7 +66,7 @@ function toListItem(w: ChaosWave): z.infer<typeof waveListItem> {
 
 export const waveIdInput = z.object({ id: text(80) });
 
-const liveTask = z.object({ key: z.string(), runId: z.string(), status: z.string(), turns: z.string(), failureCode: z.string().nullable(), restarts: z.number().int() });
+const liveTaskSchema = z.object({ key: z.string(), runId: z.string(), status: z.string(), turns: z.string(), failureCode: z.string().nullable(), restarts: z.number().int() });
 
 export const waveDetailOutput = z.object({
   id: z.string(),
@@ -80,13 +80,13 @@ export const waveDetailOutput = z.object({
   summary: z.unknown().nullable(),
   plan: z.unknown(),
   /** While it runs: where each task's latest run stands. */
-  live: z.array(liveTask),
+  live: z.array(liveTaskSchema),
 });
 
 export async function getWave(db: Db, scope: CompanyScope, id: string): Promise<z.infer<typeof waveDetailOutput>> {
   const w = await db.chaosWave.findUnique({ where: { id } });
   if (!w || !inScope(scope, w.companyId)) throw new AppError("NOT_FOUND", `wave ${id} does not exist`);
-  let live: z.infer<typeof liveTask>[] = [];
+  let live: z.infer<typeof liveTaskSchema>[] = [];
   if (w.status === "running") {
     const runs = await db.run.findMany({ where: { waveId: id }, orderBy: { createdAt: "asc" } });
     const latest = new Map<string, (typeof runs)[number]>();
@@ -117,7 +117,7 @@ export async function getWave(db: Db, scope: CompanyScope, id: string): Promise<
 
 export const waveCompareInput = z.object({ a: text(80), b: text(80) });
 
-const side = z.object({
+const sideSchema = z.object({
   id: z.string(),
   seed: z.number().int(),
   startedAt: z.string(),
@@ -130,14 +130,14 @@ const side = z.object({
 });
 
 export const waveCompareOutput = z.object({
-  a: side,
-  b: side,
+  a: sideSchema,
+  b: sideSchema,
   /** Task × check cells whose result differs (tasks matched by key: t01, t02, …). */
   changed: z.array(z.object({ task: z.string(), check: z.enum(CHECK_IDS), a: z.boolean().nullable(), b: z.boolean().nullable() })),
   codes: z.array(z.object({ code: z.string(), a: z.number().int(), b: z.number().int(), change: z.enum(["appeared", "vanished", "more", "fewer", "same"]) })),
 });
 
-function sideOf(r: WaveReport): z.infer<typeof side> {
+function sideOf(r: WaveReport): z.infer<typeof sideSchema> {
   const checks = Object.fromEntries(CHECK_IDS.map((c) => [c, { pass: 0, fail: 0 }]));
   for (const t of r.tasks) for (const c of CHECK_IDS) checks[c]![t.checks[c].ok ? "pass" : "fail"] += 1;
   return {

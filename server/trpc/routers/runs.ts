@@ -2,7 +2,7 @@ import { z } from "zod";
 import { getRunDetail, runDetailOutput, runEvidence, runEvidenceOutput, runIdInput } from "../../runs/detail";
 import { failureGroups, failureGroupsOutput, listRuns, runFacets, runFacetsOutput, runFilterInput, runListInput, runListOutput, runStatusCounts, runStatusCountsOutput } from "../../runs/queries";
 import { retryRun } from "../../runs/retry";
-import { pickRunSummary, runSummary, submitRunInScope, submitRunInput } from "../../runs/submit";
+import { pickRunSummary, runSummarySchema, submitRunInScope, submitRunInput } from "../../runs/submit";
 import { boardProcedure, createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 import { uuidSchema } from "../../lib/ids";
 
@@ -40,7 +40,7 @@ export const runsRouter = createTRPCRouter({
   /** Queues a run for a task; whichever controller claims it executes it. */
   create: operatorProcedure
     .input(submitRunInput)
-    .output(runSummary)
+    .output(runSummarySchema)
     .mutation(async ({ ctx, input }) => pickRunSummary(await submitRunInScope(ctx.db, await ctx.instanceId(), input, ctx.actor, ctx.scope))),
 
   /**
@@ -49,7 +49,7 @@ export const runsRouter = createTRPCRouter({
    */
   retry: boardProcedure
     .input(z.object({ runId: uuidSchema }))
-    .output(z.object({ run: runSummary, created: z.boolean(), cleanup: z.array(z.object({ leaseId: z.string(), outcome: z.string() })) }))
+    .output(z.object({ run: runSummarySchema, created: z.boolean(), cleanup: z.array(z.object({ leaseId: z.string(), outcome: z.string() })) }))
     .mutation(async ({ ctx, input }) => {
       const result = await retryRun(ctx.db, input.runId, ctx.actor, ctx.scope);
       const cleanup = result.leasesQueued.length ? await (await ctx.services()).tearDownRetriedLeases(result.leasesQueued) : [];
