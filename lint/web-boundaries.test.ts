@@ -1,6 +1,5 @@
-import { ESLint } from "eslint";
-import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import { lintAt, warmLint } from "./eslint";
 
 /**
  * The web's import boundaries (eslint.config.mjs, ARCHITECTURE.md): routers reach neither the
@@ -8,12 +7,10 @@ import { describe, expect, it } from "vitest";
  * config lints files at these paths, so removing or narrowing a rule fails here.
  */
 
-const root = path.resolve(__dirname, "../..");
-const eslint = new ESLint({ cwd: root });
+beforeAll(warmLint, 120_000);
 
 async function boundaryErrors(file: string, code: string): Promise<string[]> {
-  const [result] = await eslint.lintText(code, { filePath: path.join(root, file) });
-  return (result?.messages ?? []).filter((m) => m.ruleId === "@typescript-eslint/no-restricted-imports").map((m) => m.message);
+  return (await lintAt(file, code)).filter((m) => m.ruleId === "@typescript-eslint/no-restricted-imports").map((m) => m.message);
 }
 
 const use = (name: string) => `\nexport const used = ${name};\n`;

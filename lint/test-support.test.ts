@@ -1,19 +1,13 @@
-import { ESLint } from "eslint";
 import { beforeAll, describe, expect, it } from "vitest";
+import { lintAt, warmLint } from "./eslint";
 
 /** The rule that keeps test support out of what ships (eslint.config.mjs, ARCHITECTURE.md). */
-let eslint: ESLint;
-beforeAll(async () => {
-  eslint = new ESLint({ cwd: process.cwd() });
-  // The first lint loads the TypeScript project (half a minute on a loaded machine): in the hook's budget, not a test's.
-  await eslint.lintText("export const warm = 1;\n", { filePath: "server/db/warm.ts" });
-});
+beforeAll(warmLint, 120_000);
 
 const RULE = "import/no-restricted-paths";
 
 async function ruleIds(code: string, filePath: string): Promise<string[]> {
-  const [result] = await eslint.lintText(`${code}\nexport const x = 1;\n`, { filePath });
-  return (result?.messages ?? []).map((m) => m.ruleId ?? m.message);
+  return (await lintAt(filePath, `${code}\nexport const x = 1;\n`)).map((m) => m.ruleId ?? m.message);
 }
 
 describe("test support never ships", () => {

@@ -1,15 +1,11 @@
-import { ESLint } from "eslint";
 import { beforeAll, describe, expect, it } from "vitest";
+import { lintAt, warmLint } from "./eslint";
 
 /** The project's own lint rules must catch what they exist to catch. */
-let eslint: ESLint;
-beforeAll(() => {
-  eslint = new ESLint({ cwd: process.cwd() });
-});
+beforeAll(warmLint, 120_000);
 
 async function ruleIds(code: string, filePath: string): Promise<string[]> {
-  const [result] = await eslint.lintText(code, { filePath });
-  return (result?.messages ?? []).map((m) => m.ruleId ?? m.message);
+  return (await lintAt(filePath, code)).map((m) => m.ruleId ?? m.message);
 }
 
 describe("engine boundary", () => {

@@ -1,23 +1,15 @@
-import path from "node:path";
-import { ESLint } from "eslint";
 import { beforeAll, describe, expect, test } from "vitest";
+import { lintAt, warmLint } from "./eslint";
 
 /**
  * The lint rules are the executable form of ARCHITECTURE.md's rooms; these tests run the
  * project's own eslint.config.mjs on small snippets, so each fails if its rule is removed.
  */
-const root = path.resolve(import.meta.dirname, "..");
-let eslint: ESLint;
-
-beforeAll(() => {
-  eslint = new ESLint({ cwd: root, overrideConfigFile: path.join(root, "eslint.config.mjs") });
-});
+beforeAll(warmLint, 120_000);
 
 /** The ids of the rules that report an error on `code` as if it were the file at `file`. */
 async function errors(file: string, code: string): Promise<string[]> {
-  const [result] = await eslint.lintText(code, { filePath: path.join(root, file) });
-  if (!result) throw new Error("ESLint returned no result");
-  return result.messages.filter((m) => m.severity === 2).map((m) => m.ruleId ?? `fatal: ${m.message}`);
+  return (await lintAt(file, code)).filter((m) => m.severity === 2).map((m) => m.ruleId ?? `fatal: ${m.message}`);
 }
 
 const CLIENT_RULE = "runwarden/client-imports-shared";
