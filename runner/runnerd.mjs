@@ -229,7 +229,8 @@ async function start(args) {
   });
 }
 
-const RESUMABLE_LIFECYCLES = ["ready", "suspended", "backpressure"];
+/** Lifecycles a controller may reattach to, and so a dead runner may be resumed in (the engine's REATTACHABLE_LIFECYCLES). */
+const REATTACHABLE_LIFECYCLES = ["ready", "suspended", "backpressure"];
 
 /**
  * `start --resume` (resume_dead_runner): the runner process died — its sandbox stopped, or it
@@ -247,7 +248,7 @@ async function resume(args, port) {
     }
     if (alive(current.process)) return { ok: true, state: current };
     if (current.inFlight) throw new Refusal("runner_not_resumable", `turn ${current.inFlight.seq} was in flight when the runner stopped`);
-    if (current.lastConnectionProtocolVersion === null || !RESUMABLE_LIFECYCLES.includes(current.lifecycle)) {
+    if (current.lastConnectionProtocolVersion === null || !REATTACHABLE_LIFECYCLES.includes(current.lifecycle)) {
       throw new Refusal("runner_not_resumable", `a runner ${current.lastConnectionProtocolVersion === null ? "that never connected" : `in lifecycle ${current.lifecycle}`} is not resumed`);
     }
     const serveArgs = [process.argv[1], "serve", "--resume", "--run", args.run, "--instance", args.instance, "--session", args.session, "--port", String(port)];
@@ -451,7 +452,7 @@ function serveWith(initial, port, sessionCommand) {
 
   function reattach() {
     if (state.lastConnectionProtocolVersion === null) throw new Refusal("runner_never_connected", "the runner never connected: open a session instead");
-    needLifecycle(["ready", "suspended", "backpressure"], "runner_not_reattachable");
+    needLifecycle(REATTACHABLE_LIFECYCLES, "runner_not_reattachable");
     Object.assign(state, { lifecycle: "ready", reconnectCount: state.reconnectCount + 1 });
     return { ok: true, state: writeState(state) };
   }

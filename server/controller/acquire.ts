@@ -45,6 +45,8 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
       },
     });
   });
+  /** The intent's sandbox will be nobody's lease: the sweep looks at it at once. */
+  const dueNow = () => ctx.db.sandboxCreationIntent.updateMany({ where: { id: operationId, status: "pending" }, data: { nextAttemptAt: new Date() } });
   await appendEvent(ctx.db, run.id, "intent_committed", ctx.identity.bootId, { operationId, creationName: name, turn });
   crashPoint(ctx, "after_intent_commit", { runId: run.id });
 
@@ -54,7 +56,7 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
   } catch (err) {
     // This creator has stopped waiting: the intent is due now, and the sweep inspects it
     // (a create the provider still materialises later is reclaimed, not leaked).
-    await ctx.db.sandboxCreationIntent.updateMany({ where: { id: operationId, status: "pending" }, data: { nextAttemptAt: new Date() } });
+    await dueNow();
     const message = err instanceof Error ? err.message : String(err);
     await appendEvent(ctx.db, run.id, "create_failed", ctx.identity.bootId, { operationId, error: message });
     throw new AcquireError(`sandbox create failed: ${message}`);
@@ -90,7 +92,7 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
   } catch (err) {
     // Taken over while the provider created: the sandbox is nobody's lease, so its intent
     // is due now and the sweep reclaims it.
-    if (isRunLost(err)) await ctx.db.sandboxCreationIntent.updateMany({ where: { id: operationId, status: "pending" }, data: { nextAttemptAt: new Date() } });
+    if (isRunLost(err)) await dueNow();
     throw err;
   }
   if (!lease) throw new AcquireError(`creation intent ${operationId} was resolved by a sweep before its lease committed`);

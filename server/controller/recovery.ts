@@ -12,6 +12,8 @@ import {
   type RecoveryAttemptEvidence,
   type RecoveryRouteEvidence,
   type RecoveryRouteResult,
+  decideRunnerResume,
+  type RunnerResumeEvidence,
 } from "../engine";
 import { ProviderError } from "../providers/errors";
 import { PROVIDER_STATE_PATH, RUNNER_ROOT, readRunnerState, runnerProgramDigest, type RunnerState } from "../providers/runner";
@@ -26,7 +28,6 @@ import { finishRunFailed } from "./outcome";
 import { appendEvent, json, recordProof } from "./records";
 import { bringSandboxUp } from "./stopped-sandbox";
 import { leaseBinding } from "./rules";
-import { decideRunnerResume, type RunnerResumeEvidence } from "../engine";
 
 const ACTIVE = EXECUTING_RUN_STATUSES;
 
@@ -69,11 +70,6 @@ export function executorStatus(ctx: ControllerContext, executor: ControllerProce
 }
 
 /**
- * Interrupted runs of this instance whose executor is gone, claimed for this controller.
- * Pages through active runs by a stable id cursor (§2.8): no number of runs of live
- * executors can hide an interrupted one behind the first page.
- */
-/**
  * One page of this instance's executing runs that another executor holds (or none), in id
  * order. Reads the partial index `runs_executing_by_instance` (issue 13).
  */
@@ -93,6 +89,11 @@ export async function executingRunsPage(db: Db, p: { instanceId: string; bootId:
   return db.run.findMany({ where: { id: { in: ids.map((r) => r.id) } }, orderBy: { id: "asc" } });
 }
 
+/**
+ * Interrupted runs of this instance whose executor is gone, claimed for this controller.
+ * Pages through active runs by a stable id cursor (§2.8): no number of runs of live
+ * executors can hide an interrupted one behind the first page.
+ */
 export async function claimInterruptedRuns(ctx: ControllerContext, limit: number): Promise<Array<{ run: Run; status: ExecutorStatus }>> {
   const now = new Date();
   const executors = new Map<string, ControllerProcess | null>();

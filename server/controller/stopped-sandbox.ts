@@ -8,9 +8,9 @@ import type { SandboxProvider } from "../providers/types";
  * the provider (`POST /sandbox/{id}/start`, waiting for `started`). Recovery calls it before
  * it reads the runner state of a lease's sandbox, stores `decision` (with its checks) as a
  * proof, counts `attempted` towards `startAttempts`, and acts on the final verdict:
- * `proceed` → recover as usual (the runner process did not survive the stop, so the
- * bootstrap-restart path applies); `wait` → look again on a later tick; `end_run` → end the
- * run with `decision.code` (terminal, Retry).
+ * `proceed` → recover as usual (the runner process did not survive the stop: the engine's
+ * `runner_resume` or `bootstrap_restart` proof decides what becomes of it); `wait` → look
+ * again on a later tick; `end_run` → end the run with `decision.code` (terminal, Retry).
  */
 
 export interface BringUpResult {
