@@ -1,3 +1,4 @@
+import { ensureInstance } from "../db/installation";
 import type { ControllerContext } from "./context";
 import { executeRun } from "./execute";
 import { isRunLost } from "./fence";
@@ -32,7 +33,7 @@ export class Controller {
   /** Records this process (DOMAIN.md §1) and makes sure its instance exists. */
   async boot(): Promise<void> {
     const { db, identity, config } = this.ctx;
-    await db.instance.upsert({ where: { id: config.instanceId }, create: { id: config.instanceId, name: config.instanceId, createPrefix: config.sandboxPrefix }, update: {} });
+    await ensureInstance(db, config.instanceId, config.sandboxPrefix);
     await db.controllerProcess.create({
       data: {
         bootId: identity.bootId,

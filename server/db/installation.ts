@@ -1,5 +1,5 @@
 import crypto from "node:crypto";
-import type { Db } from "./client";
+import type { Db, Prisma } from "./client";
 
 /**
  * This installation's instance id (DOMAIN.md §1, §2.9). Every sandbox it creates carries it
@@ -28,4 +28,14 @@ export function instanceIdOf(db: Db, explicit?: string | null): Promise<string> 
     cache.set(db, p);
   }
   return p;
+}
+
+/**
+ * The `instances` row, made by whoever needs it first. A single INSERT … ON CONFLICT: Prisma's
+ * upsert reads then inserts, so a controller booting while a run is submitted on a new
+ * instance could lose that race with a unique violation (which submit read as "the task
+ * already has an active run").
+ */
+export async function ensureInstance(db: Db | Prisma.TransactionClient, id: string, createPrefix = "rw"): Promise<void> {
+  await db.$executeRaw`INSERT INTO instances (id, name, create_prefix) VALUES (${id}, ${id}, ${createPrefix}) ON CONFLICT (id) DO NOTHING`;
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ensureInstance } from "../db/installation";
 import { writeAudit, type Actor } from "../audit/write";
 import { Prisma, RunStatus, type Db, type Run } from "../db/client";
 import { LIVE_RUN_STATUSES } from "../engine";
@@ -62,7 +63,7 @@ export async function submitRun(db: Db, instanceId: string, raw: SubmitRunInput,
   const input = submitRunInput.parse(raw);
   try {
     return await db.$transaction(async (tx) => {
-      await tx.instance.upsert({ where: { id: instanceId }, create: { id: instanceId, name: instanceId }, update: {} });
+      await ensureInstance(tx, instanceId);
       const run = await tx.run.create({
         data: {
           instanceId,
