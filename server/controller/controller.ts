@@ -69,12 +69,14 @@ export class Controller {
         await this.ctx.db.controllerProcess.update({ where: { bootId: this.ctx.identity.bootId }, data: { lastSeenAt: new Date() } });
       }
       if (this.ctx.drain.signal.aborted) return;
-      await this.recoverInterrupted();
-      await this.claimQueued();
+      // The sweep first, and not awaited: a restarted controller's first act is to look for
+      // what the last one left behind, while it recovers and claims runs (issue 12's bench).
       if (now - this.lastSweepAt >= this.ctx.config.sweepIntervalMs && !this.sweeping) {
         this.lastSweepAt = now;
         void this.sweep("interval");
       }
+      await this.recoverInterrupted();
+      await this.claimQueued();
     } finally {
       this.ticking = false;
     }

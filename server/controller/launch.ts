@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import path from "node:path";
 import { childEnv } from "../env";
+import { controllerProgram } from "./program";
 
 /**
- * Launches a real controller process (`scripts/controller.ts`) and watches it: ready when it
+ * Launches a real controller process (`scripts/controller.ts`, bundled: ./program.ts) and watches it: ready when it
  * prints `controller ready:`, its output kept, its exit awaited. The wave harness and the
  * bench drive controllers through it; the tests' harness (server/test/) re-uses it.
  */
@@ -16,9 +16,6 @@ export interface ControllerProcessHandle {
   kill(signal: NodeJS.Signals): void;
 }
 
-// tsx as a loader inside this one process (its CLI would put a second process in between,
-// and a signal would then reach the wrong one).
-const TSX_LOADER = ["--import", "tsx"];
 
 /** Short timings for controllers that live a few seconds (a wave, the bench, tests). */
 export const FAST_CONTROLLER_ENV: Record<string, string> = {
@@ -35,7 +32,8 @@ export const FAST_CONTROLLER_ENV: Record<string, string> = {
 
 /** Starts a controller with exactly `env` on top of this process's child environment. */
 export function launchController(env: Record<string, string | undefined>, options: { readyTimeoutMs?: number } = {}): ControllerProcessHandle {
-  const child = spawn(process.execPath, [...TSX_LOADER, path.resolve("scripts/controller.ts")], {
+  // The bundled program, run by node itself: no loader process in between for a signal to miss.
+  const child = spawn(process.execPath, [controllerProgram()], {
     env: childEnv(env),
     stdio: ["ignore", "pipe", "pipe"],
   });
