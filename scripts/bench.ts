@@ -41,9 +41,15 @@ const cli = new Command("bench")
   .option("--scale [runs]", "generate this many runs (default 1,000,000) and measure every page and sweep at N/10 and N", positiveInt)
   .option("--json <file>", "with --scale: write the figures as JSON")
   .option("--reps <n>", "with --scale: timed repetitions per figure", positiveInt, 30)
+  .option("--client-js", "print the JavaScript each page of the last `next build` loads, gzipped, and stop")
   .option("--transition-ms <ms>", "the emulator's lifecycle transitions (create, start, stop, destroy) in ms; default: the emulator's own (Daytona-like) timings", nonNegativeInt)
   .parse(process.argv);
-const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; transitionMs?: number }>();
+const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; transitionMs?: number; clientJs?: boolean }>();
+if (opts.clientJs) {
+  const { printClientJs } = await import("./bench/client-js");
+  printClientJs(say);
+  process.exit(0);
+}
 if (opts.scale !== undefined) {
   const { runScaleBench } = await import("./bench/scale");
   await runScaleBench({ n: opts.scale === true ? 1_000_000 : opts.scale, json: opts.json, reps: opts.reps });

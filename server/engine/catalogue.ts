@@ -4,7 +4,8 @@
  * wording.
  */
 
-import { z } from "zod";
+// No zod here: the browser imports this table (server/shared/engine.ts), and the schemas that
+// describe it live in ./catalogue-schemas.ts so the pages do not carry zod.
 
 export const OUTCOME_CLASSES = ["retryable_failure", "terminal_failure"] as const;
 export type OutcomeClass = (typeof OUTCOME_CLASSES)[number];
@@ -12,18 +13,17 @@ export type OutcomeClass = (typeof OUTCOME_CLASSES)[number];
 export const OWNERS = ["agent", "board"] as const;
 export type Owner = (typeof OWNERS)[number];
 
-/** One row of the catalogue: the one shape of a code's meaning wherever it is stored or shown. */
-export const catalogueRowSchema = z.object({
-  outcome: z.enum(OUTCOME_CLASSES),
-  owner: z.enum(OWNERS),
+/** One row of the catalogue: the one shape of a code's meaning wherever it is stored or shown (its schema: `catalogueRowSchema`). */
+export interface CatalogueRow {
+  outcome: OutcomeClass;
+  owner: Owner;
   /** Whether the board sees a Retry button (DOMAIN.md §2.7: terminal failures only). */
-  canRetry: z.boolean(),
+  canRetry: boolean;
   /** The plain sentence a board user reads. */
-  message: z.string(),
+  message: string;
   /** One short line: what happened, then what to do. */
-  nextAction: z.string(),
-});
-export type CatalogueRow = z.infer<typeof catalogueRowSchema>;
+  nextAction: string;
+}
 
 export const FAILURE_CATALOGUE = {
   native_session_interrupted: {
@@ -150,13 +150,12 @@ export type FailureCode = keyof typeof FAILURE_CATALOGUE;
 
 export const FAILURE_CODES = Object.keys(FAILURE_CATALOGUE) as [FailureCode, ...FailureCode[]];
 
-/** What a reader sees for any stored code (`describeFailure`). */
-export const failureDescriptionSchema = catalogueRowSchema.extend({
-  code: z.string(),
+/** What a reader sees for any stored code (`describeFailure`; its schema: `failureDescriptionSchema`). */
+export interface FailureDescription extends CatalogueRow {
+  code: string;
   /** False for a code this catalogue does not know (an older or newer release wrote it). */
-  known: z.boolean(),
-});
-export type FailureDescription = z.infer<typeof failureDescriptionSchema>;
+  known: boolean;
+}
 
 export function isFailureCode(code: string): code is FailureCode {
   return Object.hasOwn(FAILURE_CATALOGUE, code);

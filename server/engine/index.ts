@@ -2,6 +2,7 @@
 export * from "./schemas";
 export * from "./verdicts";
 export * from "./catalogue";
+export * from "./catalogue-schemas";
 export { EvidenceError } from "./errors";
 export { decide, safeDecide, parseEvidence, evaluate, DEFAULT_ENGINE_CONFIG } from "./decide";
 export type { EngineConfig, ParseResult, DecideResult } from "./decide";

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { catalogueRowSchema, FAILURE_CODES, OUTCOME_CLASSES, OWNERS } from "./catalogue";
+import { FAILURE_CODES, OUTCOME_CLASSES, OWNERS } from "./catalogue";
+import { catalogueRowSchema } from "./catalogue-schemas";
 
 /**
  * Verdict shapes (EVIDENCE.md "Output"). They are schemas, not only types, so the tRPC
