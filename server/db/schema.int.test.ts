@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { withTestDatabase } from "../test/context";
+import { EXECUTING_RUN_STATUSES, LIVE_RUN_STATUSES } from "../engine";
 import { Prisma } from "./client";
 
 const t = withTestDatabase();
@@ -79,5 +80,23 @@ describe("domain constraints", () => {
     });
     const read = await db.proof.findUniqueOrThrow({ where: { id: proof.id } });
     expect(read.checks).toEqual(checks);
+  });
+});
+
+describe("the status lists the database's partial indexes spell out", () => {
+  // The indexes cannot import the engine's lists; this keeps the two spellings one meaning.
+  async function predicateStatuses(index: string): Promise<string[]> {
+    const rows = await t.current.db.$queryRaw<{ def: string }[]>`SELECT pg_get_expr(indpred, indrelid) AS def FROM pg_index WHERE indexrelid = ${index}::regclass`;
+    const def = rows[0]?.def;
+    if (!def) throw new Error(`index ${index} has no predicate`);
+    return [...def.matchAll(/'([a-z_]+)'/g)].map((m) => m[1]!).sort();
+  }
+
+  it("runs_executing_by_instance is EXECUTING_RUN_STATUSES (the recovery poll reads it)", async () => {
+    expect(await predicateStatuses("runs_executing_by_instance")).toEqual([...EXECUTING_RUN_STATUSES].sort());
+  });
+
+  it("runs_one_active_per_task is LIVE_RUN_STATUSES (one live run per task)", async () => {
+    expect(await predicateStatuses("runs_one_active_per_task")).toEqual([...LIVE_RUN_STATUSES].sort());
   });
 });
