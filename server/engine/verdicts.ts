@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { FAILURE_CODES, OUTCOME_CLASSES, OWNERS } from "./catalogue";
+import { FAILURE_CODES, OUTCOME_CLASSES } from "./catalogue";
 import { catalogueRowSchema } from "./catalogue-schemas";
 
 /**
@@ -19,14 +19,18 @@ export type Check = z.infer<typeof checkSchema>;
 
 const failureCodeSchema = z.enum(FAILURE_CODES);
 
-/** Catalogue fields of the verdict's code; all null (and no Retry) when there is no code. */
+/**
+ * Catalogue fields of the verdict's code (the catalogue row's own schemas); all null (and no
+ * Retry) when there is no code. `satisfies` makes a new catalogue field a type error here.
+ */
+const row = catalogueRowSchema.shape;
 const failureTail = {
-  outcome: z.enum(OUTCOME_CLASSES).nullable(),
-  owner: z.enum(OWNERS).nullable(),
-  canRetry: z.boolean(),
-  message: z.string().nullable(),
-  nextAction: z.string().nullable(),
-};
+  outcome: row.outcome.nullable(),
+  owner: row.owner.nullable(),
+  canRetry: row.canRetry,
+  message: row.message.nullable(),
+  nextAction: row.nextAction.nullable(),
+} satisfies Record<keyof typeof row, z.ZodType>;
 
 export const PROCESS_EXIT_VERDICTS = ["exited", "alive", "unknown"] as const;
 export const PROCESS_EXIT_REASONS = [
