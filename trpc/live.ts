@@ -1,21 +1,14 @@
 import { useQuery, useQueryClient, type QueryFilters } from "@tanstack/react-query";
 import { useEffect, useRef } from "react";
-import { advanceLive, type LiveState, type LiveTopic } from "@/server/shared/live";
+import { advanceLive, LIVE_POLL_MS, LIVE_SAFETY_MS, LIVE_TOKEN_INTERVAL_MS, type LiveState, type LiveTopic } from "@/server/shared/live";
 import { isClientError } from "./errors";
 import { useTRPC } from "./react";
-
-/** How often a live page polls the "changed since" token (one function call, no table read). */
-export const LIVE_TOKEN_INTERVAL_MS = 3_000;
-/** The slow safety refetch of a page's real queries, whatever the token says. */
-export const LIVE_SAFETY_MS = 60_000;
-/** What lives outside the database (the provider's sandboxes) is polled as it always was. */
-export const LIVE_INTERVAL_MS = 4_000;
 
 /**
  * A refetch interval that stops on a 4xx: the answer will not change until the input does.
  * Polling runs only while the tab is visible (`refetchIntervalInBackground: false`).
  */
-export function liveInterval(ms: number = LIVE_INTERVAL_MS) {
+export function liveInterval(ms: number = LIVE_POLL_MS) {
   return (query: { state: { status: string; error: unknown } }) => (query.state.status === "error" && isClientError(query.state.error) ? false : ms);
 }
 

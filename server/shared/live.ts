@@ -16,6 +16,12 @@ import { z } from "zod";
  */
 
 export const LIVE_TOPICS = ["runs", "intents", "audit", "waves"] as const;
+/** How often a live page polls the token (one function call, no table read). */
+export const LIVE_TOKEN_INTERVAL_MS = 3_000;
+/** The slow safety refetch of a page's real queries, whatever the token says. */
+export const LIVE_SAFETY_MS = 60_000;
+/** What lives outside the database (the provider's sandboxes) is polled as every page once was. */
+export const LIVE_POLL_MS = 4_000;
 export type LiveTopic = (typeof LIVE_TOPICS)[number];
 
 const counter = z.string().regex(/^\d+$/);
