@@ -9,7 +9,7 @@ import { useTRPC } from "./react";
  * Polling runs only while the tab is visible (`refetchIntervalInBackground: false`).
  */
 export function liveInterval(ms: number = LIVE_POLL_MS) {
-  return (query: { state: { status: string; error: unknown } }) => (query.state.status === "error" && isClientError(query.state.error) ? false : ms);
+  return (query: { state: { status: string; error: unknown } }) => (answeredClientError(query) ? false : ms);
 }
 
 /**
@@ -22,6 +22,11 @@ export const LIVE = { refetchInterval: liveInterval(LIVE_SAFETY_MS), refetchInte
 export const liveEvery = (ms: number) => ({ refetchInterval: liveInterval(ms), refetchIntervalInBackground: false }) as const;
 /** Queries whose answer is not in the database (the orphans page lists the provider). */
 export const POLLED = { refetchInterval: liveInterval(), refetchIntervalInBackground: false } as const;
+
+/** A 4xx is the answer until the input changes: a moved token does not ask again. */
+function answeredClientError(query: { state: { status: string; error: unknown } }): boolean {
+  return query.state.status === "error" && isClientError(query.state.error);
+}
 
 /**
  * Polls `live.token` while the tab is visible and invalidates `queries` (TanStack filters,
@@ -43,6 +48,6 @@ export function useLiveRefetch(topics: readonly LiveTopic[], queries: readonly Q
     if (!reading) return;
     const next = advanceLive(state.current, reading, latest.current.topics);
     state.current = next.state;
-    if (next.refetch) for (const filter of latest.current.queries) void queryClient.invalidateQueries(filter);
+    if (next.refetch) for (const filter of latest.current.queries) void queryClient.invalidateQueries({ ...filter, predicate: (q) => !answeredClientError(q) && (filter.predicate?.(q) ?? true) });
   }, [reading, queryClient]);
 }
