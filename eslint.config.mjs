@@ -34,7 +34,7 @@ const ROUTER_FORBIDDEN = [
   { regex: "(^|/)db(/|$)", allowTypeImports: true, message: "Routers query through read models and services (server/runs, server/intents, …), never the database directly." },
 ];
 /** Read models: what they need from the provider or this process comes in as server/services/observer.ts's Observer. */
-const READ_MODELS = ["server/runs/**/*.ts", "server/intents/**/*.ts", "server/sandboxes/**/*.ts", "server/overview.ts", "server/audit/**/*.ts"];
+const READ_MODELS = ["server/runs/**/*.ts", "server/intents/**/*.ts", "server/sandboxes/**/*.ts", "server/overview.ts", "server/live.ts", "server/audit/**/*.ts"];
 /** The orphans page's actions: they go through the controller's teardown (called by server/services). */
 const SANDBOX_ACTIONS = ["server/sandboxes/reclaim.ts", "server/sandboxes/destroy-unrecorded.ts"];
 

@@ -36,3 +36,12 @@ export async function prefetchOrNotFound<T>(fetch: () => Promise<T>): Promise<T 
     return null;
   }
 }
+
+/**
+ * A live page's first "changed since" reading, awaited before its data is prefetched: the
+ * page's baseline must be read before the data it vouches for (a change between the two
+ * then makes one extra refetch, never a missed one — `advanceLive`).
+ */
+export async function prefetchLiveToken(): Promise<void> {
+  await getQueryClient().prefetchQuery(trpc.live.token.queryOptions());
+}

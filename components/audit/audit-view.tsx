@@ -3,7 +3,7 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useQueryStates } from "nuqs";
-import { LIVE } from "@/trpc/live";
+import { LIVE, useLiveRefetch } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
 import { DateTimeFilter } from "../datetime-filter";
@@ -25,6 +25,7 @@ export function AuditView() {
   // A filter change starts again at the newest entries (the cursor belongs to one filter set).
   const setFilter = (patch: Partial<Omit<AuditValues, "before">>) => void setValues({ ...patch, before: null });
   const list = useQuery({ ...trpc.audit.list.queryOptions(toAuditListInput(values)), ...LIVE, placeholderData: keepPreviousData });
+  useLiveRefetch(["audit"], [trpc.audit.list.pathFilter()]);
 
   const filtered = AUDIT_FILTERS.some((k) => values[k] !== null);
   const actions = [...new Set([...(list.data?.items.map((e) => e.action) ?? []), ...KNOWN_ACTIONS])].sort();

@@ -5,7 +5,7 @@ import Link from "next/link";
 import { useQueryStates } from "nuqs";
 import { useRef } from "react";
 import { toast } from "sonner";
-import { LIVE } from "@/trpc/live";
+import { LIVE, useLiveRefetch } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
 import { usePermission } from "../auth/access";
@@ -53,6 +53,8 @@ export function IntentsView() {
   const trpc = useTRPC();
   const [values, setValues] = useQueryStates(intentsSearchParams, { history: "push" });
   const list = useQuery({ ...trpc.intents.list.queryOptions(toIntentListInput(values)), ...LIVE, placeholderData: keepPreviousData });
+  // Each intent shows its run's status. A creator that died moves no token: the safety interval catches it.
+  useLiveRefetch(["intents", "runs"], [trpc.intents.list.pathFilter()]);
 
   return (
     <>

@@ -6,7 +6,7 @@ import { useQueryStates } from "nuqs";
 import { useRef, useState } from "react";
 import { toast } from "sonner";
 import { confirmWord, OWNERSHIP_VERDICTS } from "@/server/shared/confirm";
-import { LIVE } from "@/trpc/live";
+import { POLLED } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
 import { useMe, usePermission } from "../auth/access";
@@ -52,7 +52,7 @@ export function OrphansView() {
   const [values, setValues] = useQueryStates(orphansSearchParams, { history: "push" });
   const input = toOrphanListInput(values);
   const filterKey = JSON.stringify(input);
-  const list = useQuery({ ...trpc.orphans.list.queryOptions(input), ...LIVE });
+  const list = useQuery({ ...trpc.orphans.list.queryOptions(input), ...POLLED });
 
   const [stored, setWork] = useState<Work>(() => fresh(filterKey));
   const work = stored.key === filterKey ? stored : fresh(filterKey);

@@ -3,7 +3,7 @@
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import type { ReactNode } from "react";
-import { LIVE } from "@/trpc/live";
+import { liveEvery, useLiveRefetch } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import { serializeRunsSearch } from "../runs/search-params";
 import { Badge, ErrorNotice, formatUsd, linkClass, Loading, RelativeTime, statusTone } from "../ui";
@@ -29,7 +29,9 @@ function Card({ title, testId, tone, children }: { title: string; testId: string
 /** What needs someone now, each with a link to the list that shows it; then runs by status. */
 export function Overview() {
   const trpc = useTRPC();
-  const overview = useQuery({ ...trpc.overview.get.queryOptions({}), ...LIVE });
+  // Its orphans come from the provider, which moves no token: a shorter safety interval for them.
+  const overview = useQuery({ ...trpc.overview.get.queryOptions({}), ...liveEvery(20_000) });
+  useLiveRefetch(["runs", "intents", "waves"], [trpc.overview.get.pathFilter()]);
 
   if (overview.isPending) return <Loading label="Loading the overview…" />;
   if (overview.isError) return <ErrorNotice title="Could not load the overview." error={overview.error} />;

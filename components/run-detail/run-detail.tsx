@@ -1,7 +1,7 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
-import { LIVE } from "@/trpc/live";
+import { LIVE, useLiveRefetch } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import { ErrorNotice, Loading } from "../ui";
 import { ClaimsSection } from "./claims-section";
@@ -15,10 +15,12 @@ import { RunnerStateSection } from "./runner-state-section";
 import { TimelineSection } from "./timeline-section";
 import { TurnLogSection } from "./turn-log-section";
 
-/** The run page (`/runs/[id]`): one live query, each section in its own file. */
+/** The run page (`/runs/[id]`): one live query (refetched when the runs or intents token moves), each section in its own file. */
 export function RunDetail({ id }: { id: string }) {
   const trpc = useTRPC();
   const detail = useQuery({ ...trpc.runs.get.queryOptions({ id }), ...LIVE });
+  // The page shows the run's leases and intents too.
+  useLiveRefetch(["runs", "intents"], [trpc.runs.get.pathFilter()]);
 
   if (detail.isPending) return <Loading label="Loading the run…" />;
   if (detail.isError) return <ErrorNotice title="Could not load this run." error={detail.error} />;

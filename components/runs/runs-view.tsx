@@ -3,7 +3,7 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useQueryStates } from "nuqs";
 import { FAILURE_CODES } from "@/server/shared/engine";
-import { LIVE } from "@/trpc/live";
+import { LIVE, useLiveRefetch } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import { DateTimeFilter } from "../datetime-filter";
 import { FILTER_MAX } from "@/server/shared/limits";
@@ -24,6 +24,7 @@ export function RunsView() {
   const list = useQuery({ ...trpc.runs.list.queryOptions(toRunListInput(values)), ...LIVE, placeholderData: keepPreviousData });
   const groups = useQuery({ ...trpc.runs.failureGroups.queryOptions(toRunFilter(values)), ...LIVE });
   const facets = useQuery(trpc.runs.facets.queryOptions());
+  useLiveRefetch(["runs"], [trpc.runs.list.pathFilter(), trpc.runs.failureGroups.pathFilter()]);
 
   const codes = [...new Set([...FAILURE_CODES, ...(facets.data?.failureCodes ?? []), ...(values.code ? [values.code] : [])])];
   const filtered = Object.entries(values).some(([k, v]) => k !== "size" && k !== "cursor" && v !== null);

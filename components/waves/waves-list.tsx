@@ -3,7 +3,7 @@
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
-import { LIVE } from "@/trpc/live";
+import { LIVE, useLiveRefetch } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import { Badge, buttonClass, Empty, ErrorNotice, Loading, RelativeTime, Section, TableWrap, tableClass, tdClass, thClass } from "../ui";
 import { ImportWave } from "./import-wave";
@@ -12,6 +12,7 @@ import { waveTone } from "./tones";
 export function WavesList() {
   const trpc = useTRPC();
   const waves = useQuery({ ...trpc.waves.list.queryOptions(), ...LIVE });
+  useLiveRefetch(["waves", "runs"], [trpc.waves.list.pathFilter()]);
   const [picked, setPicked] = useState<string[]>([]);
   const toggle = (id: string) => setPicked((p) => (p.includes(id) ? p.filter((x) => x !== id) : [...p.slice(-1), id]));
 

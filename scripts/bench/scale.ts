@@ -14,6 +14,10 @@ import { env } from "../../server/env";
 import { getRunDetail } from "../../server/runs/detail";
 import { encodeCursor } from "../../server/runs/cursor";
 import { failureGroups, listRuns, runFacets, runStatusCounts } from "../../server/runs/queries";
+import { listIntents } from "../../server/intents/queries";
+import { readLiveToken } from "../../server/live";
+import { servicesFor } from "../../server/services";
+import { idleRunsTab } from "./idle-tab";
 import { compare, FIGURE_HEADER, formatFigure, type Figure } from "./measure";
 import { generateScaleData, OUR_INSTANCE } from "./scale-data";
 
@@ -160,7 +164,22 @@ async function* measureSize(url: string, size: number, reps: number): AsyncGener
         ]),
       { reps },
     );
-    void OUR_INSTANCE;
+
+    // The intents page's first page (pending, the default) and all statuses, against the same rows raw.
+    const observer = servicesFor(db, OUR_INSTANCE).observer;
+    const intentPage = (status: string) =>
+      q(
+        `SELECT i.*, l.id AS lease_id FROM sandbox_creation_intents i LEFT JOIN environment_leases l ON l.intent_id = i.operation_id
+         WHERE i.instance_id = $1 ${status === "all" ? "" : "AND i.status = $2::\"IntentStatus\""} ORDER BY i.created_at DESC, i.operation_id DESC LIMIT 51`,
+        status === "all" ? [OUR_INSTANCE] : [OUR_INSTANCE, status],
+      );
+    yield await compare("intents.list first page", size, () => listIntents(db, observer, ALL, OUR_INSTANCE, {}), () => intentPage("pending"), { reps });
+    yield await compare("intents.list all statuses", size, () => listIntents(db, observer, ALL, OUR_INSTANCE, { status: "all" }), () => intentPage("all"), { reps });
+
+    // What a live page polls instead of its queries, against reading the four sequences raw.
+    yield await compare("live.token", size, () => readLiveToken(db), () =>
+      q(`SELECT (SELECT last_value FROM live_runs), (SELECT last_value FROM live_intents), (SELECT last_value FROM live_audit), (SELECT last_value FROM live_waves)`), { reps });
+    for (const f of await idleRunsTab(url, size, reps)) yield f;
   } finally {
     await db.$disconnect();
     await raw.end();

@@ -42,6 +42,7 @@ const POLICY: Record<string, Role> = {
   "audit.list": "viewer",
   "me.get": "viewer",
   "overview.get": "viewer",
+  "live.token": "viewer",
 };
 
 let h: ControllerHarness;

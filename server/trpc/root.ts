@@ -8,6 +8,7 @@ import { auditRouter } from "./routers/audit";
 import { usersRouter } from "./routers/users";
 import { meRouter } from "./routers/me";
 import { overviewRouter } from "./routers/overview";
+import { liveRouter } from "./routers/live";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 export const appRouter = createTRPCRouter({
@@ -21,6 +22,7 @@ export const appRouter = createTRPCRouter({
   audit: auditRouter,
   me: meRouter,
   overview: overviewRouter,
+  live: liveRouter,
 });
 
 export type AppRouter = typeof appRouter;

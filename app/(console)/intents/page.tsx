@@ -3,13 +3,14 @@ import type { SearchParams } from "nuqs/server";
 import { IntentsView } from "@/components/intents/intents-view";
 import { loadIntentsSearchParams, toIntentListInput } from "@/components/intents/search-params";
 import { PageHeader } from "@/components/ui";
-import { getQueryClient, HydrateClient, trpc } from "@/trpc/server";
+import { getQueryClient, HydrateClient, prefetchLiveToken, trpc } from "@/trpc/server";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Intents" };
 
 export default async function IntentsPage({ searchParams }: { searchParams: Promise<SearchParams> }) {
   const values = await loadIntentsSearchParams(searchParams);
+  await prefetchLiveToken();
   await getQueryClient().prefetchQuery(trpc.intents.list.queryOptions(toIntentListInput(values)));
   return (
     <HydrateClient>

@@ -1,12 +1,13 @@
 import type { Metadata } from "next";
 import { PageHeader } from "@/components/ui";
 import { WavesList } from "@/components/waves/waves-list";
-import { getQueryClient, HydrateClient, trpc } from "@/trpc/server";
+import { getQueryClient, HydrateClient, prefetchLiveToken, trpc } from "@/trpc/server";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Chaos waves" };
 
 export default async function WavesPage() {
+  await prefetchLiveToken();
   await getQueryClient().prefetchQuery(trpc.waves.list.queryOptions());
   return (
     <HydrateClient>

@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
 import { RunDetail } from "@/components/run-detail/run-detail";
-import { getQueryClient, HydrateClient, prefetchOrNotFound, trpc } from "@/trpc/server";
+import { getQueryClient, HydrateClient, prefetchLiveToken, prefetchOrNotFound, trpc } from "@/trpc/server";
 
 export const dynamic = "force-dynamic";
 
@@ -11,6 +11,7 @@ export async function generateMetadata({ params }: { params: Promise<{ id: strin
 
 export default async function RunPage({ params }: { params: Promise<{ id: string }> }) {
   const { id } = await params;
+  await prefetchLiveToken();
   // A malformed, unknown or another company's id is HTTP 404; anything else the page shows.
   await prefetchOrNotFound(() => getQueryClient().fetchQuery(trpc.runs.get.queryOptions({ id })));
   return (

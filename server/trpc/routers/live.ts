@@ -1,0 +1,8 @@
+import { readLiveToken } from "../../live";
+import { liveTokenOutput } from "../../shared/live";
+import { createTRPCRouter, viewerProcedure } from "../trpc";
+
+export const liveRouter = createTRPCRouter({
+  /** What live pages poll instead of their queries: each topic's change counter and the reader's snapshot bounds. */
+  token: viewerProcedure.output(liveTokenOutput).query(async ({ ctx }) => readLiveToken(ctx.db)),
+});
