@@ -40,10 +40,18 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 const cli = new Command("bench")
   .option("--scale [runs]", "generate this many runs (default 1,000,000) and measure every page and sweep at N/10 and N", positiveInt)
   .option("--json <file>", "with --scale: write the figures as JSON")
-  .option("--reps <n>", "with --scale: timed repetitions per figure", positiveInt, 30)
+  .option("--reps <n>", "with --scale or --orphans: timed repetitions per figure", positiveInt, 30)
+  .option("--orphans [sizes]", "the orphans page before and after its inventory at these sandbox counts (default 1000,10000), with RSS over 20 polls")
+  .option("--polls <n>", "with --orphans: polls per RSS figure", positiveInt, 20)
   .option("--transition-ms <ms>", "the emulator's lifecycle transitions (create, start, stop, destroy) in ms; default: the emulator's own (Daytona-like) timings", nonNegativeInt)
   .parse(process.argv);
-const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; transitionMs?: number }>();
+const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; transitionMs?: number; orphans?: string | true; polls: number }>();
+if (opts.orphans !== undefined) {
+  const { runOrphansBench } = await import("./bench/orphans");
+  const sizes = opts.orphans === true ? [1000, 10_000] : opts.orphans.split(",").map(positiveInt);
+  await runOrphansBench({ sizes, reps: opts.reps, polls: opts.polls });
+  process.exit(0);
+}
 if (opts.scale !== undefined) {
   const { runScaleBench } = await import("./bench/scale");
   await runScaleBench({ n: opts.scale === true ? 1_000_000 : opts.scale, json: opts.json, reps: opts.reps });
