@@ -81,16 +81,21 @@ export async function judgeInventory(db: Db, observer: Observer, instanceId: str
 
 /**
  * One inventory pass: list, judge, store, forget what the provider no longer lists. Two
- * passes of one instance never write at once (an advisory lock; the later one gives way),
+ * passes of one instance never write at once (an advisory lock: a background pass gives
+ * way, a `waiting` one — an instance's first, which the page waits for — waits its turn),
  * and a pass never overwrites a newer one. Returns null when it gave way.
  */
-export async function refreshInventory(db: Db, observer: Observer, instanceId: string, now = new Date()): Promise<InventoryPass | null> {
+export async function refreshInventory(db: Db, observer: Observer, instanceId: string, now = new Date(), waiting = false): Promise<InventoryPass | null> {
   const started = performance.now();
   const rows = await judgeInventory(db, observer, instanceId, now);
+  const key = `sandbox_inventory:${instanceId}`;
   return db.$transaction(
     async (tx) => {
-      const [lock] = await tx.$queryRaw<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(hashtext(${`sandbox_inventory:${instanceId}`})) AS ok`;
-      if (!lock?.ok) return null;
+      if (waiting) await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${key}))`;
+      else {
+        const [lock] = await tx.$queryRaw<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(hashtext(${key})) AS ok`;
+        if (!lock?.ok) return null;
+      }
       const last = await tx.sandboxInventoryPass.findUnique({ where: { instanceId } });
       if (last && last.listedAt >= now) return null;
       for (let i = 0; i < rows.length; i += CHUNK) {
@@ -126,11 +131,11 @@ function mapOf<T>(m: WeakMap<Db, Map<string, T>>, db: Db): Map<string, T> {
 }
 
 /** Starts a pass unless one of this instance is already running in this process; the same promise either way. */
-export function startPass(db: Db, observer: Observer, instanceId: string, now = new Date()): Promise<InventoryPass | null> {
+export function startPass(db: Db, observer: Observer, instanceId: string, now = new Date(), waiting = false): Promise<InventoryPass | null> {
   const passes = mapOf(running, db);
   const current = passes.get(instanceId);
   if (current) return current;
-  const p = refreshInventory(db, observer, instanceId, now)
+  const p = refreshInventory(db, observer, instanceId, now, waiting)
     .then((pass) => {
       mapOf(failures, db).delete(instanceId);
       return pass;
@@ -158,7 +163,8 @@ export interface InventoryState {
 export async function currentInventory(db: Db, observer: Observer, instanceId: string, now: Date, maxAgeMs = INVENTORY_REFRESH_MS): Promise<InventoryState> {
   let last = await db.sandboxInventoryPass.findUnique({ where: { instanceId } });
   if (!last) {
-    await startPass(db, observer, instanceId, now);
+    await startPass(db, observer, instanceId, now, true);
+    // Another process's first pass may have been newer than ours: either is a first inventory.
     last = await db.sandboxInventoryPass.findUniqueOrThrow({ where: { instanceId } });
   } else if (now.getTime() - last.listedAt.getTime() > maxAgeMs && !mapOf(running, db).has(instanceId)) {
     startPass(db, observer, instanceId).catch((err: unknown) => mapOf(failures, db).set(instanceId, err instanceof Error ? err.message : String(err)));
