@@ -71,13 +71,10 @@ export async function runOrphansBench(options: { sizes: number[]; reps: number; 
         let cursor: string | null = null;
         for (let p = 0; p < Math.floor(size / 2 / PAGE); p++) cursor = (await listOrphans(db, observer, ALL, instanceId, cursor ? { cursor } : {}, at)).nextCursor;
         const deepCursor = cursor;
-        const rawPage = (keyset: boolean) =>
-          raw.query(
-            `SELECT sandbox_id, name, labels, state, created_at, cpu, memory, disk, hourly_cost, accrued_cost FROM sandbox_inventory
-             WHERE instance_id = $1 AND verdict IS NOT NULL ${keyset ? "AND (accrued_cost, hourly_cost, name, sandbox_id) < (0.5, 1, 'm', 'm')" : ""}
-             ORDER BY accrued_cost DESC, hourly_cost DESC, name DESC, sandbox_id DESC LIMIT ${PAGE + 1}`,
-            [instanceId],
-          );
+        const rawPage = (keyset: boolean) => raw.query(pageSql(keyset), [instanceId]);
+        await raw.query("ANALYZE sandbox_inventory");
+        const plan = (await raw.query(`EXPLAIN ${pageSql(false)}`, [instanceId])).rows.map((r: Record<string, string>) => Object.values(r)[0]).join(" / ");
+        say(`  the page's plan: ${plan.replace(/\s+/g, " ").slice(0, 240)}`);
         say(`\n${FIGURE_HEADER}`);
         const show = (f: Figure) => {
           figures.push(f);
@@ -115,6 +112,13 @@ export async function runOrphansBench(options: { sizes: number[]; reps: number; 
     await server.stop();
   }
   return figures;
+}
+
+/** The page's own SQL without the judging (the floor): the first page, or one after a keyset in the middle. */
+function pageSql(keyset: boolean): string {
+  return `SELECT sandbox_id, name, labels, state, created_at, cpu, memory, disk, hourly_cost, accrued_cost FROM sandbox_inventory
+    WHERE instance_id = $1 AND verdict IS NOT NULL ${keyset ? "AND (accrued_cost, hourly_cost, name, sandbox_id) < (0.5, 1, 'm', 'm')" : ""}
+    ORDER BY accrued_cost DESC, hourly_cost DESC, name DESC, sandbox_id DESC LIMIT ${PAGE + 1}`;
 }
 
 /** What one orphans.list poll did before the inventory: the whole listing judged, sorted, a page sliced. */
