@@ -27,7 +27,8 @@ let runId = "";
 const services = () => servicesOf(service);
 const caller = () => createCaller(() => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: h.db.db, services: services() }));
 const all = { all: true } as const;
-const later = (d: Date, ms = INVENTORY_REFRESH_MS + 1000) => new Date(d.getTime() + ms);
+/** By default well past INVENTORY_REFRESH_MS and 4× any pass here (a slow pass is refreshed less often). */
+const later = (d: Date, ms = INVENTORY_REFRESH_MS + 120_000) => new Date(d.getTime() + ms);
 
 /** A reclaimable orphan: an ended lease of this instance names it, and its run finished. */
 async function orphan(tag: string) {

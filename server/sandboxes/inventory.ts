@@ -18,6 +18,8 @@ import { listOwnSandboxes, loadRecords } from "./records";
 
 /** An inventory older than this starts a new pass in the background (the page is served from the old one). */
 export const INVENTORY_REFRESH_MS = 5_000;
+/** ...or older than this many times its pass took, if longer: passes keep at most 1/4 of a core busy (about 4 s at 10 k sandboxes). */
+const PASS_DUTY = 4;
 
 /** Sandboxes whose records are loaded and judged together, and rows written per statement. */
 const CHUNK = 1000;
@@ -157,8 +159,8 @@ export interface InventoryState {
 
 /**
  * The inventory the page may read: the first pass of an instance is waited for (there is
- * nothing to show before it); an older one than INVENTORY_REFRESH_MS is served while a new
- * pass runs in the background.
+ * nothing to show before it); an older one than INVENTORY_REFRESH_MS (or PASS_DUTY times its
+ * pass) is served while a new pass runs in the background.
  */
 export async function currentInventory(db: Db, observer: Observer, instanceId: string, now: Date, maxAgeMs = INVENTORY_REFRESH_MS): Promise<InventoryState> {
   let last = await db.sandboxInventoryPass.findUnique({ where: { instanceId } });
@@ -166,7 +168,7 @@ export async function currentInventory(db: Db, observer: Observer, instanceId: s
     await startPass(db, observer, instanceId, now, true);
     // Another process's first pass may have been newer than ours: either is a first inventory.
     last = await db.sandboxInventoryPass.findUniqueOrThrow({ where: { instanceId } });
-  } else if (now.getTime() - last.listedAt.getTime() > maxAgeMs && !mapOf(running, db).has(instanceId)) {
+  } else if (now.getTime() - last.listedAt.getTime() > Math.max(maxAgeMs, last.tookMs * PASS_DUTY) && !mapOf(running, db).has(instanceId)) {
     startPass(db, observer, instanceId).catch((err: unknown) => mapOf(failures, db).set(instanceId, err instanceof Error ? err.message : String(err)));
   }
   return { listedAt: last.listedAt, tookMs: last.tookMs, refreshing: mapOf(running, db).has(instanceId), error: mapOf(failures, db).get(instanceId) ?? null };
