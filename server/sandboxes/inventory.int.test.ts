@@ -5,7 +5,7 @@ import { buildLabels } from "../providers/labels";
 import { confirmWord } from "../shared/confirm";
 import { servicesOf } from "../services";
 import { startControllerHarness, type ControllerHarness } from "../test/controller";
-import { TEST_ADMIN } from "../test/users";
+import { TEST_ADMIN, testUser } from "../test/users";
 import { createCaller } from "../trpc/root";
 import { createTRPCContext } from "../trpc/trpc";
 import { INVENTORY_REFRESH_MS, refreshInventory, startPass } from "./inventory";
@@ -137,6 +137,21 @@ describe("orphans inventory", () => {
     for (const l of destroyed) {
       expect(await h.db.db.proof.findFirst({ where: { kind: "sandbox_ownership", leaseId: l.id, verdict: "owned" } })).not.toBeNull();
     }
+  });
+
+  it("a person who sees one company reads only that company's rows and counts, and cannot plan another's", async () => {
+    const pass = (await refreshInventory(h.db.db, services().observer, "inst-a"))!;
+    const run2 = await h.db.db.run.create({ data: { instanceId: "inst-a", companyId: "co-2", taskId: "done-2", agent: "a", provider: "codex", target: "remote", sandboxMode: "warm", status: "succeeded", finishedAt: new Date() } });
+    const theirs = await h.emu.admin.plant({ name: `inv-co2-${crypto.randomBytes(3).toString("hex")}`, labels: buildLabels({ instanceId: "inst-a", companyId: "co-2", runId: run2.id }), cpu: 1, memory: 2, disk: 10 });
+    await startPass(h.db.db, services().observer, "inst-a", later(pass.listedAt, 1));
+    const co2 = createCaller(() => createTRPCContext({ user: testUser("operator", ["co-2"]), headers: new Headers(), db: h.db.db, services: services() }));
+    const list = await co2.orphans.list({});
+    expect(list.items.map((r) => r.id)).toEqual([theirs.id]);
+    expect(list.totals.count).toBe(1);
+    expect(Object.values(list.byVerdict).reduce((a, b) => a + b, 0)).toBe(1);
+    const mine = (await caller().orphans.list({ companyId: "co-1", pageSize: 1 })).items[0]!;
+    const plan = await co2.orphans.reclaim({ dryRun: true, sandboxIds: [mine.id, theirs.id] });
+    expect(plan.results.find((r) => r.sandboxId === mine.id)).toMatchObject({ outcome: "refused", reason: expect.stringMatching(/not among this instance's sandboxes/) });
   });
 
   it("when a pass fails, the page keeps the last inventory and says why", async () => {
