@@ -88,7 +88,10 @@ export async function runOrphansBench(options: { sizes: number[]; reps: number; 
             await poll();
             peak = Math.max(peak, mb());
           }
-          say(`  RSS ${what}: ${rss0} MB before ${options.polls}, ${mb()} MB after (peak ${peak} MB, +${peak - rss0} MB); JS heap ${heap0} → ${heapMb()} MB`);
+          // Under `node --expose-gc`: what is still held once garbage is collected (a leak, or not).
+          const collect = (globalThis as { gc?: () => void }).gc;
+          collect?.();
+          say(`  RSS ${what}: ${rss0} MB before ${options.polls}, ${mb()} MB after (peak ${peak} MB, +${peak - rss0} MB); JS heap ${heap0} → ${heapMb()} MB${collect ? " after a full GC" : ""}`);
           figures.push({ name: `RSS over ${options.polls} ${what}`, size, value: peak - rss0, unit: "MB more at peak", oursMinMs: NaN, oursMedianMs: NaN, oursP95Ms: NaN, rawMinMs: NaN, rawMedianMs: NaN, rawP95Ms: NaN, ratioP95: NaN, note: `${rss0} MB before, peak ${peak} MB` });
         };
         // The inventory first, RSS included: RSS rarely shrinks, so the old polls' peak would hide it.
