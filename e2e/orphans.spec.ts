@@ -28,7 +28,10 @@ test("reclaiming orphans shows the dry run before anything is destroyed, then de
 
     await page.goto("/orphans");
     const table = page.getByTestId("orphans-table");
-    await expect(table.locator(`tr[data-sandbox-id="${left.id}"]`)).toContainText("reclaimable");
+    // The page is as of its inventory: the sandboxes planted just now show once a pass has
+    // listed them (one starts when the inventory is 5 s old; the page polls every 4 s).
+    await expect(table.locator(`tr[data-sandbox-id="${left.id}"]`)).toContainText("reclaimable", { timeout: 30_000 });
+    await expect(page.getByTestId("orphan-inventory")).toContainText("Provider listed");
     await expect(table.locator(`tr[data-sandbox-id="${decoy.id}"]`)).toContainText("foreign");
     await expect(table.locator(`tr[data-sandbox-id="${unrecorded.id}"]`)).toContainText("unrecorded");
     await expect(table.locator(`tr[data-sandbox-id="${left.id}"]`)).toContainText("since its run finished");

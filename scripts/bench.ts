@@ -40,14 +40,22 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 const cli = new Command("bench")
   .option("--scale [runs]", "generate this many runs (default 1,000,000) and measure every page and sweep at N/10 and N", positiveInt)
   .option("--json <file>", "with --scale: write the figures as JSON")
-  .option("--reps <n>", "with --scale: timed repetitions per figure", positiveInt, 30)
+  .option("--reps <n>", "with --scale or --orphans: timed repetitions per figure", positiveInt, 30)
+  .option("--orphans [sizes]", "the orphans page before and after its inventory at these sandbox counts (default 1000,10000), with RSS over 20 polls")
+  .option("--polls <n>", "with --orphans: polls per RSS figure", positiveInt, 20)
   .option("--client-js", "print the JavaScript each page of the last `next build` loads, gzipped, and stop")
   .option("--transition-ms <ms>", "the emulator's lifecycle transitions (create, start, stop, destroy) in ms; default: the emulator's own (Daytona-like) timings", nonNegativeInt)
   .parse(process.argv);
-const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; transitionMs?: number; clientJs?: boolean }>();
+const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean }>();
 if (opts.clientJs) {
   const { printClientJs } = await import("./bench/client-js");
   printClientJs(say);
+  process.exit(0);
+}
+if (opts.orphans !== undefined) {
+  const { runOrphansBench } = await import("./bench/orphans");
+  const sizes = opts.orphans === true ? [1000, 10_000] : opts.orphans.split(",").map(positiveInt);
+  await runOrphansBench({ sizes, reps: opts.reps, polls: opts.polls });
   process.exit(0);
 }
 if (opts.scale !== undefined) {

@@ -22,15 +22,21 @@ export const overviewOutput = z.object({
   awaitingRetry: z.array(z.object({ code: z.string(), count: z.number().int(), message: z.string(), nextAction: z.string() })),
   /** Pending creation intents of this instance whose wait is over (nextAttemptAt passed). */
   overdueIntents: z.object({ count: z.number().int(), oldestDueAt: z.date().nullable() }),
-  /** This instance's orphaned sandboxes and what they cost; null with `error` when the provider could not be listed. */
+  /**
+   * This instance's orphaned sandboxes and what they cost, as of the orphans inventory's last
+   * pass; null with `orphansError` when the provider could not be listed for a first one.
+   */
   orphans: z
     .object({
       count: z.number().int(),
+      /** When the provider was listed for these figures. */
+      listedAt: z.date(),
       /** USD per hour, all orphans. */
       hourlyCost: z.number(),
       byVerdict: z.record(z.enum(OWNERSHIP_VERDICTS), z.number().int()),
     })
     .nullable(),
+  /** Why there are no figures, or why they are older than they should be (the last inventory pass failed). */
   orphansError: z.string().nullable(),
   lastWave: waveListItemSchema.nullable(),
 });
@@ -47,7 +53,8 @@ export async function getOverview(db: Db, observer: Observer, scope: CompanyScop
       _min: { nextAttemptAt: true },
     }),
     // The provider may be away; the rest of the overview is still worth showing.
-    listOrphans(db, observer, scope, instanceId, {}, now).then(
+    // Only the counts are read: one row is judged.
+    listOrphans(db, observer, scope, instanceId, { pageSize: 1 }, now).then(
       (list) => ({ ok: true as const, list }),
       (err: unknown) => ({ ok: false as const, error: err instanceof Error ? err.message : String(err) }),
     ),
@@ -64,8 +71,8 @@ export async function getOverview(db: Db, observer: Observer, scope: CompanyScop
     runs,
     awaitingRetry,
     overdueIntents: { count: overdue._count._all, oldestDueAt: overdue._min.nextAttemptAt },
-    orphans: orphans.ok ? { count: orphans.list.totals.count, hourlyCost: orphans.list.totals.hourlyCost, byVerdict: orphans.list.byVerdict } : null,
-    orphansError: orphans.ok ? null : orphans.error,
+    orphans: orphans.ok ? { count: orphans.list.totals.count, hourlyCost: orphans.list.totals.hourlyCost, byVerdict: orphans.list.byVerdict, listedAt: orphans.list.listedAt } : null,
+    orphansError: orphans.ok ? orphans.list.inventory.error : orphans.error,
     lastWave,
   };
 }

@@ -124,6 +124,15 @@ export function OrphansView() {
               {list.data.totals.count} match
               {list.data.totals.count > list.data.items.length ? ` (showing ${list.data.offset + 1}–${list.data.offset + list.data.items.length})` : ""} · {formatUsd(list.data.totals.hourlyCost)}/h ·{" "}
               {formatUsd(list.data.totals.accruedCost)} accrued · {list.data.held} held by live runs
+              <br />
+              <span className="text-xs text-zinc-600 dark:text-zinc-400" data-testid="orphan-inventory">
+                Provider listed <RelativeTime date={list.data.listedAt} /> (in {(list.data.inventory.tookMs / 1000).toFixed(1)} s){list.data.inventory.refreshing ? "; listing it again…" : ""}; verdicts judged now.
+              </span>
+              {list.data.inventory.error ? (
+                <span role="alert" className="block text-xs">
+                  The last listing failed: {list.data.inventory.error}
+                </span>
+              ) : null}
             </p>
           ) : null
         }

@@ -88,6 +88,14 @@ export function Overview() {
                   </Link>{" "}
                   at risk: <span className="font-semibold tabular-nums" data-testid="orphans-hourly">{formatUsd(o.orphans.hourlyCost)} an hour</span>.
                 </p>
+                <p className="mt-1 text-xs text-zinc-600 dark:text-zinc-400">
+                  As of <RelativeTime date={o.orphans.listedAt} />.
+                </p>
+                {o.orphansError ? (
+                  <p role="alert" className="mt-1 text-xs">
+                    The last listing of the provider failed: {o.orphansError}
+                  </p>
+                ) : null}
                 {o.orphans.byVerdict.reclaimable ? (
                   <p className="mt-1 text-xs">
                     <Link href="/orphans?verdict=reclaimable" className={linkClass}>

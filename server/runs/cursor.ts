@@ -62,10 +62,10 @@ function openJson<T>(cursor: string, schema: z.ZodType<T>): T | null {
 }
 
 /** Input schema for a cursor read by `decode`: a malformed one is a BAD_REQUEST naming the field. */
-function cursorInputOf(decode: (cursor: string) => unknown) {
+function cursorInputOf(decode: (cursor: string) => unknown, max = 400) {
   return z
     .string()
-    .max(400)
+    .max(max)
     .refine((c) => decode(c) !== null, "not a cursor of this list (open the first page again)");
 }
 
@@ -115,22 +115,34 @@ export function pageOf<T extends Keyset>(rows: T[], pageSize: number): { items: 
 export const PAGE_ORDER = [{ createdAt: "desc" as const }, { id: "desc" as const }];
 
 /**
- * A page start in a list that is computed whole (orphans): a signed offset, and the moment
- * the first page was computed for, so that later pages order the rows as of that moment
- * (accrued cost grows with time; an order read at another moment would skip or repeat rows).
+ * A page start in the orphans page's costliest-first order (server/sandboxes/inventory.ts):
+ * the last row's keyset (accrued cost, hourly cost, name, id — all descending) and how many
+ * rows came before it, for "showing 101–200".
  */
-export interface OffsetCursor {
+export interface OrphanKeyset {
+  accruedCost: number;
+  hourlyCost: number;
+  name: string;
+  id: string;
   offset: number;
-  at: Date;
 }
 
-export function encodeOffset(c: OffsetCursor): string {
-  return sealCursor(JSON.stringify({ o: c.offset, t: c.at.toISOString() }));
+const orphanKeysetSchema = z.object({
+  a: z.number().finite(),
+  h: z.number().finite(),
+  n: z.string().max(200).refine((n) => !CONTROL_CHARACTER.test(n)),
+  i: z.string().min(1).max(200).refine((id) => !CONTROL_CHARACTER.test(id)),
+  o: z.number().int().min(0).max(10_000_000),
+});
+
+export function encodeOrphanCursor(k: OrphanKeyset): string {
+  return sealCursor(JSON.stringify({ a: k.accruedCost, h: k.hourlyCost, n: k.name, i: k.id, o: k.offset }));
 }
 
-export function decodeOffset(cursor: string): OffsetCursor | null {
-  const c = openJson(cursor, z.object({ o: z.number().int().min(0).max(10_000_000), t: z.iso.datetime() }));
-  return c ? { offset: c.o, at: new Date(c.t) } : null;
+export function decodeOrphanCursor(cursor: string): OrphanKeyset | null {
+  const c = openJson(cursor, orphanKeysetSchema);
+  return c ? { accruedCost: c.a, hourlyCost: c.h, name: c.n, id: c.i, offset: c.o } : null;
 }
 
-export const offsetCursorInput = cursorInputOf(decodeOffset);
+// A sandbox name and id may each take 200 characters: a longer cursor than the others'.
+export const orphanCursorInput = cursorInputOf(decodeOrphanCursor, 1000);

@@ -14,6 +14,7 @@ import { inScope, type CompanyScope } from "../shared/roles";
 import { observerOf } from "../services/observer";
 import { NOT_LISTED } from "./dry-run";
 import { ownershipEvidence, ownershipRecordsOf } from "./evidence";
+import { forgetSandboxes } from "./inventory";
 import { judgeSandbox } from "./ownership";
 import { loadRecords } from "./records";
 
@@ -116,6 +117,7 @@ export async function destroyUnrecorded(
       done = out("failed", "another teardown claimed it first; that one destroys it");
       break;
   }
+  if (done.outcome !== "failed") await forgetSandboxes(db, instanceId, [sandbox.id]);
   await audit(done.outcome === "failed" ? "error" : "ok", { outcome: done.outcome, reason: done.reason, leaseId, proofId, name: sandbox.name }, labels.company);
   return done;
 }

@@ -4,10 +4,15 @@ import { z } from "zod";
 import { text } from "../text";
 import { writeAudit, type Actor } from "../audit/write";
 import type { Db } from "../db/client";
-import type { CompanyScope } from "../shared/roles";
+import { ProviderError } from "../providers/errors";
+import { normaliseLabels } from "../providers/labels";
+import type { SandboxView } from "../providers/types";
+import { inScope, type CompanyScope } from "../shared/roles";
 import type { Observer } from "../services/observer";
 import { confirmWord, OWNERSHIP_VERDICTS } from "../shared/confirm";
-import { judgeAllWithHeld } from "./list";
+import { accruedCost } from "./cost";
+import { judgeSandbox } from "./ownership";
+import { loadRecords } from "./records";
 
 /** orphans.reclaim's input and answer, and its dry run: the plan the real reclaim (reclaim.ts) carries out. */
 
@@ -81,26 +86,62 @@ export function counts(results: ReclaimResult[]) {
 
 export const NOT_LISTED = "not among this instance's sandboxes: it is gone, or it belongs to another instance; nothing was done";
 
+/** Provider reads a dry run makes at once (it names at most 100 sandboxes). */
+const READS_AT_ONCE = 8;
+
+/**
+ * The chosen sandboxes as the provider has them now, by id: only this instance's, in the
+ * person's companies, not destroyed (the rest are absent from the map). Never the inventory.
+ */
+async function readChosen(observer: Observer, scope: CompanyScope, instanceId: string, ids: readonly string[], now: Date) {
+  const found = new Map<string, SandboxView>();
+  const unread = new Map<string, string>();
+  const queue = [...ids];
+  const worker = async () => {
+    for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+      let s: SandboxView | null;
+      try {
+        s = await observer.getById(id, { now });
+      } catch (err) {
+        if (!ProviderError.is(err)) throw err;
+        unread.set(id, `the provider could not be asked for it (${err.message}); nothing was done`);
+        continue;
+      }
+      if (!s || s.id !== id || s.state === "destroyed" || s.state === "destroying") continue;
+      const labels = normaliseLabels(s.labels);
+      if (labels.instance !== instanceId || (!scope.all && !inScope(scope, labels.company))) continue;
+      found.set(id, s);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(READS_AT_ONCE, ids.length) }, worker));
+  return { found, unread };
+}
+
 /**
  * Reclaim, dry run: what a real reclaim of these sandboxes would destroy, and what it
- * refuses and why. Touches nothing but the audit log, where the plan is kept (as the dry
- * run's audit entry) for the real reclaim to carry out.
+ * refuses and why. Each sandbox is read from the provider again and judged now (never from
+ * the page's inventory). Touches nothing but the audit log, where the plan is kept (as the
+ * dry run's audit entry) for the real reclaim to carry out.
  */
 export async function previewReclaim(db: Db, observer: Observer, scope: CompanyScope, instanceId: string, actor: Actor, input: z.infer<typeof reclaimInput>, now = new Date()): Promise<ReclaimOutput> {
-  const { rows, held } = await judgeAllWithHeld(db, observer, scope, instanceId, now);
+  const { found: chosen, unread } = await readChosen(observer, scope, instanceId, input.sandboxIds, now);
+  const records = await loadRecords(db, instanceId, [...chosen.values()]);
   const results: ReclaimResult[] = input.sandboxIds.map((id) => {
-    const row = rows.get(id);
-    if (!row) return { sandboxId: id, name: null, companyId: null, verdict: null, outcome: "refused", reason: held.get(id) ?? NOT_LISTED, hourlyCost: null, accruedCost: null, leaseId: null };
-    const ok = row.verdict === "reclaimable";
+    const s = chosen.get(id);
+    const none = { sandboxId: id, name: null, companyId: null, verdict: null, outcome: "refused" as const, hourlyCost: null, accruedCost: null, leaseId: null };
+    if (!s) return { ...none, reason: unread.get(id) ?? NOT_LISTED };
+    const j = judgeSandbox(observer, instanceId, s, records.get(id)!, now);
+    if (j.held) return { ...none, reason: `not an orphan: ${j.reason}` };
+    const ok = j.verdict === "reclaimable";
     return {
       sandboxId: id,
-      name: row.name,
-      companyId: row.companyId,
-      verdict: row.verdict,
+      name: s.name,
+      companyId: normaliseLabels(s.labels).company ?? null,
+      verdict: j.verdict,
       outcome: ok ? "would_destroy" : "refused",
-      reason: ok ? row.reason : `${row.verdict.replace("_", " ")}: ${row.reason}`,
-      hourlyCost: row.hourlyCost,
-      accruedCost: row.accruedCost,
+      reason: ok ? j.reason : `${j.verdict.replace("_", " ")}: ${j.reason}`,
+      hourlyCost: s.hourlyCost,
+      accruedCost: accruedCost(s.hourlyCost, j.orphanSince, now),
       leaseId: null,
     };
   });

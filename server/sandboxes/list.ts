@@ -1,18 +1,23 @@
 import { z } from "zod";
 import { text } from "../text";
-import type { Db } from "../db/client";
+import { Prisma, type Db } from "../db/client";
 import { LABEL_KEYS } from "../providers/labels";
 import type { SandboxView } from "../providers/types";
 import type { CompanyScope } from "../shared/roles";
 import { FILTER_MAX } from "../shared/limits";
-import { decodeOffset, encodeOffset, offsetCursorInput } from "../runs/cursor";
+import { decodeOrphanCursor, encodeOrphanCursor, orphanCursorInput } from "../runs/cursor";
 import type { Observer } from "../services/observer";
 import { OWNERSHIP_VERDICTS, type OwnershipVerdict } from "../shared/confirm";
 import { accruedCost, ORPHAN_SINCE_RULES, round6 } from "./cost";
+import { currentInventory, viewOfRow } from "./inventory";
 import { judgeSandbox, type Judgement } from "./ownership";
-import { listOwnSandboxes, loadRecords, type SandboxRecords } from "./records";
+import { loadRecords, type SandboxRecords } from "./records";
 
-/** The orphans page's read model (orphans.list): every orphan of this instance judged, one page sent. */
+/**
+ * The orphans page's read model (orphans.list): one page of the inventory (inventory.ts) in
+ * SQL, costliest first, its sandboxes judged again now from their records; counts and totals
+ * from the inventory, as of its pass.
+ */
 
 export const orphanListInput = z.object({
   verdict: z.enum(OWNERSHIP_VERDICTS).optional(),
@@ -20,7 +25,7 @@ export const orphanListInput = z.object({
   /** Part of a sandbox name or id. */
   search: text(FILTER_MAX.search).optional(),
   /** Where the page starts in the costliest-first order (from the previous page's `nextCursor`). */
-  cursor: offsetCursorInput.optional(),
+  cursor: orphanCursorInput.optional(),
   pageSize: z.number().int().min(1).max(500).default(100),
 });
 export type OrphanListInput = z.input<typeof orphanListInput>;
@@ -49,13 +54,27 @@ export type OrphanRow = z.infer<typeof orphanRowSchema>;
 
 export const orphanListOutput = z.object({
   instanceId: z.string(),
+  /** When the provider was listed for the inventory this page comes from ("as of"). */
   listedAt: z.date(),
-  /** One page of the matching orphans, the costliest first. */
+  /** When this page's sandboxes were judged from their records (now). */
+  judgedAt: z.date(),
+  inventory: z.object({
+    /** How long the pass that listed it took. */
+    tookMs: z.number().int(),
+    /** A newer pass is running; the next poll shows it. */
+    refreshing: z.boolean(),
+    /** The last pass failed with this: the page still shows the older inventory. */
+    error: z.string().nullable(),
+  }),
+  /**
+   * One page of the matching orphans, the costliest first (as of `listedAt`), each verdict
+   * judged now: a sandbox a live run took since the pass is left out of the page.
+   */
   items: z.array(orphanRowSchema),
   /** Where the page starts among all matching orphans (0-based). */
   offset: z.number().int(),
   nextCursor: z.string().nullable(),
-  /** All matching orphans, not only this page. */
+  /** All matching orphans in the inventory, not only this page. */
   totals: z.object({ count: z.number().int(), hourlyCost: z.number(), accruedCost: z.number() }),
   /** All orphans of this instance by verdict, whatever the filters. */
   byVerdict: z.record(z.enum(OWNERSHIP_VERDICTS), z.number().int()),
@@ -64,7 +83,7 @@ export const orphanListOutput = z.object({
 });
 export type OrphanListOutput = z.infer<typeof orphanListOutput>;
 
-function toRow(s: SandboxView, r: SandboxRecords, j: Extract<Judgement, { held: false }>, now: Date): OrphanRow {
+function toRow(s: SandboxView, r: SandboxRecords, j: Extract<Judgement, { held: false }>, at: Date): OrphanRow {
   return {
     id: s.id,
     name: s.name,
@@ -79,72 +98,88 @@ function toRow(s: SandboxView, r: SandboxRecords, j: Extract<Judgement, { held: 
     hourlyCost: s.hourlyCost,
     orphanSince: j.orphanSince,
     orphanSinceRule: j.orphanSinceRule,
-    accruedCost: accruedCost(s.hourlyCost, j.orphanSince, now),
+    accruedCost: accruedCost(s.hourlyCost, j.orphanSince, at),
     verdict: j.verdict,
     reason: j.reason,
   };
 }
 
-/** Every orphan of this instance with its verdict, the costliest first. */
-async function judgeAll(db: Db, observer: Observer, scope: CompanyScope, instanceId: string, now: Date) {
-  const sandboxes = await listOwnSandboxes(observer, scope, instanceId, now);
-  const records = await loadRecords(db, instanceId, sandboxes);
-  let held = 0;
-  const rows: OrphanRow[] = [];
-  for (const s of sandboxes) {
-    const r = records.get(s.id)!;
-    const j = judgeSandbox(observer, instanceId, s, r, now);
-    if (j.held) held += 1;
-    else rows.push(toRow(s, r, j, now));
-  }
-  rows.sort((a, b) => b.accruedCost - a.accruedCost || b.hourlyCost - a.hourlyCost || a.name.localeCompare(b.name));
-  return { rows, held };
-}
-
-/** Every sandbox of this instance by id: an orphan's row, or why it is held. */
-export async function judgeAllWithHeld(db: Db, observer: Observer, scope: CompanyScope, instanceId: string, now: Date) {
-  const sandboxes = await listOwnSandboxes(observer, scope, instanceId, now);
-  const records = await loadRecords(db, instanceId, sandboxes);
-  const rows = new Map<string, OrphanRow>();
-  const held = new Map<string, string>();
-  for (const s of sandboxes) {
-    const r = records.get(s.id)!;
-    const j = judgeSandbox(observer, instanceId, s, r, now);
-    if (j.held) held.set(s.id, `not an orphan: ${j.reason}`);
-    else rows.set(s.id, toRow(s, r, j, now));
-  }
-  return { rows, held };
-}
+type StoredRow = {
+  sandbox_id: string;
+  name: string;
+  labels: unknown;
+  state: string;
+  created_at: Date;
+  cpu: number;
+  memory: number;
+  disk: number;
+  hourly_cost: number;
+  accrued_cost: number;
+};
 
 export async function listOrphans(db: Db, observer: Observer, scope: CompanyScope, instanceId: string, raw: OrphanListInput, now = new Date()): Promise<OrphanListOutput> {
   const input = orphanListInput.parse(raw);
-  const page = input.cursor ? decodeOffset(input.cursor) : null;
-  // A later page is judged as of its first page's moment (see OffsetCursor).
-  const at = page?.at ?? now;
-  const { rows, held } = await judgeAll(db, observer, scope, instanceId, at);
-  const byVerdict = Object.fromEntries(OWNERSHIP_VERDICTS.map((v) => [v, 0])) as Record<OwnershipVerdict, number>;
-  for (const r of rows) byVerdict[r.verdict] += 1;
+  const after = input.cursor ? decodeOrphanCursor(input.cursor) : null;
+  const inventory = await currentInventory(db, observer, instanceId, now);
+  const at = inventory.listedAt;
+
+  const scoped = Prisma.sql`instance_id = ${instanceId} ${scope.all ? Prisma.empty : Prisma.sql`AND company_id = ANY(${scope.companies}::text[])`}`;
   const search = input.search?.toLowerCase();
-  const items = rows.filter(
-    (r) =>
-      (!input.verdict || r.verdict === input.verdict) &&
-      (!input.companyId || r.companyId === input.companyId) &&
-      (!search || r.name.toLowerCase().includes(search) || r.id.toLowerCase().includes(search)),
-  );
-  // The provider is listed whole to judge every sandbox; only one page travels to the browser.
-  const offset = Math.min(page?.offset ?? 0, items.length);
-  const end = offset + input.pageSize;
+  const filters = [
+    Prisma.sql`verdict IS NOT NULL`,
+    input.verdict ? Prisma.sql`verdict = ${input.verdict}` : null,
+    input.companyId ? Prisma.sql`company_id = ${input.companyId}` : null,
+    search ? Prisma.sql`(strpos(lower(name), ${search}) > 0 OR strpos(lower(sandbox_id), ${search}) > 0)` : null,
+  ].filter((f): f is Prisma.Sql => f !== null);
+  const matching = Prisma.sql`${scoped} AND ${Prisma.join(filters, " AND ")}`;
+  // The keyset in the page index's own order (sandbox_inventory_page_idx): every column descending.
+  const keyset = after ? Prisma.sql`AND (accrued_cost, hourly_cost, name, sandbox_id) < (${after.accruedCost}, ${after.hourlyCost}, ${after.name}, ${after.id})` : Prisma.empty;
+
+  const [stored, totals, verdicts] = await Promise.all([
+    db.$queryRaw<StoredRow[]>`
+      SELECT sandbox_id, name, labels, state, created_at, cpu, memory, disk, hourly_cost, accrued_cost
+      FROM sandbox_inventory WHERE ${matching} ${keyset}
+      ORDER BY accrued_cost DESC, hourly_cost DESC, name DESC, sandbox_id DESC
+      LIMIT ${input.pageSize + 1}`,
+    db.$queryRaw<{ count: number; hourly: number; accrued: number }[]>`
+      SELECT count(*)::int AS count, coalesce(sum(hourly_cost), 0)::float8 AS hourly, coalesce(sum(accrued_cost), 0)::float8 AS accrued
+      FROM sandbox_inventory WHERE ${matching}`,
+    db.$queryRaw<{ verdict: string | null; n: number }[]>`
+      SELECT verdict, count(*)::int AS n FROM sandbox_inventory WHERE ${scoped} GROUP BY verdict`,
+  ]);
+
+  const page = stored.slice(0, input.pageSize);
+  // Only this page's sandboxes are judged now, from their records.
+  const views = page.map((r) => viewOfRow({ sandboxId: r.sandbox_id, name: r.name, labels: r.labels, state: r.state, createdAt: r.created_at, cpu: r.cpu, memory: r.memory, disk: r.disk, hourlyCost: r.hourly_cost }, at));
+  const records = await loadRecords(db, instanceId, views);
+  const items: OrphanRow[] = [];
+  for (const s of views) {
+    const r = records.get(s.id)!;
+    const j = judgeSandbox(observer, instanceId, s, r, now);
+    if (!j.held) items.push(toRow(s, r, j, at));
+  }
+
+  const byVerdict = Object.fromEntries(OWNERSHIP_VERDICTS.map((v) => [v, 0])) as Record<OwnershipVerdict, number>;
+  let held = 0;
+  for (const { verdict, n } of verdicts) {
+    if (verdict === null) held += n;
+    else if ((OWNERSHIP_VERDICTS as readonly string[]).includes(verdict)) byVerdict[verdict as OwnershipVerdict] += n;
+  }
+  const offset = after?.offset ?? 0;
+  const last = page[page.length - 1];
+  const total = totals[0] ?? { count: 0, hourly: 0, accrued: 0 };
   return {
     instanceId,
     listedAt: at,
-    items: items.slice(offset, end),
+    judgedAt: now,
+    inventory: { tookMs: inventory.tookMs, refreshing: inventory.refreshing, error: inventory.error },
+    items,
     offset,
-    nextCursor: end < items.length ? encodeOffset({ offset: end, at }) : null,
-    totals: {
-      count: items.length,
-      hourlyCost: round6(items.reduce((n, r) => n + r.hourlyCost, 0)),
-      accruedCost: round6(items.reduce((n, r) => n + r.accruedCost, 0)),
-    },
+    nextCursor:
+      stored.length > input.pageSize && last
+        ? encodeOrphanCursor({ accruedCost: last.accrued_cost, hourlyCost: last.hourly_cost, name: last.name, id: last.sandbox_id, offset: offset + page.length })
+        : null,
+    totals: { count: total.count, hourlyCost: round6(total.hourly), accruedCost: round6(total.accrued) },
     byVerdict,
     held,
   };

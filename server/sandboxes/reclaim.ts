@@ -9,6 +9,7 @@ import type { SandboxView } from "../providers/types";
 import { inScope, type CompanyScope } from "../shared/roles";
 import { observerOf } from "../services/observer";
 import { counts, PLAN_ACTION, PLAN_TTL_MS, planSchema, RECLAIM_ACTION, type reclaimInput, type ReclaimOutput, type ReclaimResult } from "./dry-run";
+import { forgetSandboxes } from "./inventory";
 import { fmt, judgeSandbox } from "./ownership";
 import { LIVE, loadRecords, type SandboxRecords } from "./records";
 
@@ -49,6 +50,7 @@ export async function executeReclaim(db: Db, service: ControllerContext, scope: 
     results.push(await reclaimOne(db, service, instanceId, p));
   }
   const c = counts(results);
+  await forgetSandboxes(db, instanceId, results.filter((r) => r.outcome === "destroyed" || r.outcome === "already_gone").map((r) => r.sandboxId));
   await writeAudit(db, actor, {
     action: RECLAIM_ACTION,
     targetType: "reclaim_plan",

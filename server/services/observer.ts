@@ -12,6 +12,8 @@ import type { SandboxProvider } from "../providers/types";
 export interface Observer {
   /** This instance's sandboxes at the provider, by label (never provider-wide). */
   listByLabels: SandboxProvider["listByLabels"];
+  /** One sandbox by its exact id, read from the provider now (a dry run never trusts the inventory). */
+  getById: SandboxProvider["getById"];
   /** process_exit on a recorded identity. */
   judgeExit(record: PartialIdentity | null): Verdict;
   /** creation_intent on a pending intent, before the provider is asked. */
@@ -23,6 +25,7 @@ export function observerOf(ctx: ControllerContext): Observer {
   return {
     // Read through ctx at call time: a test's context may have no provider until it lists.
     listByLabels: (labels, options) => ctx.provider.listByLabels(labels, options),
+    getById: (id, options) => ctx.provider.getById(id, options),
     judgeExit: (record) => judgeExit(ctx, record).verdict,
     judgePendingIntent: (intent, committedLease, now) => decideCreationIntent(intentEvidence(ctx, intent, committedLease, now)),
   };
