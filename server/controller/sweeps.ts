@@ -9,7 +9,7 @@ import { evidenceIdentity } from "./context";
 import { intentEvidence, judgeExit, pageProbes, probeFor } from "./observe";
 import type { SandboxRef } from "../sandboxes/evidence";
 import { judgeOwnership } from "./ownership";
-import { json, recordProof } from "./records";
+import { json, proofData, recordProof } from "./records";
 import { creationIntent, teardownFence } from "./rules";
 import { teardownLease, type TeardownOutcome } from "./teardown";
 import { isUuid, UUID_PATTERN } from "../lib/ids";
@@ -261,17 +261,21 @@ async function judgeIntent(ctx: ControllerContext, due: PendingIntent, s: SweepS
           throw new Error(`creation_intent without inspection gave ${first.verdict}`);
       }
 
+      // Written with the decision below, in one round trip each (the proofs, the intent).
+      const proofs: Prisma.ProofCreateManyInput[] = [];
+      const due: { nextAttemptAt?: Date } = {};
       if (intent.nextAttemptAt > now) {
-        // Due only because its creator exited (§2.5 step 2): record that proof on its own.
-        await recordProof(tx, first, base, ctx.identity.bootId, links);
-        await tx.sandboxCreationIntent.update({ where: { id }, data: { nextAttemptAt: now } });
+        // Due only because its creator exited (§2.5 step 2): that proof is recorded on its own.
+        proofs.push(proofData(first, base, ctx.identity.bootId, links));
+        due.nextAttemptAt = now;
       }
 
       if (!looked.ok) {
         // The provider could not be asked: nothing is decided, the intent is tried again.
+        if (proofs.length > 0) await tx.proof.createMany({ data: proofs });
         await tx.sandboxCreationIntent.update({
           where: { id },
-          data: { attempts: { increment: 1 }, lastInspection: json({ error: looked.error, at: now.toISOString() }), lastInspectedAt: now },
+          data: { ...due, attempts: { increment: 1 }, lastInspection: json({ error: looked.error, at: now.toISOString() }), lastInspectedAt: now },
         });
         count(s, id, { verdict: "inspect_failed", reason: "provider_error" });
         return null;
@@ -279,8 +283,9 @@ async function judgeIntent(ctx: ControllerContext, due: PendingIntent, s: SweepS
       const { inspection, sandboxId } = looked;
       const { evidence, verdict } = creationIntent(ctx.config, { ...base, inspection });
       count(s, id, verdict);
-      await recordProof(tx, verdict, evidence, ctx.identity.bootId, { ...links, sandboxId });
-      const inspected = { lastInspection: json({ ...inspection, at: now.toISOString(), sandboxId }), lastInspectedAt: now, attempts: { increment: 1 } };
+      proofs.push(proofData(verdict, evidence, ctx.identity.bootId, { ...links, sandboxId }));
+      await tx.proof.createMany({ data: proofs });
+      const inspected = { ...due, lastInspection: json({ ...inspection, at: now.toISOString(), sandboxId }), lastInspectedAt: now, attempts: { increment: 1 } };
 
       switch (verdict.verdict) {
         case "reclaim": {
