@@ -167,9 +167,10 @@ try {
     // any the controllers make: a sweep in id order reads the whole backlog before the orphan.
     const live = evidenceIdentity({ ...currentProcessIdentity(), bootId: crypto.randomUUID() });
     const t = Date.now();
-    for (let i = 0; i < opts.backlog; i += 5000) {
+    // 2,000 rows a statement: their bind parameters stay under PostgreSQL's 32,767 (Prisma splits a larger one).
+    for (let i = 0; i < opts.backlog; i += 2000) {
       const rows = [];
-      for (let j = i; j < Math.min(opts.backlog, i + 5000); j++) {
+      for (let j = i; j < Math.min(opts.backlog, i + 2000); j++) {
         const id = `00000000-0000-4000-8000-${j.toString().padStart(12, "0")}`;
         rows.push({ id, instanceId: "inst-bench", companyId: "co-1", runId: `backlog-${j}`, creationName: creationName("rw", id), labels: json({}), creator: json(live), creatorBootId: live.bootId, settleDeadline: new Date(Date.now() + 60 * 60_000), nextAttemptAt: new Date(Date.now() + 60 * 60_000) });
       }

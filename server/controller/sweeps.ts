@@ -139,11 +139,12 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
     const stop = () => ctx.drain.signal.aborted;
     const exited = await exitedCreators(ctx, companies);
     if (exited.length > 0) {
-      for await (const page of pagesById((after) => readPending(ctx, after, { companies, creators: exited }), stop)) await feed(page, new Set());
+      for await (const page of pagesById((after) => readPending(ctx, after, { companies, creators: exited }), stop, { readAhead: true })) await feed(page, new Set());
     }
     // Every pending intent in id order (§2.5 step 1); the exited creators' rows were just fed.
+    // The next page is read while this one is judged: the lanes only change rows already read.
     const fed = new Set(exited);
-    if (!stop()) for await (const page of pagesById((after) => readPending(ctx, after, { companies }), stop)) await feed(page, fed);
+    if (!stop()) for await (const page of pagesById((after) => readPending(ctx, after, { companies }), stop, { readAhead: true })) await feed(page, fed);
     await lanes.drain();
     if (!ctx.drain.signal.aborted) await relookResolvedAbsent(ctx, s, toTearDown, companies);
     await tearDown(ctx, toTearDown, s);
