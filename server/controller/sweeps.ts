@@ -215,35 +215,32 @@ async function lockPending(tx: Prisma.TransactionClient, id: string): Promise<(P
   return rows[0] ?? null;
 }
 
-type Inspection = { at: Date } & ({ ok: true; inspection: NonNullable<CreationIntentEvidence["inspection"]>; sandboxId: string | null } | { ok: false; error: string });
+type Inspection = { ok: true; inspection: NonNullable<CreationIntentEvidence["inspection"]>; sandboxId: string | null } | { ok: false; error: string };
 
-/** Asks the provider for the sandbox by exact creation name (§2.5 step 3); `at` is taken before the call. */
+/** Asks the provider for the sandbox by exact creation name (§2.5 step 3). */
 async function inspect(ctx: ControllerContext, creationName: string): Promise<Inspection> {
-  const at = new Date();
   try {
     const found = await ctx.provider.getByName(creationName);
-    if (found && found.state !== "destroyed") return { at, ok: true, sandboxId: found.id, inspection: { found: true, sandbox: { name: found.name, labels: normaliseLabels(found.labels) } } };
-    return { at, ok: true, sandboxId: null, inspection: { found: false } };
+    if (found && found.state !== "destroyed") return { ok: true, sandboxId: found.id, inspection: { found: true, sandbox: { name: found.name, labels: normaliseLabels(found.labels) } } };
+    return { ok: true, sandboxId: null, inspection: { found: false } };
   } catch (err) {
-    return { at, ok: false, error: ProviderError.is(err) ? err.message : String(err) };
+    return { ok: false, error: ProviderError.is(err) ? err.message : String(err) };
   }
 }
 
 /**
- * Judges one due intent; returns the id of a lease to tear down, if any. The provider is asked
- * first, with no transaction open (a slow provider holds no connection and no row lock); the
- * decision is then made under the row's lock on the row as stored, with a fresh probe of its
- * creator, and its proof is written in that transaction. A row another controller holds or
- * resolved meanwhile is left alone (its inspection unused).
+ * Judges one due intent under the row's lock; returns the id of a lease to tear down, if any.
+ * The provider is asked while the lock is held: with several controllers on one backlog, the
+ * others skip the row at once instead of each asking the provider for it too (asking first,
+ * unlocked, multiplied the provider's calls by the number of controllers).
  */
-async function judgeIntent(ctx: ControllerContext, due: PendingIntent, s: SweepSummary): Promise<string | null> {
-  const looked = await inspect(ctx, due.creationName);
-  const now = looked.at;
-  const id = due.id;
+async function judgeIntent(ctx: ControllerContext, row: PendingIntent, s: SweepSummary): Promise<string | null> {
+  const id = row.id;
   return ctx.db.$transaction(
     async (tx) => {
       const intent = await lockPending(tx, id);
       if (!intent) return null; // another controller holds it, or it was resolved
+      const now = new Date();
       const { evidence: base, verdict: first } = creationIntent(ctx.config, intentEvidence(ctx, intent, intent.committed, now));
       const links = { intentId: id, runId: intent.existingRunId };
 
@@ -271,6 +268,7 @@ async function judgeIntent(ctx: ControllerContext, due: PendingIntent, s: SweepS
         due.nextAttemptAt = now;
       }
 
+      const looked = await inspect(ctx, intent.creationName);
       if (!looked.ok) {
         // The provider could not be asked: nothing is decided, the intent is tried again.
         if (proofs.length > 0) await tx.proof.createMany({ data: proofs });
