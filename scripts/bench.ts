@@ -41,12 +41,14 @@ const cli = new Command("bench")
   .option("--scale [runs]", "generate this many runs (default 1,000,000) and measure every page and sweep at N/10 and N", positiveInt)
   .option("--json <file>", "with --scale: write the figures as JSON")
   .option("--reps <n>", "with --scale or --orphans: timed repetitions per figure", positiveInt, 30)
+  .option("--backlog <n>", "pending intents of a live creator in front of the orphan in section 1b", nonNegativeInt, 50_000)
+  .option("--reclaims <n>", "abandoned intents reclaimed in section 2b", positiveInt, 2_000)
   .option("--orphans [sizes]", "the orphans page before and after its inventory at these sandbox counts (default 1000,10000), with RSS over 20 polls")
   .option("--polls <n>", "with --orphans: polls per RSS figure", positiveInt, 20)
   .option("--client-js", "print the JavaScript each page of the last `next build` loads, gzipped, and stop")
   .option("--transition-ms <ms>", "the emulator's lifecycle transitions (create, start, stop, destroy) in ms; default: the emulator's own (Daytona-like) timings", nonNegativeInt)
   .parse(process.argv);
-const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean }>();
+const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean }>();
 if (opts.clientJs) {
   const { printClientJs } = await import("./bench/client-js");
   printClientJs(say);
@@ -137,39 +139,60 @@ try {
 
   // ── 1. restart → orphan destroyed ──
   const rounds = 5;
-  say(`\n1. restart → orphan destroyed (${rounds} rounds, SIGKILL after the create, before the lease commits)`);
-  const fromSpawn: number[] = [];
-  const fromReady: number[] = [];
-  for (let i = 0; i < rounds; i++) {
-    const base = {
-      DATABASE_URL: appUrl,
-      EMULATOR_URL: emulator.url,
-      RUNWARDEN_INSTANCE_ID: "inst-bench",
-      RUNWARDEN_CONTROLLER_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "rw-bench-")),
-      RUNWARDEN_SWEEP_INTERVAL_MS: "10000",
-      LOG_LEVEL: "warn",
-    };
-    const run = await submitRun(db, "inst-bench", { companyId: "co-1", taskId: `bench-${i}`, agent: "a", provider: "codex", turns: 1 }, { id: "bench", role: "operator" });
-    const a = launchController({ ...FAST_CONTROLLER_ENV, ...base, RUNWARDEN_CRASH_AT: "after_create" });
-    await a.exited;
-    const orphan = (await admin.sandboxes()).find((s) => s.labels["runwarden.run"] === run.id && s.state !== "destroyed");
-    if (!orphan) throw new Error("the crash left no orphan");
-    const t0 = Date.now();
-    const b = launchController({ ...FAST_CONTROLLER_ENV, ...base });
-    procs.push(b);
-    await b.ready;
-    const t1 = Date.now();
-    await until(async () => (await admin.sandboxes({ includeDestroyed: true })).find((s) => s.id === orphan.id)?.state === "destroyed", 60_000);
-    const t2 = Date.now();
-    fromSpawn.push(t2 - t0);
-    fromReady.push(t2 - t1);
-    say(`   round ${i + 1}: orphan destroyed ${t2 - t0} ms after the restart (${t2 - t1} ms after the controller was ready)`);
-    await until(async () => (await db.run.findUniqueOrThrow({ where: { id: run.id } })).status === "succeeded", 60_000);
-    b.kill("SIGTERM");
-    await b.exited;
-  }
-  say(`   median ${median(fromSpawn)} ms from restart (min ${Math.min(...fromSpawn)}, max ${Math.max(...fromSpawn)}); median ${median(fromReady)} ms from ready (×${(median(fromReady) / Math.max(1, floorDestroy)).toFixed(1)} the provider's own destroy → destroyed)`);
+  let taskNo = 0;
+  const restartRounds = async (title: string) => {
+    say(`\n${title}`);
+    const fromSpawn: number[] = [];
+    const fromReady: number[] = [];
+    for (let i = 0; i < rounds; i++) {
+      const base = {
+        DATABASE_URL: appUrl,
+        EMULATOR_URL: emulator.url,
+        RUNWARDEN_INSTANCE_ID: "inst-bench",
+        RUNWARDEN_CONTROLLER_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "rw-bench-")),
+        RUNWARDEN_SWEEP_INTERVAL_MS: "10000",
+        LOG_LEVEL: "warn",
+      };
+      const run = await submitRun(db, "inst-bench", { companyId: "co-1", taskId: `bench-${taskNo++}`, agent: "a", provider: "codex", turns: 1 }, { id: "bench", role: "operator" });
+      const a = launchController({ ...FAST_CONTROLLER_ENV, ...base, RUNWARDEN_CRASH_AT: "after_create" });
+      await a.exited;
+      const orphan = (await admin.sandboxes()).find((s) => s.labels["runwarden.run"] === run.id && s.state !== "destroyed");
+      if (!orphan) throw new Error("the crash left no orphan");
+      const t0 = Date.now();
+      const b = launchController({ ...FAST_CONTROLLER_ENV, ...base });
+      procs.push(b);
+      await b.ready;
+      const t1 = Date.now();
+      await until(async () => (await admin.sandboxes({ includeDestroyed: true })).find((s) => s.id === orphan.id)?.state === "destroyed", 60_000);
+      const t2 = Date.now();
+      fromSpawn.push(t2 - t0);
+      fromReady.push(t2 - t1);
+      say(`   round ${i + 1}: orphan destroyed ${t2 - t0} ms after the restart (${t2 - t1} ms after the controller was ready)`);
+      await until(async () => (await db.run.findUniqueOrThrow({ where: { id: run.id } })).status === "succeeded", 60_000);
+      b.kill("SIGTERM");
+      await b.exited;
+    }
+    say(`   median ${median(fromSpawn)} ms from restart (min ${Math.min(...fromSpawn)}, max ${Math.max(...fromSpawn)}); median ${median(fromReady)} ms from ready (×${(median(fromReady) / Math.max(1, floorDestroy)).toFixed(1)} the provider's own destroy → destroyed, ${floorDestroy} ms)`);
+  };
+  await restartRounds(`1. restart → orphan destroyed (${rounds} rounds, SIGKILL after the create, before the lease commits)`);
   say(`   (the rule it replaces waited nextAttemptAt = created + ${env.RUNWARDEN_INTENT_WAIT_MS / 60_000} min)`);
+  if (opts.backlog > 0) {
+    // A live creator (this process) with a backlog of pending intents whose ids all sort before
+    // any the controllers make: a sweep in id order reads the whole backlog before the orphan.
+    const live = evidenceIdentity({ ...currentProcessIdentity(), bootId: crypto.randomUUID() });
+    const t = Date.now();
+    // 2,000 rows a statement: their bind parameters stay under PostgreSQL's 32,767 (Prisma splits a larger one).
+    for (let i = 0; i < opts.backlog; i += 2000) {
+      const rows = [];
+      for (let j = i; j < Math.min(opts.backlog, i + 2000); j++) {
+        const id = `00000000-0000-4000-8000-${j.toString().padStart(12, "0")}`;
+        rows.push({ id, instanceId: "inst-bench", companyId: "co-1", runId: `backlog-${j}`, creationName: creationName("rw", id), labels: json({}), creator: json(live), creatorBootId: live.bootId, settleDeadline: new Date(Date.now() + 60 * 60_000), nextAttemptAt: new Date(Date.now() + 60 * 60_000) });
+      }
+      await db.sandboxCreationIntent.createMany({ data: rows });
+    }
+    await restartRounds(`1b. restart → orphan destroyed behind ${opts.backlog} pending intents of a live creator (seeded in ${((Date.now() - t) / 1000).toFixed(1)} s; ${rounds} rounds)`);
+    await db.sandboxCreationIntent.deleteMany({ where: { creatorBootId: live.bootId } });
+  }
 
   // ── 2. sweep throughput ──
   const identity = { ...currentProcessIdentity(), bootId: crypto.randomUUID() };
@@ -208,6 +231,49 @@ try {
   s = await sweepCreationIntents(controller.ctx, "bench");
   secs = (Date.now() - t) / 1000;
   say(`   ${s.judged} intents judged, ${s.reclaimed} reclaimed and ${s.destroyed} destroyed through the provider in ${secs.toFixed(2)} s: ${(s.judged / secs).toFixed(0)} intents/s overall, ${(s.reclaimed / secs).toFixed(0)} reclaims/s`);
+
+  // 2b. a larger batch: reclaims/s beside the provider's own round trips for the same work
+  // (get by name, get by id, destroy per sandbox, 8 at a time: what a reclaim asks of it).
+  const plantAll = async (n: number) => {
+    const out: Array<{ id: string; name: string }> = [];
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < n) {
+          next++;
+          const id = crypto.randomUUID();
+          const name = creationName("rw", id);
+          await admin.plant({ name, labels: buildLabels({ instanceId: "inst-bench", companyId: "co-1", operationId: id }) });
+          out.push({ id, name });
+        }
+      }),
+    );
+    return out;
+  };
+  const floorN = Math.min(400, opts.reclaims);
+  const floorSet = await plantAll(floorN);
+  t = Date.now();
+  let cursor = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (cursor < floorSet.length) {
+        const one = floorSet[cursor++]!;
+        const found = await provider.getByName(one.name);
+        if (!found) throw new Error(`planted ${one.name} not found`);
+        await provider.getById(found.id);
+        await provider.destroy(found.id);
+      }
+    }),
+  );
+  const floorPerSec = floorN / ((Date.now() - t) / 1000);
+  const batch = await plantAll(opts.reclaims);
+  await db.sandboxCreationIntent.createMany({
+    data: batch.map(({ id, name }) => ({ id, instanceId: "inst-bench", companyId: "co-1", runId: `probe-${id}`, creationName: name, labels: json({}), creator: json(dead), settleDeadline: new Date(Date.now() + 60_000), nextAttemptAt: new Date(Date.now() + 30 * 60_000) })),
+  });
+  t = Date.now();
+  s = await sweepCreationIntents(controller.ctx, "bench");
+  secs = (Date.now() - t) / 1000;
+  say(`   2b. ${s.reclaimed} of ${opts.reclaims} abandoned intents reclaimed and ${s.destroyed} destroyed in ${secs.toFixed(2)} s: ${(s.reclaimed / secs).toFixed(0)} reclaims/s (floor: the provider's own get by name + get by id + destroy, 8 at a time, ${floorPerSec.toFixed(0)} sandboxes/s; ×${(floorPerSec / Math.max(1e-9, s.reclaimed / secs)).toFixed(1)})`);
   await controller.stop("bench");
 
   // ── 3. engine ──

@@ -47,7 +47,7 @@ export function pageProbes(ctx: ControllerContext): (record: PartialIdentity | n
 /** The creation-intent evidence of a stored intent, before the provider is asked. */
 export function intentEvidence(
   ctx: ControllerContext,
-  intent: SandboxCreationIntent,
+  intent: Pick<SandboxCreationIntent, "id" | "instanceId" | "companyId" | "creationName" | "creator" | "createdAt" | "nextAttemptAt" | "settleDeadline">,
   committedLease: boolean,
   now: Date,
   probe: (record: PartialIdentity | null) => Probe = (record) => probeFor(ctx, record),

@@ -16,25 +16,28 @@ export interface ProofLinks {
   sandboxId?: string | null;
 }
 
+/** One engine decision exactly as the engine returned it, with its evidence, as a proofs row. */
+export function proofData(verdict: Verdict, evidence: unknown, evaluatedBy: string, links: ProofLinks = {}): Prisma.ProofCreateManyInput {
+  return {
+    kind: verdict.kind,
+    verdict: verdict.verdict,
+    code: verdict.code,
+    reason: verdict.reason,
+    checks: verdict.checks as unknown as Prisma.InputJsonValue,
+    evidence: evidence as Prisma.InputJsonValue,
+    output: verdict as unknown as Prisma.InputJsonValue,
+    evaluatedBy,
+    runId: links.runId ?? null,
+    claimId: links.claimId ?? null,
+    intentId: links.intentId ?? null,
+    leaseId: links.leaseId ?? null,
+    sandboxId: links.sandboxId ?? null,
+  };
+}
+
 /** Stores one engine decision exactly as the engine returned it, with its evidence. */
 export async function recordProof(db: Tx, verdict: Verdict, evidence: unknown, evaluatedBy: string, links: ProofLinks = {}) {
-  return db.proof.create({
-    data: {
-      kind: verdict.kind,
-      verdict: verdict.verdict,
-      code: verdict.code,
-      reason: verdict.reason,
-      checks: verdict.checks as unknown as Prisma.InputJsonValue,
-      evidence: evidence as Prisma.InputJsonValue,
-      output: verdict as unknown as Prisma.InputJsonValue,
-      evaluatedBy,
-      runId: links.runId ?? null,
-      claimId: links.claimId ?? null,
-      intentId: links.intentId ?? null,
-      leaseId: links.leaseId ?? null,
-      sandboxId: links.sandboxId ?? null,
-    },
-  });
+  return db.proof.create({ data: proofData(verdict, evidence, evaluatedBy, links) });
 }
 
 export function json(value: unknown): Prisma.InputJsonValue {

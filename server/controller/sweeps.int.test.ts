@@ -184,11 +184,54 @@ describe("creation-intent sweep", () => {
     const first = await seedIntent({ creator: dead }, "0001-abandoned-first");
     for (let i = 0; i < 12; i++) await seedIntent({ creator: self() }, `0002-live-${String(i).padStart(2, "0")}`);
     const last = await seedIntent({ creator: dead }, "zzzz-abandoned-last");
+    // The last row is slow to inspect: the first orphan goes while the pass is still at work
+    // (since the lanes, both rows are in flight at once; the order comes from this delay).
+    await h.emu.admin.setFault({ match: { name: last.name }, fault: { kind: "latency", ms: 1000 }, times: 1 });
     await c.sweep("test");
     const leaseOfFirst = await h.db.db.environmentLease.findFirstOrThrow({ where: { intentId: first.id } });
     const judgedLast = await h.db.db.proof.findFirstOrThrow({ where: { kind: "creation_intent", intentId: last.id }, orderBy: { evaluatedAt: "desc" } });
     expect(leaseOfFirst.endedAt).not.toBeNull();
     expect(leaseOfFirst.endedAt!.getTime()).toBeLessThanOrEqual(judgedLast.evaluatedAt.getTime());
+  });
+
+  it("keeps its lanes working across page boundaries: a slow reclaim on the first page holds back no later page", async () => {
+    // Both outside the exited creators' first pass (no creator boot id): found by the paging alone.
+    const slow = await seedIntent({ creator: dead }, "0003-slow");
+    for (let i = 0; i < 12; i++) await seedIntent({ creator: self() }, `0004-live-${String(i).padStart(2, "0")}`);
+    const fast = await seedIntent({ creator: dead }, "0005-fast");
+    await h.db.db.sandboxCreationIntent.updateMany({ where: { id: { in: [slow.id, fast.id] } }, data: { creatorBootId: null } });
+    await h.emu.admin.setFault({ match: { name: slow.name }, fault: { kind: "latency", ms: 1500 }, times: 1 });
+    await c.sweep("test");
+    expect(await intentStatus(slow.id)).toBe("reclaimed");
+    expect(await intentStatus(fast.id)).toBe("reclaimed");
+    // Before issue 13's lanes, the pager waited for the slow page: the later row was not even read yet.
+    const slowJudged = await h.db.db.proof.findFirstOrThrow({ where: { kind: "creation_intent", verdict: "reclaim", intentId: slow.id } });
+    const fastLease = await h.db.db.environmentLease.findFirstOrThrow({ where: { intentId: fast.id } });
+    expect(fastLease).toMatchObject({ status: "expired", cleanupStatus: "destroyed" });
+    expect(fastLease.endedAt!.getTime()).toBeLessThan(slowJudged.evaluatedAt.getTime());
+    for (const id of [slow.id, fast.id]) {
+      expect(await h.db.db.proof.count({ where: { kind: "creation_intent", verdict: "reclaim", intentId: id } })).toBe(1);
+      expect(await h.db.db.environmentLease.count({ where: { intentId: id } })).toBe(1);
+    }
+  });
+
+  it("sweeps an exited creator's intents first, before a backlog of live creators' intents in id order", async () => {
+    const canary = await seedIntent({ creator: dead }, "0006-canary");
+    await h.db.db.sandboxCreationIntent.update({ where: { id: canary.id }, data: { creatorBootId: null } });
+    for (let i = 0; i < 15; i++) await seedIntent({ creator: self() }, `0007-live-${String(i).padStart(2, "0")}`);
+    const prior = await seedIntent({ creator: dead }, "0008-prior");
+    // The first row in id order is slow to inspect: a pass in id order reaches `prior` only after it.
+    await h.emu.admin.setFault({ match: { name: canary.name }, fault: { kind: "latency", ms: 1500 }, times: 1 });
+    await c.sweep("test");
+    expect(await intentStatus(prior.id)).toBe("reclaimed");
+    expect(await intentStatus(canary.id)).toBe("reclaimed");
+    const canaryJudged = await h.db.db.proof.findFirstOrThrow({ where: { kind: "creation_intent", verdict: "reclaim", intentId: canary.id } });
+    const priorLease = await h.db.db.environmentLease.findFirstOrThrow({ where: { intentId: prior.id } });
+    expect(priorLease).toMatchObject({ status: "expired", cleanupStatus: "destroyed" });
+    expect(priorLease.endedAt!.getTime()).toBeLessThan(canaryJudged.evaluatedAt.getTime());
+    // Its creator's exit is proven on its own proof, then the reclaim, each once.
+    expect(await h.db.db.proof.count({ where: { kind: "creation_intent", intentId: prior.id } })).toBe(2);
+    expect(await sandboxState(prior.sandboxId!)).toMatch(DELETED);
   });
 
   it("commits an intent whose lease did commit", async () => {

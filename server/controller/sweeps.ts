@@ -1,18 +1,18 @@
 import { z } from "zod";
-import type { Prisma, SandboxCreationIntent } from "../db/client";
+import { Prisma, type SandboxCreationIntent } from "../db/client";
 import { asIdentity, type CreationIntentEvidence, type TeardownFenceEvidence, type Verdict } from "../engine";
 import { pagesById } from "../lib/pages";
 import { ProviderError } from "../providers/errors";
 import { normaliseLabels } from "../providers/labels";
 import type { ControllerContext } from "./context";
 import { evidenceIdentity } from "./context";
-import { intentEvidence, pageProbes, probeFor } from "./observe";
+import { intentEvidence, judgeExit, pageProbes, probeFor } from "./observe";
 import type { SandboxRef } from "../sandboxes/evidence";
 import { judgeOwnership } from "./ownership";
-import { json, recordProof } from "./records";
+import { json, proofData, recordProof } from "./records";
 import { creationIntent, teardownFence } from "./rules";
 import { teardownLease, type TeardownOutcome } from "./teardown";
-import { isUuid } from "../lib/ids";
+import { isUuid, UUID_PATTERN } from "../lib/ids";
 
 /**
  * The sweeps of DOMAIN.md §2.5 and §2.6. Each pages through its rows in a stable id
@@ -58,51 +58,101 @@ async function closePass(ctx: ControllerContext, s: SweepSummary, error: string 
 
 // ───────────────────────── creation intents (§2.5) ─────────────────────────
 
+/** What the sweep reads of a pending intent: on the page read, and again under the row's lock. */
+export type PendingIntent = Pick<SandboxCreationIntent, "id" | "instanceId" | "companyId" | "runId" | "creationName" | "creator" | "creatorBootId" | "createdAt" | "nextAttemptAt" | "settleDeadline"> & {
+  /** A lease names this intent (the acquire committed after all). */
+  committed: boolean;
+};
+
+const PENDING_COLUMNS = Prisma.sql`
+  i.operation_id AS id, i.instance_id AS "instanceId", i.company_id AS "companyId", i.run_id AS "runId",
+  i.creation_name AS "creationName", i.creator, i.creator_boot_id AS "creatorBootId", i.created_at AS "createdAt",
+  i.next_attempt_at AS "nextAttemptAt", i.settle_deadline AS "settleDeadline",
+  EXISTS (SELECT 1 FROM environment_leases l WHERE l.intent_id = i.operation_id) AS committed`;
+
+/** One page of pending intents after `after`, with whether a lease names each: one round trip. */
+function readPending(ctx: ControllerContext, after: string | null, only: { companies?: string[]; creators?: string[] }): Promise<PendingIntent[]> {
+  return ctx.db.$queryRaw<PendingIntent[]>`
+    SELECT ${PENDING_COLUMNS}
+    FROM sandbox_creation_intents i
+    WHERE i.instance_id = ${ctx.config.instanceId} AND i.status = 'pending'::"IntentStatus"
+      ${only.creators ? Prisma.sql`AND i.creator_boot_id = ANY(${only.creators})` : Prisma.empty}
+      ${only.companies ? Prisma.sql`AND i.company_id = ANY(${only.companies})` : Prisma.empty}
+      ${after === null ? Prisma.empty : Prisma.sql`AND i.operation_id > ${after}`}
+    ORDER BY i.operation_id
+    LIMIT ${ctx.config.pageSize}`;
+}
+
+/**
+ * The creators (by boot id) that hold pending intents and have provably exited (§2.4): one
+ * index skip per distinct creator, one probe each. Their intents are swept first, so a
+ * restarted controller reaches its predecessor's orphans without reading a backlog of live
+ * creators' intents before them (issue 13). Only an order: the full pass still pages through
+ * every pending intent, and every row is judged again under its own lock.
+ */
+async function exitedCreators(ctx: ControllerContext, companies?: string[]): Promise<string[]> {
+  const rows = await ctx.db.$queryRaw<Array<{ bootId: string; creator: unknown }>>`
+    WITH RECURSIVE c AS (
+      (SELECT creator_boot_id AS boot_id FROM sandbox_creation_intents
+        WHERE instance_id = ${ctx.config.instanceId} AND status = 'pending'::"IntentStatus" AND creator_boot_id IS NOT NULL
+        ORDER BY creator_boot_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT creator_boot_id FROM sandbox_creation_intents
+        WHERE instance_id = ${ctx.config.instanceId} AND status = 'pending'::"IntentStatus" AND creator_boot_id > c.boot_id
+        ORDER BY creator_boot_id LIMIT 1)
+      FROM c WHERE c.boot_id IS NOT NULL)
+    SELECT c.boot_id AS "bootId",
+      (SELECT creator FROM sandbox_creation_intents
+        WHERE instance_id = ${ctx.config.instanceId} AND status = 'pending'::"IntentStatus" AND creator_boot_id = c.boot_id
+        ${companies ? Prisma.sql`AND company_id = ANY(${companies})` : Prisma.empty}
+        LIMIT 1) AS creator
+    FROM c WHERE c.boot_id IS NOT NULL`;
+  return rows.filter((r) => r.creator !== null && judgeExit(ctx, asIdentity(r.creator)).verdict.verdict === "exited").map((r) => r.bootId);
+}
+
 /** `companies` limits a sweep to those companies' rows (a person's "sweep now"); unset, all. */
 export async function sweepCreationIntents(ctx: ControllerContext, trigger = "interval", companies?: string[]): Promise<SweepSummary> {
   const pass = await openPass(ctx, "creation_intents", trigger);
   const s = summary("creation_intents", pass.id);
   const toTearDown: string[] = [];
   let error: string | null = null;
+  // A pool of lanes fed by the pager: a due row is judged under its lock and, when reclaimed,
+  // its sandbox torn down in the same lane, while the pager reads on (no barrier per page).
+  const lanes = lanePool<PendingIntent>(SWEEP_PARALLELISM, async (intent) => {
+    const leaseId = await judgeIntent(ctx, intent, s);
+    if (leaseId) await tearDown(ctx, [leaseId], s);
+  });
   try {
-    const pages = pagesById(
-      (after): Promise<SandboxCreationIntent[]> =>
-        ctx.db.sandboxCreationIntent.findMany({
-          where: { instanceId: ctx.config.instanceId, status: "pending", ...(companies ? { companyId: { in: companies } } : {}), ...(after ? { id: { gt: after } } : {}) },
-          orderBy: { id: "asc" },
-          take: ctx.config.pageSize,
-        }),
-      () => ctx.drain.signal.aborted,
-    );
-    for await (const page of pages) {
+    const probe = pageProbes(ctx);
+    // Most rows wait for a live or unprovable creator: judge those from the page read,
+    // without a lock; only rows the engine would act on go to a lane, judged again there.
+    const feed = async (page: PendingIntent[], skip: ReadonlySet<string>) => {
       s.pages += 1;
-      // Most rows wait for a live or unprovable creator: judge those from the page read,
-      // without a lock; only rows the engine would act on are locked and judged again.
-      const committed = new Set(
-        (await ctx.db.environmentLease.findMany({ where: { intentId: { in: page.map((i) => i.id) } }, select: { intentId: true } })).map((l) => l.intentId),
-      );
-      const due: string[] = [];
-      const probe = pageProbes(ctx);
+      const now = new Date();
       for (const intent of page) {
-        const { verdict } = creationIntent(ctx.config, intentEvidence(ctx, intent, committed.has(intent.id), new Date(), probe));
+        if (intent.creatorBootId !== null && skip.has(intent.creatorBootId)) continue;
+        const { verdict } = creationIntent(ctx.config, intentEvidence(ctx, intent, intent.committed, now, probe));
         if (verdict.verdict === "wait") count(s, intent.id, verdict);
-        else due.push(intent.id);
+        else await lanes.push(intent);
       }
-      const reclaimed: string[] = [];
-      await inParallel(due, SWEEP_PARALLELISM, async (id) => {
-        const leaseId = await judgeIntent(ctx, id, s);
-        if (leaseId) reclaimed.push(leaseId);
-      });
-      // A page's orphans are destroyed before the next page is read: with a large backlog the
-      // first orphan goes in seconds, not after the whole pass (issue 13).
-      await tearDown(ctx, reclaimed, s);
+    };
+    const stop = () => ctx.drain.signal.aborted;
+    const exited = await exitedCreators(ctx, companies);
+    if (exited.length > 0) {
+      for await (const page of pagesById((after) => readPending(ctx, after, { companies, creators: exited }), stop, { readAhead: true })) await feed(page, new Set());
     }
+    // Every pending intent in id order (§2.5 step 1); the exited creators' rows were just fed.
+    // The next page is read while this one is judged: the lanes only change rows already read.
+    const fed = new Set(exited);
+    if (!stop()) for await (const page of pagesById((after) => readPending(ctx, after, { companies }), stop, { readAhead: true })) await feed(page, fed);
+    await lanes.drain();
     if (!ctx.drain.signal.aborted) await relookResolvedAbsent(ctx, s, toTearDown, companies);
     await tearDown(ctx, toTearDown, s);
   } catch (err) {
     error = err instanceof Error ? err.message : String(err);
     ctx.log.error({ err: error }, "creation-intent sweep failed");
   }
+  await lanes.drain().catch(() => {}); // nothing in flight outlives its pass
   await closePass(ctx, s, error);
   return s;
 }
@@ -125,20 +175,74 @@ async function inParallel<T>(items: readonly T[], limit: number, work: (item: T)
   await Promise.all(lanes);
 }
 
-/** Judges one intent under a row lock; returns the id of a lease to tear down, if any. */
-async function judgeIntent(ctx: ControllerContext, id: string, s: SweepSummary): Promise<string | null> {
+/**
+ * At most `limit` items in work at once; `push` waits for a free lane (the feeder slows to
+ * the lanes' pace). The first failure is thrown by the next `push` or by `drain`.
+ */
+export function lanePool<T>(limit: number, work: (item: T) => Promise<void>): { push(item: T): Promise<void>; drain(): Promise<void> } {
+  const running = new Set<Promise<void>>();
+  let failure: { err: unknown } | null = null;
+  const rethrow = () => {
+    if (failure) throw failure.err;
+  };
+  return {
+    async push(item) {
+      while (running.size >= limit) await Promise.race(running);
+      rethrow();
+      const lane: Promise<void> = work(item)
+        .catch((err: unknown) => {
+          failure ??= { err };
+        })
+        .finally(() => running.delete(lane));
+      running.add(lane);
+    },
+    async drain() {
+      while (running.size > 0) await Promise.race(running);
+      rethrow();
+    },
+  };
+}
+
+/** Under the row's lock, the intent as stored, whether a lease names it and the run it names (if that run exists). */
+async function lockPending(tx: Prisma.TransactionClient, id: string): Promise<(PendingIntent & { existingRunId: string | null }) | null> {
+  // Probe and qualification acquires name runs that never existed (and ids that are no uuid).
+  const rows = await tx.$queryRaw<Array<PendingIntent & { existingRunId: string | null }>>`
+    SELECT ${PENDING_COLUMNS},
+      (SELECT r.id::text FROM runs r WHERE r.id = CASE WHEN i.run_id ~* ${UUID_PATTERN.source} THEN i.run_id::uuid END) AS "existingRunId"
+    FROM sandbox_creation_intents i
+    WHERE i.operation_id = ${id} AND i.status = 'pending'::"IntentStatus"
+    FOR UPDATE OF i SKIP LOCKED`;
+  return rows[0] ?? null;
+}
+
+type Inspection = { ok: true; inspection: NonNullable<CreationIntentEvidence["inspection"]>; sandboxId: string | null } | { ok: false; error: string };
+
+/** Asks the provider for the sandbox by exact creation name (§2.5 step 3). */
+async function inspect(ctx: ControllerContext, creationName: string): Promise<Inspection> {
+  try {
+    const found = await ctx.provider.getByName(creationName);
+    if (found && found.state !== "destroyed") return { ok: true, sandboxId: found.id, inspection: { found: true, sandbox: { name: found.name, labels: normaliseLabels(found.labels) } } };
+    return { ok: true, sandboxId: null, inspection: { found: false } };
+  } catch (err) {
+    return { ok: false, error: ProviderError.is(err) ? err.message : String(err) };
+  }
+}
+
+/**
+ * Judges one due intent under the row's lock; returns the id of a lease to tear down, if any.
+ * The provider is asked while the lock is held: with several controllers on one backlog, the
+ * others skip the row at once instead of each asking the provider for it too (asking first,
+ * unlocked, multiplied the provider's calls by the number of controllers).
+ */
+async function judgeIntent(ctx: ControllerContext, row: PendingIntent, s: SweepSummary): Promise<string | null> {
+  const id = row.id;
   return ctx.db.$transaction(
     async (tx) => {
-      const rows = await tx.$queryRaw<Array<{ operation_id: string }>>`
-        SELECT operation_id FROM sandbox_creation_intents
-        WHERE operation_id = ${id} AND status = 'pending'::"IntentStatus"
-        FOR UPDATE SKIP LOCKED`;
-      if (rows.length === 0) return null; // another controller holds it, or it was resolved
-      const intent = await tx.sandboxCreationIntent.findUniqueOrThrow({ where: { id } });
-      const committedLease = (await tx.environmentLease.count({ where: { intentId: id } })) > 0;
+      const intent = await lockPending(tx, id);
+      if (!intent) return null; // another controller holds it, or it was resolved
       const now = new Date();
-      const { evidence: base, verdict: first } = creationIntent(ctx.config, intentEvidence(ctx, intent, committedLease, now));
-      const links = { intentId: id, runId: await existingRunId(tx, intent) };
+      const { evidence: base, verdict: first } = creationIntent(ctx.config, intentEvidence(ctx, intent, intent.committed, now));
+      const links = { intentId: id, runId: intent.existingRunId };
 
       switch (first.verdict) {
         case "wait":
@@ -155,36 +259,32 @@ async function judgeIntent(ctx: ControllerContext, id: string, s: SweepSummary):
           throw new Error(`creation_intent without inspection gave ${first.verdict}`);
       }
 
+      // Written with the decision below, in one round trip each (the proofs, the intent).
+      const proofs: Prisma.ProofCreateManyInput[] = [];
+      const due: { nextAttemptAt?: Date } = {};
       if (intent.nextAttemptAt > now) {
-        // Due only because its creator exited (§2.5 step 2): record that proof on its own.
-        await recordProof(tx, first, base, ctx.identity.bootId, links);
-        await tx.sandboxCreationIntent.update({ where: { id }, data: { nextAttemptAt: now } });
+        // Due only because its creator exited (§2.5 step 2): that proof is recorded on its own.
+        proofs.push(proofData(first, base, ctx.identity.bootId, links));
+        due.nextAttemptAt = now;
       }
 
-      let inspection: CreationIntentEvidence["inspection"];
-      let sandboxId: string | null = null;
-      try {
-        const found = await ctx.provider.getByName(intent.creationName);
-        if (found && found.state !== "destroyed") {
-          sandboxId = found.id;
-          inspection = { found: true, sandbox: { name: found.name, labels: normaliseLabels(found.labels) } };
-        } else {
-          inspection = { found: false };
-        }
-      } catch (err) {
+      const looked = await inspect(ctx, intent.creationName);
+      if (!looked.ok) {
         // The provider could not be asked: nothing is decided, the intent is tried again.
-        const message = ProviderError.is(err) ? err.message : String(err);
+        if (proofs.length > 0) await tx.proof.createMany({ data: proofs });
         await tx.sandboxCreationIntent.update({
           where: { id },
-          data: { attempts: { increment: 1 }, lastInspection: json({ error: message, at: now.toISOString() }), lastInspectedAt: now },
+          data: { ...due, attempts: { increment: 1 }, lastInspection: json({ error: looked.error, at: now.toISOString() }), lastInspectedAt: now },
         });
         count(s, id, { verdict: "inspect_failed", reason: "provider_error" });
         return null;
       }
+      const { inspection, sandboxId } = looked;
       const { evidence, verdict } = creationIntent(ctx.config, { ...base, inspection });
       count(s, id, verdict);
-      await recordProof(tx, verdict, evidence, ctx.identity.bootId, { ...links, sandboxId });
-      const inspected = { lastInspection: json({ ...inspection, at: now.toISOString(), sandboxId }), lastInspectedAt: now, attempts: { increment: 1 } };
+      proofs.push(proofData(verdict, evidence, ctx.identity.bootId, { ...links, sandboxId }));
+      await tx.proof.createMany({ data: proofs });
+      const inspected = { ...due, lastInspection: json({ ...inspection, at: now.toISOString(), sandboxId }), lastInspectedAt: now, attempts: { increment: 1 } };
 
       switch (verdict.verdict) {
         case "reclaim": {
@@ -281,7 +381,7 @@ async function reclaimLate(ctx: ControllerContext, id: string, found: SandboxRef
 async function reclaimIntentSandbox(
   tx: Prisma.TransactionClient,
   ctx: ControllerContext,
-  intent: SandboxCreationIntent,
+  intent: Pick<SandboxCreationIntent, "id" | "instanceId" | "companyId" | "creationName">,
   r: { runId: string | null; intentId: string | null; sandboxId: string | null; cleanupStatus: string; inspected: Prisma.SandboxCreationIntentUpdateInput; now: Date },
 ): Promise<string> {
   const lease = await tx.environmentLease.create({

@@ -1,4 +1,5 @@
 import crypto from "node:crypto";
+import type { EnvironmentLease } from "../db/client";
 import { ProviderError } from "../providers/errors";
 import type { ControllerContext } from "./context";
 import { evidenceIdentity } from "./context";
@@ -16,11 +17,12 @@ export type TeardownOutcome =
 /**
  * Claims a pending-cleanup lease for teardown (DOMAIN.md §2.6): a new attempt id, this
  * controller's identity, and a fence. One conditional UPDATE, so of several controllers
- * exactly one wins; a fenced lease or one not yet due is not claimed.
+ * exactly one wins; a fenced lease or one not yet due is not claimed. The claimed lease comes
+ * back from the same statement (no second read).
  */
-export async function claimLease(ctx: ControllerContext, leaseId: string, now = new Date()): Promise<string | null> {
+export async function claimLease(ctx: ControllerContext, leaseId: string, now = new Date()): Promise<{ attemptId: string; lease: EnvironmentLease } | null> {
   const attemptId = crypto.randomUUID();
-  const { count } = await ctx.db.environmentLease.updateMany({
+  const [lease] = await ctx.db.environmentLease.updateManyAndReturn({
     where: {
       id: leaseId,
       status: "pending_cleanup",
@@ -33,7 +35,7 @@ export async function claimLease(ctx: ControllerContext, leaseId: string, now = 
       fencedUntil: new Date(now.getTime() + ctx.config.fenceMs),
     },
   });
-  return count === 1 ? attemptId : null;
+  return lease ? { attemptId, lease } : null;
 }
 
 /**
@@ -43,11 +45,11 @@ export async function claimLease(ctx: ControllerContext, leaseId: string, now = 
  * `pending_cleanup` with the attempt counted and a back-off.
  */
 export async function teardownLease(ctx: ControllerContext, leaseId: string): Promise<TeardownOutcome> {
-  const attemptId = await claimLease(ctx, leaseId);
-  if (!attemptId) return { outcome: "not_claimed", leaseId };
+  const claim = await claimLease(ctx, leaseId);
+  if (!claim) return { outcome: "not_claimed", leaseId };
+  const { attemptId, lease } = claim;
   crashPoint(ctx, "during_teardown_claim", { leaseId });
 
-  const lease = await ctx.db.environmentLease.findUniqueOrThrow({ where: { id: leaseId } });
   // Renew the fence while the provider works, so a slow destroy is not taken over.
   const renew = setInterval(() => {
     void ctx.db.environmentLease

@@ -29,6 +29,20 @@ export function ensureSandboxDirs(host: SandboxHost): void {
 }
 
 /**
+ * Written before a sandbox's first process starts (and kept across emulator restarts, like a
+ * cgroup): a sandbox without it has no process to look for, and a stop or delete skips the
+ * scan of every process on the host (issue 13: that scan was most of a delete's cost).
+ */
+function processesFlag(host: SandboxHost): string {
+  return path.join(host.root, ".has-processes");
+}
+
+function markProcesses(host: SandboxHost): void {
+  fs.mkdirSync(host.root, { recursive: true });
+  fs.writeFileSync(processesFlag(host), "");
+}
+
+/**
  * A path as the toolbox takes it: relative paths are relative to the home. Null when it
  * would leave the sandbox's directory (the emulator shares the host's file system).
  */
@@ -58,6 +72,7 @@ export function execute(host: SandboxHost, env: Record<string, string>, input: E
   return new Promise((resolve) => {
     const cwd = input.cwd ? resolveInSandbox(host, input.cwd) ?? host.home : host.home;
     fs.mkdirSync(cwd, { recursive: true });
+    markProcesses(host);
     const child = spawn("/bin/sh", [], { cwd, env: asProcessEnv({ ...env, ...(input.envs ?? {}) }), detached: true, stdio: ["pipe", "pipe", "pipe"] });
     const chunks: Buffer[] = [];
     let size = 0;
@@ -117,6 +132,7 @@ export function sandboxPids(host: SandboxHost): number[] {
 /** Kills every process of the sandbox (a stop or delete). Returns how many were signalled. */
 export async function killSandboxProcesses(host: SandboxHost): Promise<number> {
   let total = 0;
+  if (!fs.existsSync(processesFlag(host))) return total;
   // A dying parent may still fork: look again until nothing is left.
   for (let round = 0; round < 5; round++) {
     const pids = sandboxPids(host).filter((p) => p !== process.pid);
@@ -151,6 +167,7 @@ export async function freePort(): Promise<number> {
  * carries the sandbox marker, so stopping the sandbox ends it; `release` ends it sooner.
  */
 export async function startSquatter(host: SandboxHost, env: Record<string, string>, port: number): Promise<{ release(): void }> {
+  markProcesses(host);
   const child = spawn(
     process.execPath,
     ["-e", `require("net").createServer().listen(${port}, "127.0.0.1", () => console.log("squatting")); setTimeout(() => {}, 1e9)`],

@@ -29,4 +29,27 @@ describe("pagesById", () => {
     for await (const page of pagesById(async () => [] as Array<{ id: string }>)) pages.push(page);
     expect(pages).toEqual([]);
   });
+
+  it("with readAhead, reads the next page while the caller handles this one", async () => {
+    const seen: Array<string | null> = [];
+    const whileHandling: Array<Array<string | null>> = [];
+    for await (const page of pagesById(reader(2, seen), undefined, { readAhead: true })) {
+      whileHandling.push([...seen]);
+      expect(page.length).toBeGreaterThan(0);
+    }
+    expect(whileHandling).toEqual([[null, "b"], [null, "b", "d"], [null, "b", "d", "e"]]);
+  });
+
+  it("with readAhead, drops a read left in flight when paging stops (its failure is no unhandled rejection)", async () => {
+    const seen: Array<string | null> = [];
+    const failing = async (after: string | null) => {
+      seen.push(after);
+      if (after !== null) throw new Error("the database went away");
+      return rows.slice(0, 2);
+    };
+    const pages: string[][] = [];
+    for await (const page of pagesById(failing, () => true, { readAhead: true })) pages.push(page.map((r) => r.id));
+    expect(pages).toEqual([["a", "b"]]);
+    expect(seen).toEqual([null, "b"]);
+  });
 });
