@@ -1,5 +1,14 @@
 import type { Db } from "./db/client";
-import { liveTokenOutput, type LiveReading } from "./shared/live";
+import { z } from "zod";
+import { LIVE_TOPICS, type LiveReading, type LiveTopic } from "./shared/live";
+
+const counter = z.string().regex(/^\d+$/);
+/** `live.token`'s output: a `LiveReading`. */
+export const liveTokenOutput = z.object({
+  topics: z.object(Object.fromEntries(LIVE_TOPICS.map((t) => [t, counter])) as Record<LiveTopic, typeof counter>),
+  xmin: counter,
+  horizon: counter.nullable(),
+}) satisfies z.ZodType<LiveReading>;
 
 /**
  * `live.token`'s read model (issue 13): one call of `live_token()` (migration

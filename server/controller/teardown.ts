@@ -29,13 +29,18 @@ export async function claimLease(ctx: ControllerContext, leaseId: string, now = 
       OR: [{ fencedUntil: null }, { fencedUntil: { lte: now } }],
       AND: [{ OR: [{ nextCleanupAt: null }, { nextCleanupAt: { lte: now } }] }],
     },
-    data: {
-      claimAttemptId: attemptId,
-      claimRecord: json({ attemptId, claimer: evidenceIdentity(ctx.identity), claimedAt: now.toISOString() }),
-      fencedUntil: new Date(now.getTime() + ctx.config.fenceMs),
-    },
+    data: claimFields(ctx, attemptId, now),
   });
   return lease ? { attemptId, lease } : null;
+}
+
+/** What a claim writes on its lease: the attempt, the claimer, and the fence. */
+export function claimFields(ctx: ControllerContext, attemptId: string, now: Date) {
+  return {
+    claimAttemptId: attemptId,
+    claimRecord: json({ attemptId, claimer: evidenceIdentity(ctx.identity), claimedAt: now.toISOString() }),
+    fencedUntil: new Date(now.getTime() + ctx.config.fenceMs),
+  };
 }
 
 /**
@@ -44,8 +49,14 @@ export async function claimLease(ctx: ControllerContext, leaseId: string, now = 
  * this instance's, named by this lease, is never destroyed. Success marks the lease `expired` with a receipt; failure returns it to
  * `pending_cleanup` with the attempt counted and a back-off.
  */
-export async function teardownLease(ctx: ControllerContext, leaseId: string): Promise<TeardownOutcome> {
-  const claim = await claimLease(ctx, leaseId);
+export async function teardownLease(ctx: ControllerContext, leaseId: string, claimed?: { attemptId: string }): Promise<TeardownOutcome> {
+  // `claimed`: the caller claimed the lease in the transaction that made it due (an operator's
+  // reclaim), so no sweep could take it in between.
+  const claim = claimed
+    ? await ctx.db.environmentLease
+        .findFirst({ where: { id: leaseId, status: "pending_cleanup", claimAttemptId: claimed.attemptId } })
+        .then((lease) => (lease ? { attemptId: claimed.attemptId, lease } : null))
+    : await claimLease(ctx, leaseId);
   if (!claim) return { outcome: "not_claimed", leaseId };
   const { attemptId, lease } = claim;
   crashPoint(ctx, "during_teardown_claim", { leaseId });

@@ -1,9 +1,10 @@
+import crypto from "node:crypto";
 import { z } from "zod";
 import { text } from "../text";
 import { writeAudit, type Actor } from "../audit/write";
 import type { ControllerContext } from "../controller/context";
 import { recordProof } from "../controller/records";
-import { teardownLease } from "../controller/teardown";
+import { claimFields, teardownLease } from "../controller/teardown";
 import type { Db } from "../db/client";
 import { judgeSandboxOwnership } from "../engine";
 import { AppError } from "../errors";
@@ -80,6 +81,8 @@ export async function destroyUnrecorded(
 
   const evidence = ownershipEvidence(instanceId, sandbox, ownershipRecordsOf(records.intent, records.leases));
   const verdict = judgeSandboxOwnership(evidence);
+  // Claimed for this teardown as it is made (see reclaim.ts): a sweep never takes it in between.
+  const attemptId = crypto.randomUUID();
   const { proofId, leaseId } = await db.$transaction(async (tx) => {
     const lease = await tx.environmentLease.create({
       data: {
@@ -92,12 +95,13 @@ export async function destroyUnrecorded(
         acquisitionOutcome: "created",
         status: "pending_cleanup",
         cleanupStatus: "unrecorded_destroyed_by_operator",
+        ...claimFields(service, attemptId, new Date()),
       },
     });
     const proof = await recordProof(tx, verdict, evidence, `operator:${actor.id}`, { leaseId: lease.id, sandboxId: sandbox.id });
     return { proofId: proof.id, leaseId: lease.id };
   });
-  const result = await teardownLease(service, leaseId);
+  const result = await teardownLease(service, leaseId, { attemptId });
   const out = (outcome: DestroyUnrecordedOutput["outcome"], reason: string): DestroyUnrecordedOutput => ({ sandboxId: sandbox.id, name: sandbox.name, outcome, reason, leaseId, proofId });
   let done: DestroyUnrecordedOutput;
   switch (result.outcome) {

@@ -1,7 +1,8 @@
+import crypto from "node:crypto";
 import type { z } from "zod";
 import { writeAudit, type Actor } from "../audit/write";
 import type { ControllerContext } from "../controller/context";
-import { teardownLease } from "../controller/teardown";
+import { claimFields, teardownLease } from "../controller/teardown";
 import type { Db } from "../db/client";
 import { AppError } from "../errors";
 import { normaliseLabels } from "../providers/labels";
@@ -92,7 +93,7 @@ async function reclaimOne(db: Db, service: ControllerContext, instanceId: string
 
   const prepared = await leaseForReclaim(db, service, instanceId, sandbox, p.companyId, records, now);
   if ("refused" in prepared) return { ...base, ...cost, verdict: j.verdict, outcome: "refused", reason: prepared.refused };
-  const result = await teardownLease(service, prepared.leaseId);
+  const result = await teardownLease(service, prepared.leaseId, { attemptId: prepared.attemptId });
   const at = { ...base, ...cost, verdict: j.verdict, leaseId: prepared.leaseId };
   switch (result.outcome) {
     case "destroyed":
@@ -121,8 +122,12 @@ async function leaseForReclaim(
   companyId: string,
   records: SandboxRecords,
   now: Date,
-): Promise<{ leaseId: string } | { refused: string }> {
+): Promise<{ leaseId: string; attemptId: string } | { refused: string }> {
   const onThis = { OR: [{ providerLeaseId: sandbox.id }, { providerLeaseId: null, sandboxName: sandbox.name }] };
+  // The lease is claimed for this teardown in the transaction that makes it due: a sweep's
+  // teardown never sees it unclaimed, so the operator's action is the one that destroys it.
+  const attemptId = crypto.randomUUID();
+  const claim = claimFields(service, attemptId, now);
   return db.$transaction(async (tx) => {
     const waiting = await tx.environmentLease.findFirst({ where: { AND: [onThis, { status: "pending_cleanup" }] }, orderBy: { createdAt: "desc" } });
     if (waiting) {
@@ -130,15 +135,20 @@ async function leaseForReclaim(
         return { refused: `a teardown of it is already in flight (lease ${waiting.id}, fenced until ${fmt(waiting.fencedUntil)}); it finishes on its own` };
       }
       // The operator asked now: skip a failed teardown's back-off.
-      await tx.environmentLease.update({ where: { id: waiting.id }, data: { nextCleanupAt: null } });
-      return { leaseId: waiting.id };
+      const { count } = await tx.environmentLease.updateMany({
+        where: { id: waiting.id, status: "pending_cleanup", OR: [{ fencedUntil: null }, { fencedUntil: { lte: now } }] },
+        data: { nextCleanupAt: null, ...claim },
+      });
+      if (count === 0) return { refused: `a teardown of it started a moment ago (lease ${waiting.id}); it finishes on its own` };
+      return { leaseId: waiting.id, attemptId };
     }
     const active = await tx.environmentLease.findMany({ where: { AND: [onThis, { status: "active" }] }, include: { run: { select: { status: true } } } });
     if (active.some((l) => l.run && LIVE.has(l.run.status))) return { refused: "a live run took a lease on it since the dry run" };
     const first = active[0];
     if (first) {
       await tx.environmentLease.updateMany({ where: { id: { in: active.map((l) => l.id) }, status: "active" }, data: { status: "pending_cleanup", cleanupStatus: "reclaimed_by_operator", nextCleanupAt: null } });
-      return { leaseId: first.id };
+      await tx.environmentLease.update({ where: { id: first.id }, data: claim });
+      return { leaseId: first.id, attemptId };
     }
     let intentId: string | null = null;
     const intent = records.intent;
@@ -173,8 +183,9 @@ async function leaseForReclaim(
         acquisitionOutcome: "created",
         status: "pending_cleanup",
         cleanupStatus: "reclaimed_by_operator",
+        ...claim,
       },
     });
-    return { leaseId: lease.id };
+    return { leaseId: lease.id, attemptId };
   });
 }

@@ -1,5 +1,4 @@
-import { readLiveToken } from "../../live";
-import { liveTokenOutput } from "../../shared/live";
+import { liveTokenOutput, readLiveToken } from "../../live";
 import { createTRPCRouter, viewerProcedure } from "../trpc";
 
 export const liveRouter = createTRPCRouter({
