@@ -28,7 +28,7 @@ import { createRunnerClient } from "../../server/providers/runner";
 import { judgeInventory, refreshInventory } from "../../server/sandboxes/inventory";
 import { listOrphans } from "../../server/sandboxes/list";
 import { observerOf, type Observer } from "../../server/services/observer";
-import { compare, FIGURE_HEADER, formatFigure, type Figure } from "./measure";
+import { admin, compare, FIGURE_HEADER, formatFigure, type Figure } from "./measure";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
 const ALL = { all: true } as const;
@@ -176,12 +176,3 @@ async function plantOrphans(db: Db, emulatorUrl: string, instanceId: string, siz
   return observerOf(ctx);
 }
 
-async function admin(url: string, sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}

@@ -18,7 +18,7 @@ import { listIntents } from "../../server/intents/queries";
 import { readLiveToken } from "../../server/live";
 import { servicesFor } from "../../server/services";
 import { idleRunsTab } from "./idle-tab";
-import { compare, FIGURE_HEADER, formatFigure, type Figure } from "./measure";
+import { admin, compare, FIGURE_HEADER, formatFigure, type Figure } from "./measure";
 import { generateScaleData, OUR_INSTANCE } from "./scale-data";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
@@ -186,15 +186,6 @@ async function* measureSize(url: string, size: number, reps: number): AsyncGener
   }
 }
 
-async function admin(url: string, sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
 
 function round(x: number): number {
   return Math.round(x * 100) / 100;
