@@ -95,7 +95,7 @@ export type RunRow = z.infer<typeof runRowSchema>;
 export const runListOutput = z.object({
   items: z.array(runRowSchema),
   nextCursor: z.string().nullable(),
-  /** Runs matching the filters, over all pages (capped). */
+  /** Runs matching the filters, over all pages (exact from the rollup for column filters; capped for a time range or a search). */
   ...cappedTotal,
 });
 export type RunListOutput = z.infer<typeof runListOutput>;
@@ -124,9 +124,14 @@ const rowSelect = {
 export async function listRuns(db: Db, scope: CompanyScope, raw: RunListInput, now = new Date()): Promise<RunListOutput> {
   const input = runListInput.parse(raw);
   const where: Prisma.RunWhereInput = { AND: [runWhere(input, now), companyWhere(scope)] };
+  // The rollup counts exactly whatever the table holds when the filters are its own columns;
+  // otherwise the runs are counted up to the cap.
+  const rollup = rollupWhere(input, scope);
   const [rows, counted] = await Promise.all([
     db.run.findMany({ where: { AND: [where, afterCursor(input.cursor)] }, orderBy: PAGE_ORDER, take: input.pageSize + 1, select: rowSelect }),
-    countCapped((take) => db.run.count({ where, take, orderBy: PAGE_ORDER })),
+    rollup
+      ? db.runRollup.aggregate({ where: rollup, _sum: { n: true } }).then((a) => ({ total: Number(a._sum.n ?? 0), totalCapped: false }))
+      : countCapped((take) => db.run.count({ where, take, orderBy: PAGE_ORDER })),
   ]);
   const page = pageOf(rows, input.pageSize);
   return {
