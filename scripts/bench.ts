@@ -45,10 +45,11 @@ const cli = new Command("bench")
   .option("--reclaims <n>", "abandoned intents reclaimed in section 2b", positiveInt, 2_000)
   .option("--orphans [sizes]", "the orphans page before and after its inventory at these sandbox counts (default 1000,10000), with RSS over 20 polls")
   .option("--polls <n>", "with --orphans: polls per RSS figure", positiveInt, 20)
+  .option("--no-browser", "with --scale or --orphans: leave out the figures taken through the production server and Chromium (page load, server RSS)")
   .option("--client-js", "print the JavaScript each page of the last `next build` loads, gzipped, and stop")
   .option("--transition-ms <ms>", "the emulator's lifecycle transitions (create, start, stop, destroy) in ms; default: the emulator's own (Daytona-like) timings", nonNegativeInt)
   .parse(process.argv);
-const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean }>();
+const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean; browser: boolean }>();
 if (opts.clientJs) {
   const { printClientJs } = await import("./bench/client-js");
   printClientJs(say);
@@ -57,12 +58,12 @@ if (opts.clientJs) {
 if (opts.orphans !== undefined) {
   const { runOrphansBench } = await import("./bench/orphans");
   const sizes = opts.orphans === true ? [1000, 10_000] : opts.orphans.split(",").map(positiveInt);
-  await runOrphansBench({ sizes, reps: opts.reps, polls: opts.polls });
+  await runOrphansBench({ sizes, reps: opts.reps, polls: opts.polls, browser: opts.browser });
   process.exit(0);
 }
 if (opts.scale !== undefined) {
   const { runScaleBench } = await import("./bench/scale");
-  await runScaleBench({ n: opts.scale === true ? 1_000_000 : opts.scale, json: opts.json, reps: opts.reps });
+  await runScaleBench({ n: opts.scale === true ? 1_000_000 : opts.scale, json: opts.json, reps: opts.reps, browser: opts.browser });
   process.exit(0);
 }
 

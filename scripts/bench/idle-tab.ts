@@ -11,7 +11,7 @@ import { createDb, type Db } from "../../server/db/client";
 import { readLiveToken } from "../../server/live";
 import { failureGroups, listRuns } from "../../server/runs/queries";
 import { LIVE_POLL_MS, LIVE_SAFETY_MS, LIVE_TOKEN_INTERVAL_MS } from "../../server/shared/live";
-import type { Figure } from "./measure";
+import { unitFigure, type Figure } from "./measure";
 
 const ALL = { all: true } as const;
 const TICK_MS = 1000 / Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim());
@@ -32,10 +32,6 @@ async function cpuPerCall(db: Db, pid: number, calls: number, fn: () => Promise<
   const [again] = await db.$queryRaw<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
   if (again?.pid !== pid) throw new Error("the measured connection changed backend during the measure");
   return spent / calls;
-}
-
-function unitFigure(name: string, size: number, value: number, unit: string, note: string): Figure {
-  return { name, size, oursMinMs: NaN, oursMedianMs: NaN, oursP95Ms: NaN, rawMinMs: NaN, rawMedianMs: NaN, rawP95Ms: NaN, ratioP95: NaN, value, unit, note };
 }
 
 export async function idleRunsTab(url: string, size: number, reps: number): Promise<Figure[]> {

@@ -17,6 +17,11 @@ export interface Figure {
   note?: string;
 }
 
+/** A figure with a unit of its own (no ratio to raw SQL). */
+export function unitFigure(name: string, size: number, value: number, unit: string, note: string): Figure {
+  return { name, size, oursMinMs: NaN, oursMedianMs: NaN, oursP95Ms: NaN, rawMinMs: NaN, rawMedianMs: NaN, rawP95Ms: NaN, ratioP95: NaN, value, unit, note };
+}
+
 export function quantile(sorted: number[], q: number): number {
   if (!sorted.length) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;

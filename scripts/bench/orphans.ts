@@ -28,7 +28,8 @@ import { createRunnerClient } from "../../server/providers/runner";
 import { judgeInventory, refreshInventory } from "../../server/sandboxes/inventory";
 import { listOrphans } from "../../server/sandboxes/list";
 import { observerOf, type Observer } from "../../server/services/observer";
-import { admin, compare, FIGURE_HEADER, formatFigure, type Figure } from "./measure";
+import { orphansPageFigures } from "./web";
+import { admin, compare, FIGURE_HEADER, formatFigure, unitFigure, type Figure } from "./measure";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
 const ALL = { all: true } as const;
@@ -37,7 +38,7 @@ const PAGE = 100;
 const mb = () => Math.round(process.memoryUsage().rss / 1024 / 1024);
 const heapMb = () => Math.round(process.memoryUsage().heapUsed / 1024 / 1024);
 
-export async function runOrphansBench(options: { sizes: number[]; reps: number; polls: number }): Promise<Figure[]> {
+export async function runOrphansBench(options: { sizes: number[]; reps: number; polls: number; browser: boolean }): Promise<Figure[]> {
   const server = await openDatabase({ env, database: "postgres" });
   const stamp = `rworph_${Date.now().toString(36)}`;
   const made: string[] = [];
@@ -92,7 +93,7 @@ export async function runOrphansBench(options: { sizes: number[]; reps: number; 
           const collect = (globalThis as { gc?: () => void }).gc;
           collect?.();
           say(`  RSS ${what}: ${rss0} MB before ${options.polls}, ${mb()} MB after (peak ${peak} MB, +${peak - rss0} MB); JS heap ${heap0} → ${heapMb()} MB${collect ? " after a full GC" : ""}`);
-          figures.push({ name: `RSS over ${options.polls} ${what}`, size, value: peak - rss0, unit: "MB more at peak", oursMinMs: NaN, oursMedianMs: NaN, oursP95Ms: NaN, rawMinMs: NaN, rawMedianMs: NaN, rawP95Ms: NaN, ratioP95: NaN, note: `${rss0} MB before, peak ${peak} MB` });
+          figures.push(unitFigure(`RSS over ${options.polls} ${what}`, size, peak - rss0, "MB more at peak", `${rss0} MB before, peak ${peak} MB`));
         };
         // The inventory first, RSS included: RSS rarely shrinks, so the old polls' peak would hide it.
         show(await compare("orphans.list first page (inventory)", size, first, () => rawPage(false), { reps: options.reps }));
@@ -104,6 +105,10 @@ export async function runOrphansBench(options: { sizes: number[]; reps: number; 
         const before = () => oldPoll(db, observer, instanceId);
         show(await compare("orphans.list any page (before: list whole)", size, before, () => rawPage(false), { reps: Math.max(3, Math.round(options.reps / 10)), warmup: 1 }));
         await polls("polls before (list whole)", before);
+        // The product's own web server with an /orphans tab open (the inventory lives there).
+        if (options.browser) {
+          for (const f of await orphansPageFigures(appUrl, size, { RUNWARDEN_INSTANCE_ID: instanceId, EMULATOR_URL: emulator.url, EMULATOR_API_KEY: "emulator-key" })) show(f);
+        }
       }
     } finally {
       await raw.end();

@@ -18,6 +18,7 @@ import { listIntents } from "../../server/intents/queries";
 import { readLiveToken } from "../../server/live";
 import { servicesFor } from "../../server/services";
 import { idleRunsTab } from "./idle-tab";
+import { runsPageFigures } from "./web";
 import { admin, compare, FIGURE_HEADER, formatFigure, type Figure } from "./measure";
 import { generateScaleData, OUR_INSTANCE } from "./scale-data";
 
@@ -26,7 +27,7 @@ const ALL = { all: true } as const;
 const COLUMNS =
   "id, company_id, task_id, agent, provider, target, sandbox_mode, status, outcome, failure_code, owner, can_retry, provider_attempts, max_provider_attempts, restarts, previous_run_id, created_at, finished_at";
 
-export async function runScaleBench(options: { n: number; json?: string; reps: number }): Promise<Figure[]> {
+export async function runScaleBench(options: { n: number; json?: string; reps: number; browser: boolean }): Promise<Figure[]> {
   const server = await openDatabase({ env, database: "postgres" });
   const figures: Figure[] = [];
   const sizes = [Math.max(1000, Math.round(options.n / 10)), options.n];
@@ -44,7 +45,7 @@ export async function runScaleBench(options: { n: number; json?: string; reps: n
             `${shape.intents.toLocaleString("en")} intents, ${shape.claims.toLocaleString("en")} claims, ${shape.proofs.toLocaleString("en")} proofs in ${shape.seconds.toFixed(0)} s`,
         );
         say(`\n${FIGURE_HEADER}`);
-        for await (const f of measureSize(url, size, options.reps)) {
+        for await (const f of measureSize(url, size, options.reps, options.browser)) {
           figures.push(f);
           say(formatFigure(f));
         }
@@ -71,7 +72,7 @@ export async function runScaleBench(options: { n: number; json?: string; reps: n
   return figures;
 }
 
-async function* measureSize(url: string, size: number, reps: number): AsyncGenerator<Figure> {
+async function* measureSize(url: string, size: number, reps: number, browser: boolean): AsyncGenerator<Figure> {
   const db = createDb(url, { max: 4 });
   const raw = new pg.Pool({ connectionString: url, max: 4 });
   const q = async (sql: string, params: unknown[] = []) => (await raw.query(sql, params)).rows;
@@ -180,6 +181,7 @@ async function* measureSize(url: string, size: number, reps: number): AsyncGener
     yield await compare("live.token", size, () => readLiveToken(db), () =>
       q(`SELECT (SELECT last_value FROM live_runs), (SELECT last_value FROM live_intents), (SELECT last_value FROM live_audit), (SELECT last_value FROM live_waves)`), { reps });
     for (const f of await idleRunsTab(url, size, reps)) yield f;
+    if (browser) for (const f of await runsPageFigures(url, size)) yield f;
   } finally {
     await db.$disconnect();
     await raw.end();
