@@ -1,7 +1,9 @@
 "use client";
 
-import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { keepPreviousData, useQuery, useQueryErrorResetBoundary, useSuspenseQuery } from "@tanstack/react-query";
 import { useQueryStates } from "nuqs";
+import { Suspense, useDeferredValue } from "react";
+import { ErrorBoundary } from "react-error-boundary";
 import { FAILURE_CODES } from "@/server/shared/engine";
 import { LIVE, useLiveRefetch } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
@@ -22,7 +24,6 @@ export function RunsView() {
   const setFilter = (patch: Partial<Omit<typeof values, "cursor">>) => void setValues({ ...patch, cursor: null });
 
   const list = useQuery({ ...trpc.runs.list.queryOptions(toRunListInput(values)), ...LIVE, placeholderData: keepPreviousData });
-  const groups = useQuery({ ...trpc.runs.failureGroups.queryOptions(toRunFilter(values)), ...LIVE });
   const facets = useQuery(trpc.runs.facets.queryOptions());
   useLiveRefetch(["runs"], [trpc.runs.list.pathFilter(), trpc.runs.failureGroups.pathFilter()]);
 
@@ -54,13 +55,7 @@ export function RunsView() {
 
       {/* Above the list: what went wrong, by code, is what a board user comes for. */}
       <Section title="Failures by code" id="failure-groups">
-        {groups.isPending ? (
-          <Loading label="Loading failure groups…" />
-        ) : groups.isError ? (
-          <ErrorNotice title="Could not load the failure groups." error={groups.error} />
-        ) : (
-          <FailureGroups groups={groups.data} values={values} />
-        )}
+        <FailureGroupsPanel filter={toRunFilter(values)} values={values} />
       </Section>
 
       <Section
@@ -101,4 +96,33 @@ export function RunsView() {
 
     </>
   );
+}
+
+/**
+ * The groups stream into the server's HTML in a boundary of their own once their query
+ * answers, so the list never waits for them and they paint without waiting for the page's
+ * JavaScript. A filter change keeps the last groups on screen until the new ones arrive.
+ */
+type RunFilter = ReturnType<typeof toRunFilter>;
+
+function FailureGroupsPanel({ filter, values }: { filter: RunFilter; values: Parameters<typeof FailureGroups>[0]["values"] }) {
+  const deferred = useDeferredValue(filter);
+  const { reset } = useQueryErrorResetBoundary();
+  return (
+    <ErrorBoundary
+      onReset={reset}
+      resetKeys={[JSON.stringify(deferred)]}
+      fallbackRender={({ error }) => <ErrorNotice title="Could not load the failure groups." error={error instanceof Error ? error : { message: String(error) }} />}
+    >
+      <Suspense fallback={<Loading label="Loading failure groups…" />}>
+        <LoadedFailureGroups filter={deferred} values={values} />
+      </Suspense>
+    </ErrorBoundary>
+  );
+}
+
+function LoadedFailureGroups({ filter, values }: { filter: RunFilter; values: Parameters<typeof FailureGroups>[0]["values"] }) {
+  const trpc = useTRPC();
+  const groups = useSuspenseQuery({ ...trpc.runs.failureGroups.queryOptions(filter), ...LIVE });
+  return <FailureGroups groups={groups.data} values={values} />;
 }
