@@ -16,7 +16,7 @@ import { childEnv, env } from "../server/env";
 import { buildIsCurrent } from "./lib/build";
 import { emulatorUrl } from "../server/emulator/config";
 import { controllerProgram } from "../server/controller/program";
-import { nodeBin, portFree, prettyLogLine, runToEnd, startService, stopService, tsxArgs, waitForHttp, type Service } from "./lib/processes";
+import { nodeBin, portFree, prettyLogLine, runToEnd, startService, stopService, tsxArgs, waitForHttp, webServerArgs, type Service } from "./lib/processes";
 
 const say = (line: string) => process.stdout.write(`runwarden: ${line}\n`);
 const services: Service[] = [];
@@ -86,7 +86,7 @@ async function main() {
   const web = startService(
     "web",
     process.execPath,
-    [nodeBin("next/dist/bin/next"), "start", "-p", String(port), "-H", env.HOSTNAME],
+    webServerArgs(port, env.HOSTNAME),
     { env: childEnv({ ...childVars, NODE_ENV: "production" }) },
   );
   watch(web);

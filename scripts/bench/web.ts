@@ -17,7 +17,7 @@ import { createDb } from "../../server/db/client";
 import { childEnv } from "../../server/env";
 import { buildIsCurrent } from "../lib/build";
 import { CHROMIUM_ARGS, findChromium, HOW_TO_GET_CHROMIUM } from "../lib/chromium";
-import { nodeBin, runToEnd, waitForHttp } from "../lib/processes";
+import { nodeBin, runToEnd, waitForHttp, webServerArgs } from "../lib/processes";
 import { quantile, unitFigure, type Figure } from "./measure";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
@@ -54,7 +54,7 @@ async function freePort(): Promise<number> {
 export async function startWeb(databaseUrl: string, vars: Record<string, string> = {}): Promise<WebServer> {
   await ensureCurrentBuild();
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [nodeBin("next/dist/bin/next"), "start", "-p", String(port), "-H", "127.0.0.1"], {
+  const child: ChildProcess = spawn(process.execPath, webServerArgs(port, "127.0.0.1"), {
     env: childEnv({ DATABASE_URL: databaseUrl, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1", LOG_LEVEL: "warn", RUNWARDEN_PG_PORT: undefined, ...vars }),
     detached: true,
     stdio: ["ignore", "ignore", "pipe"],

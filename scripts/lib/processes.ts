@@ -94,6 +94,15 @@ export function prettyLogLine(line: string): string {
   }
 }
 
+/**
+ * The dashboard's production server as `npm start` runs it. A 2 MB young generation (V8's
+ * default is 16 MB per semi-space) keeps the server's RSS lower for a few more minor
+ * collections: most of what a request allocates dies young either way (issue 13).
+ */
+export function webServerArgs(port: number, host: string): string[] {
+  return ["--max-semi-space-size=2", nodeBin("next/dist/bin/next"), "start", "-p", String(port), "-H", host];
+}
+
 /** Node with tsx as a loader in the same process (no wrapper process to relay signals). */
 export function tsxArgs(script: string): string[] {
   return ["--import", "tsx", path.resolve(script)];
