@@ -15,7 +15,7 @@ import { databaseOf, describeUrl } from "../server/db/url";
 import { childEnv, env } from "../server/env";
 import { buildIsCurrent } from "./lib/build";
 import { emulatorUrl } from "../server/emulator/config";
-import { controllerProgram } from "../server/controller/program";
+import { controllerArgs } from "../server/controller/program";
 import { nodeBin, portFree, prettyLogLine, runToEnd, startService, stopService, tsxArgs, waitForHttp, webServerArgs, type Service } from "./lib/processes";
 
 const say = (line: string) => process.stdout.write(`runwarden: ${line}\n`);
@@ -81,7 +81,7 @@ async function main() {
   }
   if (stopping) return;
 
-  watch(startService("controller", process.execPath, [controllerProgram()], { env: childEnv(childVars), format: prettyLogLine }));
+  watch(startService("controller", process.execPath, controllerArgs(), { env: childEnv(childVars), format: prettyLogLine }));
 
   const web = startService(
     "web",

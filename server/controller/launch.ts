@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { childEnv } from "../env";
-import { controllerProgram } from "./program";
+import { controllerArgs } from "./program";
 
 /**
  * Launches a real controller process (`scripts/controller.ts`, bundled: ./program.ts) and watches it: ready when it
@@ -33,7 +33,7 @@ export const FAST_CONTROLLER_ENV: Record<string, string> = {
 /** Starts a controller with exactly `env` on top of this process's child environment. */
 export function launchController(env: Record<string, string | undefined>, options: { readyTimeoutMs?: number } = {}): ControllerProcessHandle {
   // The bundled program, run by node itself: no loader process in between for a signal to miss.
-  const child = spawn(process.execPath, [controllerProgram()], {
+  const child = spawn(process.execPath, controllerArgs(), {
     env: childEnv(env),
     stdio: ["ignore", "pipe", "pipe"],
   });
