@@ -6,6 +6,7 @@ import { cappedTotal, COUNT_CAP, cursorInput, decodeCursor, pageOf } from "./cur
 import { companyWhere, type CompanyScope } from "../shared/roles";
 import { FILTER_MAX } from "../shared/limits";
 import { isUuid } from "../lib/ids";
+import { allOf, likeContains, scopeSql } from "./sql";
 
 /**
  * Read models of runs for the dashboard: the filtered, keyset-paged list, failures grouped
@@ -107,17 +108,6 @@ const ROW_COLUMNS = Prisma.sql`id, company_id AS "companyId", task_id AS "taskId
 
 type PageRow = Omit<RunRow, "failureMessage">;
 
-/** `a AND b AND …`, or `true` with no condition. */
-function allOf(conditions: Prisma.Sql[]): Prisma.Sql {
-  return conditions.length ? Prisma.join(conditions, " AND ") : Prisma.sql`true`;
-}
-
-/** The viewer's companies as a condition on `company_id` (none of them: nothing). */
-function scopeSql(scope: CompanyScope): Prisma.Sql[] {
-  if (scope.all) return [];
-  return [scope.companies.length ? Prisma.sql`company_id IN (${Prisma.join(scope.companies)})` : Prisma.sql`false`];
-}
-
 /**
  * The column equalities as SQL on `runs` or on `run_rollups` (whose outcome is text, '' for
  * none). Every value is a bound parameter; the casts let PostgreSQL match the enum indexes.
@@ -131,11 +121,6 @@ function equalitySql(f: RunFilter, table: "runs" | "rollups"): Prisma.Sql[] {
     f.provider ? Prisma.sql`provider = ${f.provider}` : null,
     f.target ? Prisma.sql`target = ${f.target}::"ExecutionTarget"` : null,
   ].filter((x) => x !== null);
-}
-
-/** `%` and `_` in a search are the characters themselves, not LIKE's wildcards. */
-export function likeContains(s: string): string {
-  return `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 /** `runWhere` as SQL on `runs`, scope included. */
