@@ -92,9 +92,9 @@ const capped = (n: bigint | null | undefined) => {
  * `observer` judges creators with this process's identity and a probe of its host, so a
  * creator on another host is `unknown (foreign_pid_space)`.
  *
- * One statement (issue 13): the page with its lease and its run, the capped total and the
- * capped count of each status as uncorrelated scalar subqueries beside it — one round trip
- * instead of nine Prisma queries.
+ * One statement (issue 13; two when the page is empty): the page with its lease and its run,
+ * the capped total and the capped count of each status as uncorrelated scalar subqueries
+ * beside it — one round trip instead of nine Prisma queries.
  */
 export async function listIntents(db: Db, observer: Observer, scope: CompanyScope, instanceId: string, raw: IntentListInput, now = new Date()): Promise<IntentListOutput> {
   const input = intentListInput.parse(raw);
@@ -113,23 +113,21 @@ export async function listIntents(db: Db, observer: Observer, scope: CompanyScop
   const perStatus = statuses.map(
     (status) => Prisma.sql`${cappedCount(allOf([...mine, Prisma.sql`status = ${status}::"IntentStatus"`]), Prisma.sql`operation_id`)} AS ${Prisma.raw(`"n_${status}"`)}`,
   );
+  const counted = Prisma.sql`${cappedCount(allOf(and), Prisma.sql`created_at DESC, operation_id DESC`)} AS total, ${Prisma.join(perStatus)}`;
+  // The counts are uncorrelated scalar subqueries in the page's select list: InitPlans, evaluated once.
   const rows = await db.$queryRaw<(IntentPageRow & Record<string, bigint>)[]>`
-    WITH page AS (
+    SELECT ${counted}, page.*, l.id AS "leaseId", r.id::text AS "runFound", r.status AS "runStatus"
+    FROM (
       SELECT ${INTENT_COLUMNS} FROM sandbox_creation_intents WHERE ${allOf([...and, ...after])}
       ORDER BY created_at DESC, operation_id DESC LIMIT ${input.pageSize + 1}
-    )
-    SELECT counted.*, page.*, l.id AS "leaseId", r.id::text AS "runFound", r.status AS "runStatus"
-    FROM (SELECT ${cappedCount(allOf(and), Prisma.sql`created_at DESC, operation_id DESC`)} AS total, ${Prisma.join(perStatus)}) AS counted
-    LEFT JOIN page ON true
+    ) AS page
     LEFT JOIN environment_leases l ON l.intent_id = page.id
     -- An intent's run id is text and may name no run (probe acquires): only a uuid is looked up.
     LEFT JOIN runs r ON r.id = (CASE WHEN page."runId" ~* ${UUID_PATTERN.source} THEN page."runId"::uuid END) AND r.id::text = page."runId"
     ORDER BY page."createdAt" DESC, page.id DESC`;
-  const first = rows[0];
-  const page = pageOf(
-    rows.filter((r) => r.id !== null),
-    input.pageSize,
-  );
+  // An empty page carries no counts: ask for them alone.
+  const first = rows[0] ?? (await db.$queryRaw<Record<string, bigint>[]>`SELECT ${counted}`)[0];
+  const page = pageOf(rows, input.pageSize);
   const counts = statuses.map((status) => ({ status, ...capped(first?.[`n_${status}`]) }));
   const byStatus = Object.fromEntries(counts.map((g) => [g.status, g.total])) as Record<IntentStatus, number>;
   const byStatusCapped = counts.filter((g) => g.totalCapped).map((g) => g.status);
