@@ -24,6 +24,7 @@ import { generateScaleData, OUR_INSTANCE } from "./scale-data";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
 const ALL = { all: true } as const;
+const LIST_REPS = 100;
 const COLUMNS =
   "id, company_id, task_id, agent, provider, target, sandbox_mode, status, outcome, failure_code, owner, can_retry, provider_attempts, max_provider_attempts, restarts, previous_run_id, created_at, finished_at";
 
@@ -77,11 +78,14 @@ async function* measureSize(url: string, size: number, reps: number, browser: bo
   const raw = new pg.Pool({ connectionString: url, max: 4 });
   const q = async (sql: string, params: unknown[] = []) => (await raw.query(sql, params)).rows;
   try {
+    // The list figures are a few ms each: at least 100 samples after 10 warm-ups, so the p95
+    // is the 95th of 100 and not the second-worst of 30 (issue 13: the goal is a p95 ratio).
+    const listReps = { reps: Math.max(reps, LIST_REPS), warmup: 10 };
     const company = "co-0042";
     const page = 25;
     const order = "ORDER BY created_at DESC, id DESC";
     const list = (name: string, input: Parameters<typeof listRuns>[2], where: string, params: unknown[]) =>
-      compare(name, size, () => listRuns(db, ALL, input), () => q(`SELECT ${COLUMNS} FROM runs ${where} ${order} LIMIT ${page + 1}`, params), { reps });
+      compare(name, size, () => listRuns(db, ALL, input), () => q(`SELECT ${COLUMNS} FROM runs ${where} ${order} LIMIT ${page + 1}`, params), listReps);
 
     yield await list("runs.list first page", {}, "", []);
     yield await list("runs.list company + status", { companyId: company, status: "failed" }, "WHERE company_id = $1 AND status = 'failed'", [company]);
@@ -98,7 +102,7 @@ async function* measureSize(url: string, size: number, reps: number, browser: bo
       size,
       () => listRuns(db, ALL, { cursor: encodeCursor({ createdAt: midRow.created_at, id: midRow.id }) }),
       () => q(`SELECT ${COLUMNS} FROM runs WHERE (created_at, id) < ($1, $2) ${order} LIMIT ${page + 1}`, [midRow.created_at, midRow.id]),
-      { reps },
+      listReps,
     );
 
     const task = `task-${Math.floor(size / 40)}-1`;
@@ -107,7 +111,7 @@ async function* measureSize(url: string, size: number, reps: number, browser: bo
       size,
       () => listRuns(db, ALL, { search: task }),
       () => q(`SELECT ${COLUMNS} FROM runs WHERE task_id ILIKE $1 ${order} LIMIT ${page + 1}`, [`%${task}%`]),
-      { reps },
+      listReps,
     );
     const [someRun] = await q(`SELECT id FROM runs WHERE restarts > 0 ${order} OFFSET $1 LIMIT 1`, [Math.floor(size / 200)]);
     const runId = (someRun as { id: string }).id;
@@ -116,7 +120,7 @@ async function* measureSize(url: string, size: number, reps: number, browser: bo
       size,
       () => listRuns(db, ALL, { search: runId }),
       () => q(`SELECT ${COLUMNS} FROM runs WHERE id = $1`, [runId]),
-      { reps },
+      listReps,
     );
 
     yield await compare(
@@ -174,8 +178,8 @@ async function* measureSize(url: string, size: number, reps: number, browser: bo
          WHERE i.instance_id = $1 ${status === "all" ? "" : "AND i.status = $2::\"IntentStatus\""} ORDER BY i.created_at DESC, i.operation_id DESC LIMIT 51`,
         status === "all" ? [OUR_INSTANCE] : [OUR_INSTANCE, status],
       );
-    yield await compare("intents.list first page", size, () => listIntents(db, observer, ALL, OUR_INSTANCE, {}), () => intentPage("pending"), { reps });
-    yield await compare("intents.list all statuses", size, () => listIntents(db, observer, ALL, OUR_INSTANCE, { status: "all" }), () => intentPage("all"), { reps });
+    yield await compare("intents.list first page", size, () => listIntents(db, observer, ALL, OUR_INSTANCE, {}), () => intentPage("pending"), listReps);
+    yield await compare("intents.list all statuses", size, () => listIntents(db, observer, ALL, OUR_INSTANCE, { status: "all" }), () => intentPage("all"), listReps);
 
     // What a live page polls instead of its queries, against reading the four sequences raw.
     yield await compare("live.token", size, () => readLiveToken(db), () =>

@@ -1,11 +1,12 @@
 import { z } from "zod";
 import { text } from "../text";
-import { IntentStatus, Prisma, RunStatus, type Db } from "../db/client";
+import { IntentStatus, Prisma, RunStatus, type Db, type SandboxCreationIntent } from "../db/client";
 import { asIdentity, processJudgementSchema, type PartialIdentity, type ProcessJudgement } from "../engine";
-import { isUuid } from "../lib/ids";
+import { UUID_PATTERN } from "../lib/ids";
 import type { Observer } from "../services/observer";
-import { afterCursor, cappedTotal, countCapped, cursorInput, PAGE_ORDER, pageOf } from "../runs/cursor";
-import { companyWhere, type CompanyScope } from "../shared/roles";
+import { cappedTotal, COUNT_CAP, cursorInput, decodeCursor, pageOf } from "../runs/cursor";
+import { allOf, likeContains, scopeSql } from "../runs/sql";
+import type { CompanyScope } from "../shared/roles";
 import { FILTER_MAX } from "../shared/limits";
 import { describeInspection } from "./inspection";
 
@@ -70,50 +71,79 @@ export const intentListOutput = z.object({
 export type IntentListOutput = z.infer<typeof intentListOutput>;
 
 
+/** An intent as the page reads it: every column (the sweep's judgement takes the whole row), its lease and its run. */
+type IntentPageRow = SandboxCreationIntent & { leaseId: string | null; runStatus: RunStatus | null; runFound: string | null };
+
+const INTENT_COLUMNS = Prisma.sql`operation_id AS id, instance_id AS "instanceId", company_id AS "companyId", run_id AS "runId", creation_name AS "creationName",
+  labels, creator_boot_id AS "creatorBootId", creator, status, attempts, last_inspection AS "lastInspection", last_inspected_at AS "lastInspectedAt",
+  created_at AS "createdAt", settle_deadline AS "settleDeadline", next_attempt_at AS "nextAttemptAt", resolved_at AS "resolvedAt", updated_at AS "updatedAt"`;
+
+/** Intents of this instance counted up to the cap, in the order an index serves `where`. */
+function cappedCount(where: Prisma.Sql, order: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`(SELECT count(*) FROM (SELECT 1 FROM sandbox_creation_intents WHERE ${where} ORDER BY ${order} LIMIT ${COUNT_CAP + 1}) AS capped)`;
+}
+
+const capped = (n: bigint | null | undefined) => {
+  const v = Number(n ?? 0);
+  return v > COUNT_CAP ? { total: COUNT_CAP, totalCapped: true } : { total: v, totalCapped: false };
+};
+
 /**
  * `observer` judges creators with this process's identity and a probe of its host, so a
  * creator on another host is `unknown (foreign_pid_space)`.
+ *
+ * One statement (issue 13; two when the page is empty): the page with its lease and its run,
+ * the capped total and the capped count of each status as uncorrelated scalar subqueries
+ * beside it — one round trip instead of nine Prisma queries.
  */
 export async function listIntents(db: Db, observer: Observer, scope: CompanyScope, instanceId: string, raw: IntentListInput, now = new Date()): Promise<IntentListOutput> {
   const input = intentListInput.parse(raw);
-  const and: Prisma.SandboxCreationIntentWhereInput[] = [{ instanceId }, companyWhere(scope)];
-  if (input.status !== "all") and.push({ status: input.status });
-  if (input.companyId) and.push({ companyId: input.companyId });
+  const mine = [Prisma.sql`instance_id = ${instanceId}`, ...scopeSql(scope)];
+  const and = [...mine];
+  if (input.status !== "all") and.push(Prisma.sql`status = ${input.status}::"IntentStatus"`);
+  if (input.companyId) and.push(Prisma.sql`company_id = ${input.companyId}`);
   if (input.search) {
-    const s = input.search;
-    and.push({ OR: [{ id: { contains: s, mode: "insensitive" } }, { creationName: { contains: s, mode: "insensitive" } }, { runId: { contains: s, mode: "insensitive" } }] });
+    const like = likeContains(input.search);
+    and.push(Prisma.sql`(operation_id ILIKE ${like} OR creation_name ILIKE ${like} OR run_id ILIKE ${like})`);
   }
-  const where: Prisma.SandboxCreationIntentWhereInput = { AND: and };
-  const [rows, counted, grouped] = await Promise.all([
-    db.sandboxCreationIntent.findMany({ where: { AND: [where, afterCursor(input.cursor)] }, orderBy: PAGE_ORDER, take: input.pageSize + 1, include: { lease: { select: { id: true } } } }),
-    countCapped((take) => db.sandboxCreationIntent.count({ where, take, orderBy: PAGE_ORDER })),
-    // Per status, each count stops at the cap: no GROUP BY over every intent the instance ever made (issue 13).
-    Promise.all(
-      Object.values(IntentStatus).map(async (status) => ({
-        status,
-        ...(await countCapped((take) => db.sandboxCreationIntent.count({ where: { instanceId, status, ...companyWhere(scope) }, take, orderBy: { id: "asc" } }))),
-      })),
-    ),
-  ]);
+  const k = input.cursor ? decodeCursor(input.cursor) : null;
+  const after = k ? [Prisma.sql`(created_at, operation_id) < (${k.createdAt}::timestamptz, ${k.id})`] : [];
+  const statuses = Object.values(IntentStatus);
+  // Per status, each count stops at the cap: no GROUP BY over every intent the instance ever made.
+  const perStatus = statuses.map(
+    (status) => Prisma.sql`${cappedCount(allOf([...mine, Prisma.sql`status = ${status}::"IntentStatus"`]), Prisma.sql`operation_id`)} AS ${Prisma.raw(`"n_${status}"`)}`,
+  );
+  const counted = Prisma.sql`${cappedCount(allOf(and), Prisma.sql`created_at DESC, operation_id DESC`)} AS total, ${Prisma.join(perStatus)}`;
+  // The counts are uncorrelated scalar subqueries in the page's select list: InitPlans, evaluated once.
+  const rows = await db.$queryRaw<(IntentPageRow & Record<string, bigint>)[]>`
+    SELECT ${counted}, page.*, l.id AS "leaseId", r.id::text AS "runFound", r.status AS "runStatus"
+    FROM (
+      SELECT ${INTENT_COLUMNS} FROM sandbox_creation_intents WHERE ${allOf([...and, ...after])}
+      ORDER BY created_at DESC, operation_id DESC LIMIT ${input.pageSize + 1}
+    ) AS page
+    LEFT JOIN environment_leases l ON l.intent_id = page.id
+    -- An intent's run id is text and may name no run (probe acquires): only a uuid is looked up.
+    LEFT JOIN runs r ON r.id = (CASE WHEN page."runId" ~* ${UUID_PATTERN.source} THEN page."runId"::uuid END) AND r.id::text = page."runId"
+    ORDER BY page."createdAt" DESC, page.id DESC`;
+  // An empty page carries no counts: ask for them alone.
+  const first = rows[0] ?? (await db.$queryRaw<Record<string, bigint>[]>`SELECT ${counted}`)[0];
   const page = pageOf(rows, input.pageSize);
-  const runIds = [...new Set(page.items.map((i) => i.runId).filter(isUuid))];
-  const runs = runIds.length ? await db.run.findMany({ where: { id: { in: runIds } }, select: { id: true, status: true } }) : [];
-  const runById = new Map(runs.map((r) => [r.id, r]));
-  const byStatus = Object.fromEntries(grouped.map((g) => [g.status, g.total])) as Record<IntentStatus, number>;
-  const byStatusCapped = grouped.filter((g) => g.totalCapped).map((g) => g.status);
+  const counts = statuses.map((status) => ({ status, ...capped(first?.[`n_${status}`]) }));
+  const byStatus = Object.fromEntries(counts.map((g) => [g.status, g.total])) as Record<IntentStatus, number>;
+  const byStatusCapped = counts.filter((g) => g.totalCapped).map((g) => g.status);
 
   return {
     instanceId,
-    items: page.items.map((i) => {
+    items: page.items.map(({ leaseId, runFound, runStatus, ...i }) => {
       const creator = asIdentity(i.creator);
-      const pending = i.status === "pending" ? observer.judgePendingIntent(i, i.lease !== null, now) : null;
+      const pending = i.status === "pending" ? observer.judgePendingIntent(i, leaseId !== null, now) : null;
       return {
         id: i.id,
         status: i.status,
         companyId: i.companyId,
         creationName: i.creationName,
         runId: i.runId,
-        run: runById.get(i.runId) ?? null,
+        run: runFound && runStatus ? { id: runFound, status: runStatus } : null,
         createdAt: i.createdAt,
         ageSeconds: Math.max(0, Math.floor((now.getTime() - i.createdAt.getTime()) / 1000)),
         creator: creator
@@ -128,11 +158,11 @@ export async function listIntents(db: Db, observer: Observer, scope: CompanyScop
         lastInspectionText: describeInspection(i.lastInspection),
         lastInspectedAt: i.lastInspectedAt,
         resolvedAt: i.resolvedAt,
-        leaseId: i.lease?.id ?? null,
+        leaseId,
       };
     }),
     nextCursor: page.nextCursor,
-    ...counted,
+    ...capped(first?.total),
     byStatus,
     byStatusCapped,
   };
