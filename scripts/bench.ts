@@ -46,9 +46,10 @@ const cli = new Command("bench")
   .option("--orphans [sizes]", "the orphans page before and after its inventory at these sandbox counts (default 1000,10000), with RSS over 20 polls")
   .option("--polls <n>", "with --orphans: polls per RSS figure", positiveInt, 20)
   .option("--client-js", "print the JavaScript each page of the last `next build` loads, gzipped, and stop")
+  .option("--sweep-only", "run only sections 0, 2 and 2b (the sweep figures), skipping the restart rounds and the engine")
   .option("--transition-ms <ms>", "the emulator's lifecycle transitions (create, start, stop, destroy) in ms; default: the emulator's own (Daytona-like) timings", nonNegativeInt)
   .parse(process.argv);
-const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean }>();
+const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean; sweepOnly?: boolean }>();
 if (opts.clientJs) {
   const { printClientJs } = await import("./bench/client-js");
   printClientJs(say);
@@ -174,9 +175,9 @@ try {
     }
     say(`   median ${median(fromSpawn)} ms from restart (min ${Math.min(...fromSpawn)}, max ${Math.max(...fromSpawn)}); median ${median(fromReady)} ms from ready (×${(median(fromReady) / Math.max(1, floorDestroy)).toFixed(1)} the provider's own destroy → destroyed, ${floorDestroy} ms)`);
   };
-  await restartRounds(`1. restart → orphan destroyed (${rounds} rounds, SIGKILL after the create, before the lease commits)`);
+  if (!opts.sweepOnly) await restartRounds(`1. restart → orphan destroyed (${rounds} rounds, SIGKILL after the create, before the lease commits)`);
   say(`   (the rule it replaces waited nextAttemptAt = created + ${env.RUNWARDEN_INTENT_WAIT_MS / 60_000} min)`);
-  if (opts.backlog > 0) {
+  if (opts.backlog > 0 && !opts.sweepOnly) {
     // A live creator (this process) with a backlog of pending intents whose ids all sort before
     // any the controllers make: a sweep in id order reads the whole backlog before the orphan.
     const live = evidenceIdentity({ ...currentProcessIdentity(), bootId: crypto.randomUUID() });
@@ -277,9 +278,9 @@ try {
   await controller.stop("bench");
 
   // ── 3. engine ──
-  say("\n3. engine (pure decide(), fixtures from server/engine/fixtures)");
+  if (!opts.sweepOnly) say("\n3. engine (pure decide(), fixtures from server/engine/fixtures)");
   const dir = path.resolve("server/engine/fixtures");
-  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith(".json")).slice(0, 6)) {
+  for (const file of opts.sweepOnly ? [] : fs.readdirSync(dir).filter((f) => f.endsWith(".json")).slice(0, 6)) {
     const bundle = JSON.parse(fs.readFileSync(path.join(dir, file), "utf8")) as unknown;
     // Warmed up, then the median of 5 timed batches: one batch swings with the JIT and the machine.
     const n = 50_000;
