@@ -114,7 +114,8 @@ const emuUrl = await database("emu");
 const transitionMs = opts.transitionMs;
 const emulator = await startEmulator({ port: 0, databaseUrl: emuUrl, ...(transitionMs === undefined ? {} : { transitionMs: { create: transitionMs, start: transitionMs, stop: transitionMs, destroy: transitionMs } }) });
 const admin = new EmulatorAdminClient(emulator.url, "emulator-key");
-const db = createDb(appUrl, { max: 10 });
+// The sweep's lanes each hold a connection while the provider answers (main.ts sizes a controller's pool the same way).
+const db = createDb(appUrl, { max: env.RUNWARDEN_SWEEP_LANES + 8 });
 const procs: ControllerProcessHandle[] = [];
 
 try {
@@ -219,7 +220,7 @@ try {
     }
     await db.sandboxCreationIntent.createMany({ data: rows });
   };
-  say("\n2. sweep throughput (one controller, in-process sweep)");
+  say(`\n2. sweep throughput (one controller, in-process sweep, ${controller.ctx.config.sweepLanes} lanes, pages of ${controller.ctx.config.pageSize})`);
   const waiting = 5000;
   await seed(waiting, evidenceIdentity(identity), false);
   let t = Date.now();
@@ -234,7 +235,9 @@ try {
   say(`   ${s.judged} intents judged, ${s.reclaimed} reclaimed and ${s.destroyed} destroyed through the provider in ${secs.toFixed(2)} s: ${(s.judged / secs).toFixed(0)} intents/s overall, ${(s.reclaimed / secs).toFixed(0)} reclaims/s`);
 
   // 2b. a larger batch: reclaims/s beside the provider's own round trips for the same work
-  // (get by name, get by id, destroy per sandbox, 8 at a time: what a reclaim asks of it).
+  // (get by name, get by id, destroy per sandbox, as many at a time as the sweep has lanes:
+  // what a reclaim asks of it).
+  const lanes = controller.ctx.config.sweepLanes;
   const plantAll = async (n: number) => {
     const out: Array<{ id: string; name: string }> = [];
     let next = 0;
@@ -256,7 +259,7 @@ try {
   t = Date.now();
   let cursor = 0;
   await Promise.all(
-    Array.from({ length: 8 }, async () => {
+    Array.from({ length: lanes }, async () => {
       while (cursor < floorSet.length) {
         const one = floorSet[cursor++]!;
         const found = await provider.getByName(one.name);
@@ -274,7 +277,7 @@ try {
   t = Date.now();
   s = await sweepCreationIntents(controller.ctx, "bench");
   secs = (Date.now() - t) / 1000;
-  say(`   2b. ${s.reclaimed} of ${opts.reclaims} abandoned intents reclaimed and ${s.destroyed} destroyed in ${secs.toFixed(2)} s: ${(s.reclaimed / secs).toFixed(0)} reclaims/s (floor: the provider's own get by name + get by id + destroy, 8 at a time, ${floorPerSec.toFixed(0)} sandboxes/s; ×${(floorPerSec / Math.max(1e-9, s.reclaimed / secs)).toFixed(1)})`);
+  say(`   2b. ${s.reclaimed} of ${opts.reclaims} abandoned intents reclaimed and ${s.destroyed} destroyed in ${secs.toFixed(2)} s: ${(s.reclaimed / secs).toFixed(0)} reclaims/s (floor: the provider's own get by name + get by id + destroy, ${lanes} at a time, ${floorPerSec.toFixed(0)} sandboxes/s; ×${(floorPerSec / Math.max(1e-9, s.reclaimed / secs)).toFixed(1)})`);
   await controller.stop("bench");
 
   // ── 3. engine ──
