@@ -47,9 +47,10 @@ const cli = new Command("bench")
   .option("--polls <n>", "with --orphans: polls per RSS figure", positiveInt, 20)
   .option("--no-browser", "with --scale or --orphans: leave out the figures taken through the production server and Chromium (page load, server RSS)")
   .option("--client-js", "print the JavaScript each page of the last `next build` loads, gzipped, and stop")
+  .option("--sweep-only", "run only sections 0, 2 and 2b (the sweep figures), skipping the restart rounds and the engine")
   .option("--transition-ms <ms>", "the emulator's lifecycle transitions (create, start, stop, destroy) in ms; default: the emulator's own (Daytona-like) timings", nonNegativeInt)
   .parse(process.argv);
-const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean; browser: boolean }>();
+const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean; browser: boolean; sweepOnly?: boolean }>();
 if (opts.clientJs) {
   const { printClientJs } = await import("./bench/client-js");
   printClientJs(say);
@@ -114,7 +115,8 @@ const emuUrl = await database("emu");
 const transitionMs = opts.transitionMs;
 const emulator = await startEmulator({ port: 0, databaseUrl: emuUrl, ...(transitionMs === undefined ? {} : { transitionMs: { create: transitionMs, start: transitionMs, stop: transitionMs, destroy: transitionMs } }) });
 const admin = new EmulatorAdminClient(emulator.url, "emulator-key");
-const db = createDb(appUrl, { max: 10 });
+// The sweep's lanes each hold a connection while the provider answers (main.ts sizes a controller's pool the same way).
+const db = createDb(appUrl, { max: env.RUNWARDEN_SWEEP_LANES + 8 });
 const procs: ControllerProcessHandle[] = [];
 
 try {
@@ -175,9 +177,9 @@ try {
     }
     say(`   median ${median(fromSpawn)} ms from restart (min ${Math.min(...fromSpawn)}, max ${Math.max(...fromSpawn)}); median ${median(fromReady)} ms from ready (×${(median(fromReady) / Math.max(1, floorDestroy)).toFixed(1)} the provider's own destroy → destroyed, ${floorDestroy} ms)`);
   };
-  await restartRounds(`1. restart → orphan destroyed (${rounds} rounds, SIGKILL after the create, before the lease commits)`);
+  if (!opts.sweepOnly) await restartRounds(`1. restart → orphan destroyed (${rounds} rounds, SIGKILL after the create, before the lease commits)`);
   say(`   (the rule it replaces waited nextAttemptAt = created + ${env.RUNWARDEN_INTENT_WAIT_MS / 60_000} min)`);
-  if (opts.backlog > 0) {
+  if (opts.backlog > 0 && !opts.sweepOnly) {
     // A live creator (this process) with a backlog of pending intents whose ids all sort before
     // any the controllers make: a sweep in id order reads the whole backlog before the orphan.
     const live = evidenceIdentity({ ...currentProcessIdentity(), bootId: crypto.randomUUID() });
@@ -219,7 +221,7 @@ try {
     }
     await db.sandboxCreationIntent.createMany({ data: rows });
   };
-  say("\n2. sweep throughput (one controller, in-process sweep)");
+  say(`\n2. sweep throughput (one controller, in-process sweep, ${controller.ctx.config.sweepLanes} lanes, pages of ${controller.ctx.config.pageSize})`);
   const waiting = 5000;
   await seed(waiting, evidenceIdentity(identity), false);
   let t = Date.now();
@@ -234,7 +236,9 @@ try {
   say(`   ${s.judged} intents judged, ${s.reclaimed} reclaimed and ${s.destroyed} destroyed through the provider in ${secs.toFixed(2)} s: ${(s.judged / secs).toFixed(0)} intents/s overall, ${(s.reclaimed / secs).toFixed(0)} reclaims/s`);
 
   // 2b. a larger batch: reclaims/s beside the provider's own round trips for the same work
-  // (get by name, get by id, destroy per sandbox, 8 at a time: what a reclaim asks of it).
+  // (get by name, get by id, destroy per sandbox, as many at a time as the sweep has lanes:
+  // what a reclaim asks of it).
+  const lanes = controller.ctx.config.sweepLanes;
   const plantAll = async (n: number) => {
     const out: Array<{ id: string; name: string }> = [];
     let next = 0;
@@ -256,7 +260,7 @@ try {
   t = Date.now();
   let cursor = 0;
   await Promise.all(
-    Array.from({ length: 8 }, async () => {
+    Array.from({ length: lanes }, async () => {
       while (cursor < floorSet.length) {
         const one = floorSet[cursor++]!;
         const found = await provider.getByName(one.name);
@@ -274,13 +278,13 @@ try {
   t = Date.now();
   s = await sweepCreationIntents(controller.ctx, "bench");
   secs = (Date.now() - t) / 1000;
-  say(`   2b. ${s.reclaimed} of ${opts.reclaims} abandoned intents reclaimed and ${s.destroyed} destroyed in ${secs.toFixed(2)} s: ${(s.reclaimed / secs).toFixed(0)} reclaims/s (floor: the provider's own get by name + get by id + destroy, 8 at a time, ${floorPerSec.toFixed(0)} sandboxes/s; ×${(floorPerSec / Math.max(1e-9, s.reclaimed / secs)).toFixed(1)})`);
+  say(`   2b. ${s.reclaimed} of ${opts.reclaims} abandoned intents reclaimed and ${s.destroyed} destroyed in ${secs.toFixed(2)} s: ${(s.reclaimed / secs).toFixed(0)} reclaims/s (floor: the provider's own get by name + get by id + destroy, ${lanes} at a time, ${floorPerSec.toFixed(0)} sandboxes/s; ×${(floorPerSec / Math.max(1e-9, s.reclaimed / secs)).toFixed(1)})`);
   await controller.stop("bench");
 
   // ── 3. engine ──
-  say("\n3. engine (pure decide(), fixtures from server/engine/fixtures)");
+  if (!opts.sweepOnly) say("\n3. engine (pure decide(), fixtures from server/engine/fixtures)");
   const dir = path.resolve("server/engine/fixtures");
-  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith(".json")).slice(0, 6)) {
+  for (const file of opts.sweepOnly ? [] : fs.readdirSync(dir).filter((f) => f.endsWith(".json")).slice(0, 6)) {
     const bundle = JSON.parse(fs.readFileSync(path.join(dir, file), "utf8")) as unknown;
     // Warmed up, then the median of 5 timed batches: one batch swings with the JIT and the machine.
     const n = 50_000;

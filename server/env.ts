@@ -39,6 +39,12 @@ const envSchema = z.object({
   RUNWARDEN_POLL_MS: z.coerce.number().int().min(20).default(500),
   /** How often the sweeps run (DOMAIN.md §2.5, §2.6). */
   RUNWARDEN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
+  /**
+   * Due rows a sweep acts on at once (judged under the row's lock, then torn down), across
+   * pages. Each holds a database connection while the provider answers: the controller's pool
+   * grows with it.
+   */
+  RUNWARDEN_SWEEP_LANES: z.coerce.number().int().min(1).max(64).default(16),
   /** A pending creation intent is left alone this long unless its creator exited (§2.5). */
   RUNWARDEN_INTENT_WAIT_MS: z.coerce.number().int().min(0).default(30 * 60_000),
   /**

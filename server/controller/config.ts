@@ -22,6 +22,8 @@ export interface ControllerConfig {
   recoveryBackoffMs: number;
   /** Rows a sweep reads per page (the id cursor moves on after each). */
   pageSize: number;
+  /** Due rows a sweep acts on at once (RUNWARDEN_SWEEP_LANES). */
+  sweepLanes: number;
   crashAt: ReadonlySet<string>;
   /** Test-only: a recovery rule deliberately broken (see rules.ts). */
   breakRule: Env["RUNWARDEN_TEST_BREAK_RULE"] | null;
@@ -45,7 +47,10 @@ export function controllerConfig(env: Env, overrides: Partial<ControllerConfig> 
     executorTimeoutMs: env.RUNWARDEN_EXECUTOR_TIMEOUT_MS,
     recoveryMaxAttempts: env.RUNWARDEN_RECOVERY_MAX_ATTEMPTS,
     recoveryBackoffMs: env.RUNWARDEN_RECOVERY_BACKOFF_MS,
-    pageSize: 100,
+    // A page read is one round trip whatever its size: 500 rows keep a pass over a backlog of
+    // live creators' intents near the database's own scan rate (issue 13).
+    pageSize: 500,
+    sweepLanes: env.RUNWARDEN_SWEEP_LANES,
     breakRule: env.RUNWARDEN_TEST_BREAK_RULE ?? null,
     crashAt: new Set((env.RUNWARDEN_CRASH_AT ?? "").split(",").map((s) => s.trim()).filter(Boolean)),
     ...overrides,

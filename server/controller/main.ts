@@ -19,7 +19,8 @@ export async function runControllerProcess(env: Env): Promise<void> {
   const log = pino({ name: "controller", level: env.LOG_LEVEL, base: { pid: process.pid } });
   const database = await openDatabase({ env, log: (line) => log.info(line) });
   await migrate(database.url, { log: (line) => log.info(line) });
-  const db = createDb(database.url, { max: Math.max(10, env.RUNWARDEN_CONCURRENCY * 2 + 4) });
+  // Each run holds up to two connections; each sweep lane one while the provider answers.
+  const db = createDb(database.url, { max: env.RUNWARDEN_CONCURRENCY * 2 + 4 + env.RUNWARDEN_SWEEP_LANES });
   const config = controllerConfig(env, { instanceId: await instanceIdOf(db, env.RUNWARDEN_INSTANCE_ID) });
   fs.mkdirSync(config.home, { recursive: true });
   const { provider, runner, target, apiUrl } = providerFromEnv(env, { instanceId: config.instanceId });

@@ -234,6 +234,44 @@ describe("creation-intent sweep", () => {
     expect(await sandboxState(prior.sandboxId!)).toMatch(DELETED);
   });
 
+  it("with fewer lanes than due rows, two controllers on one backlog reclaim each row exactly once, and no reclaimed lease is ever committed unclaimed", async () => {
+    // Every committed state of a pending-cleanup lease, written by a trigger in the writer's own
+    // transaction: a lease ever pending_cleanup without a claim is one another sweep could take.
+    const db = h.db.db;
+    await db.$executeRawUnsafe(`CREATE TABLE IF NOT EXISTS lease_states_seen (lease_id uuid, claimed boolean)`);
+    await db.$executeRawUnsafe(`CREATE OR REPLACE FUNCTION note_lease_state() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.status = 'pending_cleanup' THEN INSERT INTO lease_states_seen VALUES (NEW.id, NEW.claim_attempt_id IS NOT NULL); END IF;
+        RETURN NEW;
+      END $$`);
+    await db.$executeRawUnsafe(`CREATE OR REPLACE TRIGGER note_lease_state AFTER INSERT OR UPDATE ON environment_leases FOR EACH ROW EXECUTE FUNCTION note_lease_state()`);
+    try {
+      const backlog = [];
+      for (let i = 0; i < 12; i++) backlog.push(await seedIntent({ creator: dead }, `0009-backlog-${String(i).padStart(2, "0")}`));
+      const [a, b] = [await h.controller({ pageSize: 5, sweepLanes: 3 }), await h.controller({ pageSize: 5, sweepLanes: 2 })];
+      await Promise.all([a!.sweep("test"), b!.sweep("test")]);
+      for (const intent of backlog) {
+        expect(await intentStatus(intent.id)).toBe("reclaimed");
+        expect(await db.proof.count({ where: { kind: "creation_intent", verdict: "reclaim", intentId: intent.id } })).toBe(1);
+        const [lease, ...more] = await db.environmentLease.findMany({ where: { intentId: intent.id } });
+        expect(more).toEqual([]);
+        // Destroyed by the attempt its reclaim claimed, after the ownership proof (§2.9).
+        expect(lease).toMatchObject({ status: "expired", cleanupStatus: "destroyed", terminationReceipt: expect.objectContaining({ attemptId: lease!.claimAttemptId }) });
+        expect(await db.proof.count({ where: { kind: "sandbox_ownership", verdict: "owned", leaseId: lease!.id } })).toBe(1);
+        expect(await sandboxState(intent.sandboxId!)).toMatch(DELETED);
+      }
+      const seen = await db.$queryRawUnsafe<Array<{ claimed: boolean }>>(
+        `SELECT s.claimed FROM lease_states_seen s JOIN environment_leases l ON l.id = s.lease_id WHERE l.intent_id = ANY($1)`,
+        backlog.map((i) => i.id),
+      );
+      expect(seen.length).toBeGreaterThanOrEqual(backlog.length);
+      expect(seen.filter((x) => !x.claimed)).toEqual([]);
+    } finally {
+      await db.$executeRawUnsafe(`DROP TRIGGER IF EXISTS note_lease_state ON environment_leases`);
+      await db.$executeRawUnsafe(`DROP TABLE IF EXISTS lease_states_seen`);
+    }
+  });
+
   it("commits an intent whose lease did commit", async () => {
     const seed = await seedIntent({ creator: dead, sandboxLabels: null });
     await h.db.db.environmentLease.create({ data: { instanceId: "inst-a", companyId: "co-1", provider: "emulator", intentId: seed.id, acquisitionOutcome: "created", status: "active" } });

@@ -1,3 +1,4 @@
+import crypto from "node:crypto";
 import { z } from "zod";
 import { Prisma, type SandboxCreationIntent } from "../db/client";
 import { asIdentity, type CreationIntentEvidence, type TeardownFenceEvidence, type Verdict } from "../engine";
@@ -11,7 +12,7 @@ import type { SandboxRef } from "../sandboxes/evidence";
 import { judgeOwnership } from "./ownership";
 import { json, proofData, recordProof } from "./records";
 import { creationIntent, teardownFence } from "./rules";
-import { teardownLease, type TeardownOutcome } from "./teardown";
+import { claimFields, teardownLease, type ClaimedLease, type TeardownOutcome } from "./teardown";
 import { isUuid, UUID_PATTERN } from "../lib/ids";
 
 /**
@@ -114,13 +115,13 @@ async function exitedCreators(ctx: ControllerContext, companies?: string[]): Pro
 export async function sweepCreationIntents(ctx: ControllerContext, trigger = "interval", companies?: string[]): Promise<SweepSummary> {
   const pass = await openPass(ctx, "creation_intents", trigger);
   const s = summary("creation_intents", pass.id);
-  const toTearDown: string[] = [];
+  const toTearDown: Array<Required<ClaimedLease>> = [];
   let error: string | null = null;
   // A pool of lanes fed by the pager: a due row is judged under its lock and, when reclaimed,
   // its sandbox torn down in the same lane, while the pager reads on (no barrier per page).
-  const lanes = lanePool<PendingIntent>(SWEEP_PARALLELISM, async (intent) => {
-    const leaseId = await judgeIntent(ctx, intent, s);
-    if (leaseId) await tearDown(ctx, [leaseId], s);
+  const lanes = lanePool<PendingIntent>(ctx.config.sweepLanes, async (intent) => {
+    const claimed = await judgeIntent(ctx, intent, s);
+    if (claimed) await tearDownClaimed(ctx, claimed, s);
   });
   try {
     const probe = pageProbes(ctx);
@@ -147,7 +148,7 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
     if (!stop()) for await (const page of pagesById((after) => readPending(ctx, after, { companies }), stop, { readAhead: true })) await feed(page, fed);
     await lanes.drain();
     if (!ctx.drain.signal.aborted) await relookResolvedAbsent(ctx, s, toTearDown, companies);
-    await tearDown(ctx, toTearDown, s);
+    await inParallel(toTearDown, ctx.config.sweepLanes, (claimed) => tearDownClaimed(ctx, claimed, s));
   } catch (err) {
     error = err instanceof Error ? err.message : String(err);
     ctx.log.error({ err: error }, "creation-intent sweep failed");
@@ -157,15 +158,11 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
   return s;
 }
 
-async function tearDown(ctx: ControllerContext, leaseIds: readonly string[], s: SweepSummary): Promise<void> {
-  await inParallel(leaseIds, SWEEP_PARALLELISM, async (leaseId) => {
-    const result = await teardownLease(ctx, leaseId);
-    if (result.outcome === "destroyed" || result.outcome === "already_gone") s.destroyed += 1;
-  });
+/** Tears down a lease its reclaim created already claimed (no sweep can take it in between). */
+async function tearDownClaimed(ctx: ControllerContext, claimed: Required<ClaimedLease>, s: SweepSummary): Promise<void> {
+  const result = await teardownLease(ctx, claimed.lease.id, claimed);
+  if (result.outcome === "destroyed" || result.outcome === "already_gone") s.destroyed += 1;
 }
-
-/** How many rows a sweep acts on at once (each in its own transaction). */
-const SWEEP_PARALLELISM = 8;
 
 async function inParallel<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
@@ -234,7 +231,7 @@ async function inspect(ctx: ControllerContext, creationName: string): Promise<In
  * others skip the row at once instead of each asking the provider for it too (asking first,
  * unlocked, multiplied the provider's calls by the number of controllers).
  */
-async function judgeIntent(ctx: ControllerContext, row: PendingIntent, s: SweepSummary): Promise<string | null> {
+async function judgeIntent(ctx: ControllerContext, row: PendingIntent, s: SweepSummary): Promise<Required<ClaimedLease> | null> {
   const id = row.id;
   return ctx.db.$transaction(
     async (tx) => {
@@ -320,7 +317,7 @@ export const LATE_MATERIALISATION_WINDOW_MS = 30 * 60_000;
  * appeared is reclaimed only with the ownership proof (the intent names it, labels match);
  * otherwise it goes to manual reconciliation untouched. Either way the proof is stored.
  */
-async function relookResolvedAbsent(ctx: ControllerContext, s: SweepSummary, toTearDown: string[], companies?: string[]) {
+async function relookResolvedAbsent(ctx: ControllerContext, s: SweepSummary, toTearDown: Array<Required<ClaimedLease>>, companies?: string[]) {
   const since = new Date(Date.now() - LATE_MATERIALISATION_WINDOW_MS);
   const pages = pagesById(
     (after): Promise<SandboxCreationIntent[]> =>
@@ -339,7 +336,7 @@ async function relookResolvedAbsent(ctx: ControllerContext, s: SweepSummary, toT
   );
   for await (const page of pages) {
     s.pages += 1;
-    await inParallel(page, SWEEP_PARALLELISM, async (intent) => {
+    await inParallel(page, ctx.config.sweepLanes, async (intent) => {
       let found;
       try {
         found = await ctx.provider.getByName(intent.creationName);
@@ -347,13 +344,13 @@ async function relookResolvedAbsent(ctx: ControllerContext, s: SweepSummary, toT
         return; // asked again on the next sweep, inside the window
       }
       if (!found || found.state === "destroyed" || found.state === "destroying") return;
-      const leaseId = await reclaimLate(ctx, intent.id, found, s);
-      if (leaseId) toTearDown.push(leaseId);
+      const claimed = await reclaimLate(ctx, intent.id, found, s);
+      if (claimed) toTearDown.push(claimed);
     });
   }
 }
 
-async function reclaimLate(ctx: ControllerContext, id: string, found: SandboxRef, s: SweepSummary): Promise<string | null> {
+async function reclaimLate(ctx: ControllerContext, id: string, found: SandboxRef, s: SweepSummary): Promise<Required<ClaimedLease> | null> {
   return ctx.db.$transaction(async (tx) => {
     const rows = await tx.$queryRaw<Array<{ operation_id: string }>>`
       SELECT operation_id FROM sandbox_creation_intents
@@ -377,13 +374,19 @@ async function reclaimLate(ctx: ControllerContext, id: string, found: SandboxRef
   });
 }
 
-/** The reclaim both intent paths share: a pending_cleanup lease for the teardown pass, and the intent marked reclaimed. */
+/**
+ * The reclaim both intent paths share: a pending_cleanup lease, claimed for this controller's
+ * teardown in the same transaction (§2.6: an attempt id, the claimer, a fence; a crash before
+ * the teardown leaves a fence whose claimer exited, which the teardown sweep releases), and the
+ * intent marked reclaimed. The claim saves the teardown a round trip of its own.
+ */
 async function reclaimIntentSandbox(
   tx: Prisma.TransactionClient,
   ctx: ControllerContext,
   intent: Pick<SandboxCreationIntent, "id" | "instanceId" | "companyId" | "creationName">,
   r: { runId: string | null; intentId: string | null; sandboxId: string | null; cleanupStatus: string; inspected: Prisma.SandboxCreationIntentUpdateInput; now: Date },
-): Promise<string> {
+): Promise<Required<ClaimedLease>> {
+  const attemptId = crypto.randomUUID();
   const lease = await tx.environmentLease.create({
     data: {
       runId: r.runId,
@@ -396,10 +399,11 @@ async function reclaimIntentSandbox(
       acquisitionOutcome: "created",
       status: "pending_cleanup",
       cleanupStatus: r.cleanupStatus,
+      ...claimFields(ctx, attemptId, r.now),
     },
   });
   await tx.sandboxCreationIntent.update({ where: { id: intent.id }, data: { ...r.inspected, status: "reclaimed", resolvedAt: r.now } });
-  return lease.id;
+  return { attemptId, lease };
 }
 
 async function existingRunId(tx: Prisma.TransactionClient, intent: SandboxCreationIntent): Promise<string | null> {
@@ -494,7 +498,7 @@ async function tearDownDue(ctx: ControllerContext, s: SweepSummary, companies?: 
   );
   for await (const page of pages) {
     s.pages += 1;
-    await inParallel(page, SWEEP_PARALLELISM, async ({ id }) => {
+    await inParallel(page, ctx.config.sweepLanes, async ({ id }) => {
       const result: TeardownOutcome = await teardownLease(ctx, id);
       if (result.outcome === "not_claimed") return;
       count(s, id, { verdict: result.outcome, reason: "reason" in result ? result.reason : null });

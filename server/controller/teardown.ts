@@ -49,14 +49,24 @@ export function claimFields(ctx: ControllerContext, attemptId: string, now: Date
  * this instance's, named by this lease, is never destroyed. Success marks the lease `expired` with a receipt; failure returns it to
  * `pending_cleanup` with the attempt counted and a back-off.
  */
-export async function teardownLease(ctx: ControllerContext, leaseId: string, claimed?: { attemptId: string }): Promise<TeardownOutcome> {
+/** A lease claimed in the transaction that made it due; `lease` as that transaction committed it, when the caller has it. */
+export interface ClaimedLease {
+  attemptId: string;
+  lease?: EnvironmentLease;
+}
+
+export async function teardownLease(ctx: ControllerContext, leaseId: string, claimed?: ClaimedLease): Promise<TeardownOutcome> {
   // `claimed`: the caller claimed the lease in the transaction that made it due (an operator's
-  // reclaim), so no sweep could take it in between.
-  const claim = claimed
-    ? await ctx.db.environmentLease
-        .findFirst({ where: { id: leaseId, status: "pending_cleanup", claimAttemptId: claimed.attemptId } })
-        .then((lease) => (lease ? { attemptId: claimed.attemptId, lease } : null))
-    : await claimLease(ctx, leaseId);
+  // reclaim, a sweep's), so no sweep could take it in between. A sweep's reclaim hands over the
+  // lease it created: no second read (the provider calls and the final update still check the
+  // attempt id, so a lease taken over since is never marked by this attempt).
+  const claim = claimed?.lease
+    ? { attemptId: claimed.attemptId, lease: claimed.lease }
+    : claimed
+      ? await ctx.db.environmentLease
+          .findFirst({ where: { id: leaseId, status: "pending_cleanup", claimAttemptId: claimed.attemptId } })
+          .then((lease) => (lease ? { attemptId: claimed.attemptId, lease } : null))
+      : await claimLease(ctx, leaseId);
   if (!claim) return { outcome: "not_claimed", leaseId };
   const { attemptId, lease } = claim;
   crashPoint(ctx, "during_teardown_claim", { leaseId });

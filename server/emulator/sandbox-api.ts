@@ -167,7 +167,9 @@ async function sandboxOp(ctx: EmulatorContext, idOrName: string, op: "get" | "de
   });
   // A stopped or deleted sandbox keeps no process running, detached ones included.
   if (op === "stop" || op === "delete") await killSandboxProcesses(ctx.hostOf(out));
-  if (op === "delete") fs.rmSync(ctx.hostOf(out).root, { recursive: true, force: true });
+  // Off the event loop: a synchronous rm held every other request up (a reclaim sweep's
+  // profile spent 5 % of its CPU here). Daytona's delete does not wait for the disk either.
+  if (op === "delete") await fs.promises.rm(ctx.hostOf(out).root, { recursive: true, force: true });
   return out;
 }
 

@@ -105,7 +105,8 @@ export class EmulatorStore {
   destroyedRetentionMs: number;
 
   constructor(databaseUrl: string, options: { destroyedRetentionMs: number }) {
-    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 10, connectionTimeoutMillis: 10_000 });
+    // Sized for a sweep's lanes (RUNWARDEN_SWEEP_LANES, 16 by default) and a few requests besides.
+    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 24, connectionTimeoutMillis: 10_000 });
     // An idle client's error (a restarted server) must not crash the emulator.
     this.pool.on("error", () => {});
     this.destroyedRetentionMs = options.destroyedRetentionMs;
@@ -135,21 +136,19 @@ export class EmulatorStore {
     return `visible_at <= ${nowParam} AND (destroyed_at IS NULL OR destroyed_at + (${retentionParam} || ' milliseconds')::interval > ${nowParam})`;
   }
 
-  /** By id first, then by name (newest), as Daytona's `{idOrName}` does. */
+  /**
+   * By id first, then by name (newest, a live one before a destroyed one), as Daytona's
+   * `{idOrName}` does: one query (two, one after the other, made a GET by name cost twice).
+   */
   async find(idOrName: string, now: Date, db: Queryable = this.pool, lock = false): Promise<SandboxRow | null> {
     const where = this.visible("$2", "$3");
     const suffix = lock ? "FOR UPDATE" : "";
-    const byId = await db.query<SandboxRow>(`SELECT * FROM emulator_sandbox WHERE id = $1 AND ${where} ${suffix}`, [
-      idOrName,
-      now,
-      String(this.destroyedRetentionMs),
-    ]);
-    if (byId.rows[0]) return byId.rows[0];
-    const byName = await db.query<SandboxRow>(
-      `SELECT * FROM emulator_sandbox WHERE name = $1 AND ${where} ORDER BY (destroyed_at IS NULL) DESC, seq DESC LIMIT 1 ${suffix}`,
+    const { rows } = await db.query<SandboxRow>(
+      `SELECT * FROM emulator_sandbox WHERE (id = $1 OR name = $1) AND ${where}
+       ORDER BY (id = $1) DESC, (destroyed_at IS NULL) DESC, seq DESC LIMIT 1 ${suffix}`,
       [idOrName, now, String(this.destroyedRetentionMs)],
     );
-    return byName.rows[0] ?? null;
+    return rows[0] ?? null;
   }
 
   async byId(id: string, db: Queryable = this.pool): Promise<SandboxRow | null> {
