@@ -45,14 +45,15 @@ const cli = new Command("bench")
   .option("--reclaims <n>", "abandoned intents reclaimed in section 2b", positiveInt, 2_000)
   .option("--orphans [sizes]", "the orphans page before and after its inventory at these sandbox counts (default 1000,10000), with RSS over 20 polls")
   .option("--polls <n>", "with --orphans: polls per RSS figure", positiveInt, 20)
-  .option("--client-js", "print the JavaScript each page of the last `next build` loads, gzipped, and stop")
+  .option("--client-js", "print the JavaScript each page of the last `next build` loads, gzipped, pass or fail against 200 KB, and stop")
+  .option("--verbose", "with --client-js: each chunk by package (from browser source maps, when the build has them) and each page's packages")
   .option("--transition-ms <ms>", "the emulator's lifecycle transitions (create, start, stop, destroy) in ms; default: the emulator's own (Daytona-like) timings", nonNegativeInt)
   .parse(process.argv);
-const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean }>();
+const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean; verbose?: boolean }>();
 if (opts.clientJs) {
-  const { printClientJs } = await import("./bench/client-js");
-  printClientJs(say);
-  process.exit(0);
+  const { printClientJs, CLIENT_JS_LIMIT_KB } = await import("./bench/client-js");
+  const pages = printClientJs(say, opts.verbose);
+  process.exit(pages.some((p) => p.gzipKb > CLIENT_JS_LIMIT_KB) ? 1 : 0);
 }
 if (opts.orphans !== undefined) {
   const { runOrphansBench } = await import("./bench/orphans");
