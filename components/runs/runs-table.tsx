@@ -2,8 +2,8 @@
 
 import Link from "next/link";
 import { useMemo } from "react";
-import { Tooltip } from "radix-ui";
 import type { RouterOutputs } from "@/trpc/types";
+import { Tooltip } from "../tooltip";
 import { Badge, Empty, linkClass, RelativeTime, shortId, statusTone, TableWrap, tableClass, tdClass, thClass } from "../ui";
 import type { inferParserType } from "nuqs";
 import { serializeRunsSearch, type runsSearchParams } from "./search-params";
@@ -19,19 +19,13 @@ export function withCode(values: Values, code: string): string {
 /** The failure code, linking to its runs, with the catalogue's plain sentence on hover and focus. */
 function CodeCell({ code, message, href }: { code: string; message: string | null; href: string }) {
   return (
-    <Tooltip.Root>
-      <Tooltip.Trigger asChild>
-        <Link href={href} className={`${linkClass} font-mono text-xs`} data-testid="failure-code">
+    <Tooltip content={message ?? code}>
+      {(trigger) => (
+        <Link href={href} className={`${linkClass} font-mono text-xs`} data-testid="failure-code" {...trigger}>
           {code}
         </Link>
-      </Tooltip.Trigger>
-      <Tooltip.Portal>
-        <Tooltip.Content sideOffset={4} className="z-50 max-w-sm rounded bg-zinc-900 px-3 py-2 text-sm text-white shadow-lg dark:bg-zinc-100 dark:text-zinc-900">
-          {message ?? code}
-          <Tooltip.Arrow className="fill-zinc-900 dark:fill-zinc-100" />
-        </Tooltip.Content>
-      </Tooltip.Portal>
-    </Tooltip.Root>
+      )}
+    </Tooltip>
   );
 }
 
@@ -66,34 +60,30 @@ export function RunsTable({ rows, values, filtered }: { rows: Row[]; values: Val
   if (rows.length === 0) {
     return <Empty>{filtered ? "No runs match these filters." : "No runs yet. Submit one with `npm run -s runwarden -- run submit`."}</Empty>;
   }
-  // The tooltips' provider lives here, not in every page's providers: radix's tooltip (and its
-  // popper) is loaded only by the pages that show one (issue 13).
   return (
-    <Tooltip.Provider delayDuration={200}>
-      <TableWrap label="Runs">
-        <table className={tableClass} data-testid="runs-table">
-          <thead className="bg-zinc-50 dark:bg-zinc-900">
-            <tr>
+    <TableWrap label="Runs">
+      <table className={tableClass} data-testid="runs-table">
+        <thead className="bg-zinc-50 dark:bg-zinc-900">
+          <tr>
+            {cols.map((c) => (
+              <th key={c.header} scope="col" className={thClass}>
+                {c.header}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
+          {rows.map((row) => (
+            <tr key={row.id} data-run-id={row.id} className="hover:bg-zinc-50 dark:hover:bg-zinc-900">
               {cols.map((c) => (
-                <th key={c.header} scope="col" className={thClass}>
-                  {c.header}
-                </th>
+                <td key={c.header} className={tdClass}>
+                  {c.cell(row)}
+                </td>
               ))}
             </tr>
-          </thead>
-          <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
-            {rows.map((row) => (
-              <tr key={row.id} data-run-id={row.id} className="hover:bg-zinc-50 dark:hover:bg-zinc-900">
-                {cols.map((c) => (
-                  <td key={c.header} className={tdClass}>
-                    {c.cell(row)}
-                  </td>
-                ))}
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </TableWrap>
-    </Tooltip.Provider>
+          ))}
+        </tbody>
+      </table>
+    </TableWrap>
   );
 }
