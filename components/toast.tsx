@@ -1,31 +1,19 @@
 "use client";
 
 import dynamic from "next/dynamic";
-import { useSyncExternalStore } from "react";
 
-// sonner loads with the first toast, not with every page (issue 13: ≤ 200 KB of initial JS).
-// A toast shown before its Toaster subscribes is replayed when it does (sonner's ToastState).
+// sonner is not part of any page's initial JavaScript (issue 13: ≤ 200 KB): its Toaster loads
+// once the page is interactive, and `toast` fetches the same module. A toast shown before the
+// Toaster subscribes is replayed when it does (sonner's ToastState).
 const SonnerToaster = dynamic(() => import("sonner").then((m) => m.Toaster), { ssr: false });
 
-let wanted = false;
-const listeners = new Set<() => void>();
-function subscribe(listener: () => void) {
-  listeners.add(listener);
-  return () => listeners.delete(listener);
-}
-
-/** Where toasts appear; mounted (and sonner fetched) once the page shows its first toast. */
+/** Where toasts appear. */
 export function Toaster() {
-  const on = useSyncExternalStore(subscribe, () => wanted, () => false);
-  return on ? <SonnerToaster theme="system" closeButton /> : null;
+  return <SonnerToaster theme="system" closeButton />;
 }
 
 type Kind = "success" | "error" | "info";
 function show(kind: Kind, message: string) {
-  if (!wanted) {
-    wanted = true;
-    for (const listener of listeners) listener();
-  }
   void import("sonner").then(({ toast: sonner }) => sonner[kind](message));
 }
 
