@@ -3,7 +3,9 @@
  * browser load before it is interactive, gzipped (issue 13's goal: ≤ 200 KB on every page).
  * Per page: the framework's root chunks plus every chunk the page's client-reference manifest
  * lists for its layouts, boundaries and page. Chunks loaded later by `import()` (the wave
- * chart, the sign-out client) are not counted: the page works before them.
+ * chart, the sign-out client, sonner, the Retry confirmation) are not counted: the page is
+ * interactive before them. (`next/dynamic` with `ssr: false` preloads nothing into the HTML;
+ * with SSR on it would, and such a chunk would belong in this figure.)
  */
 import fs from "node:fs";
 import path from "node:path";
