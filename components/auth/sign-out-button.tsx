@@ -1,7 +1,7 @@
 "use client";
 
 import { useState } from "react";
-import { toast } from "sonner";
+import { toast } from "../toast";
 import { buttonClass } from "../ui";
 
 export function SignOutButton() {

@@ -2,7 +2,7 @@
 
 import { useMutation } from "@tanstack/react-query";
 import { useId, useState } from "react";
-import { toast } from "sonner";
+import { toast } from "../toast";
 import { useTRPC } from "@/trpc/react";
 import type { RouterInputs, RouterOutputs } from "@/trpc/types";
 import { ChecksTable } from "../checks-table";

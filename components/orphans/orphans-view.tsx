@@ -4,7 +4,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useQueryStates } from "nuqs";
 import { useRef, useState } from "react";
-import { toast } from "sonner";
+import { toast } from "../toast";
 import { confirmWord, OWNERSHIP_VERDICTS } from "@/server/shared/confirm";
 import { POLLED } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";

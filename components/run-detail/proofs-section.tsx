@@ -2,7 +2,7 @@
 
 import { useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { toast } from "sonner";
+import { toast } from "../toast";
 import { useTRPC } from "@/trpc/react";
 import { ChecksTable } from "../checks-table";
 import { Badge, buttonClass, Empty, JsonBlock, linkClass, RelativeTime, Section, shortId } from "../ui";

@@ -2,13 +2,18 @@
 
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
-import { AlertDialog } from "radix-ui";
+import dynamic from "next/dynamic";
 import { useRef, useState } from "react";
-import { toast } from "sonner";
+import { toast } from "../toast";
 import { useTRPC } from "@/trpc/react";
 import { usePermission } from "../auth/access";
 import { buttonClass, ErrorNotice, linkClass } from "../ui";
 import type { Detail } from "./detail";
+
+// The confirmation loads on the first click (or as the pointer or focus reaches the button).
+const loadRetryDialog = () => import("./retry-dialog");
+const RetryDialog = dynamic(() => loadRetryDialog().then((m) => m.RetryDialog), { ssr: false });
+const prefetchRetryDialog = () => void loadRetryDialog();
 
 /**
  * Retry (DOMAIN.md §2.7). The server makes exactly one successor however often it is
@@ -19,6 +24,9 @@ export function RetryPanel({ detail }: { detail: Detail }) {
   const queryClient = useQueryClient();
   const can = usePermission("runs.retry", "Retry");
   const [open, setOpen] = useState(false);
+  // Mounted from the first click on, so that closing it is radix's own (focus goes back to Retry).
+  const [shown, setShown] = useState(false);
+  const trigger = useRef<HTMLButtonElement>(null);
   // Set synchronously on the first click: a double click lands before React re-renders.
   const inFlight = useRef(false);
   const retry = useMutation(
@@ -84,32 +92,23 @@ export function RetryPanel({ detail }: { detail: Detail }) {
 
   return (
     <div className="flex flex-col gap-2">
-      <AlertDialog.Root open={open} onOpenChange={(next) => !retry.isPending && setOpen(next)}>
-        <AlertDialog.Trigger asChild>
-          <button type="button" className={`${buttonClass.primary} self-start`} disabled={retry.isPending}>
-            {retry.isPending ? "Retrying…" : "Retry"}
-          </button>
-        </AlertDialog.Trigger>
-        <AlertDialog.Portal>
-          <AlertDialog.Overlay className="fixed inset-0 z-40 bg-black/40" />
-          <AlertDialog.Content className="fixed top-1/2 left-1/2 z-50 w-[min(32rem,calc(100vw-2rem))] -translate-x-1/2 -translate-y-1/2 rounded-lg bg-white p-6 shadow-xl dark:bg-zinc-900">
-            <AlertDialog.Title className="text-lg font-semibold">Retry this run?</AlertDialog.Title>
-            <AlertDialog.Description className="mt-2 text-sm text-zinc-700 dark:text-zinc-300">
-              This starts exactly one new run of task <span className="font-mono">{detail.run.taskId}</span> with a fresh provider session. The old run&apos;s sandboxes are cleaned up.
-            </AlertDialog.Description>
-            <div className="mt-6 flex justify-end gap-3">
-              <AlertDialog.Cancel asChild>
-                <button type="button" className={buttonClass.secondary} disabled={retry.isPending}>
-                  Cancel
-                </button>
-              </AlertDialog.Cancel>
-              <button type="button" className={buttonClass.primary} onClick={submit} disabled={retry.isPending} data-testid="confirm-retry">
-                {retry.isPending ? "Retrying…" : "Retry now"}
-              </button>
-            </div>
-          </AlertDialog.Content>
-        </AlertDialog.Portal>
-      </AlertDialog.Root>
+      <button
+        ref={trigger}
+        type="button"
+        className={`${buttonClass.primary} self-start`}
+        disabled={retry.isPending}
+        aria-haspopup="dialog"
+        aria-expanded={open}
+        onPointerEnter={prefetchRetryDialog}
+        onFocus={prefetchRetryDialog}
+        onClick={() => {
+          setShown(true);
+          setOpen(true);
+        }}
+      >
+        {retry.isPending ? "Retrying…" : "Retry"}
+      </button>
+      {shown ? <RetryDialog open={open} onOpenChange={(next) => !retry.isPending && setOpen(next)} taskId={detail.run.taskId} pending={retry.isPending} onConfirm={submit} trigger={trigger} /> : null}
       {retry.isError ? <ErrorNotice title="Retry was not started." error={retry.error} /> : null}
     </div>
   );

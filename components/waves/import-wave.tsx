@@ -3,7 +3,7 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
-import { toast } from "sonner";
+import { toast } from "../toast";
 import { useTRPC } from "@/trpc/react";
 import { usePermission } from "../auth/access";
 import { buttonClass, ErrorNotice } from "../ui";

@@ -3,7 +3,7 @@
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useQueryStates } from "nuqs";
-import { CHECK_IDS, CHECK_TITLES } from "@/server/shared/wave-report";
+import { CHECK_IDS, CHECK_TITLES } from "@/server/shared/wave-checks";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
 import { Badge, Empty, ErrorNotice, inputClass, Loading, Section, TableWrap, tableClass, tdClass, thClass } from "../ui";
