@@ -8,6 +8,7 @@ import { evidenceIdentity } from "./context";
 import type { Controller } from "./controller";
 import { json } from "./records";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
+import { recordPendingCleanupStates } from "../test/db";
 
 /** The sweeps' counter-cases (DOMAIN.md §2.5, §2.6), with crafted rows and planted sandboxes. */
 
@@ -235,16 +236,8 @@ describe("creation-intent sweep", () => {
   });
 
   it("with fewer lanes than due rows, two controllers on one backlog reclaim each row exactly once, and no reclaimed lease is ever committed unclaimed", async () => {
-    // Every committed state of a pending-cleanup lease, written by a trigger in the writer's own
-    // transaction: a lease ever pending_cleanup without a claim is one another sweep could take.
     const db = h.db.db;
-    await db.$executeRawUnsafe(`CREATE TABLE IF NOT EXISTS lease_states_seen (lease_id uuid, claimed boolean)`);
-    await db.$executeRawUnsafe(`CREATE OR REPLACE FUNCTION note_lease_state() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF NEW.status = 'pending_cleanup' THEN INSERT INTO lease_states_seen VALUES (NEW.id, NEW.claim_attempt_id IS NOT NULL); END IF;
-        RETURN NEW;
-      END $$`);
-    await db.$executeRawUnsafe(`CREATE OR REPLACE TRIGGER note_lease_state AFTER INSERT OR UPDATE ON environment_leases FOR EACH ROW EXECUTE FUNCTION note_lease_state()`);
+    const states = await recordPendingCleanupStates(db);
     try {
       const backlog = [];
       for (let i = 0; i < 12; i++) backlog.push(await seedIntent({ creator: dead }, `0009-backlog-${String(i).padStart(2, "0")}`));
@@ -260,15 +253,11 @@ describe("creation-intent sweep", () => {
         expect(await db.proof.count({ where: { kind: "sandbox_ownership", verdict: "owned", leaseId: lease!.id } })).toBe(1);
         expect(await sandboxState(intent.sandboxId!)).toMatch(DELETED);
       }
-      const seen = await db.$queryRawUnsafe<Array<{ claimed: boolean }>>(
-        `SELECT s.claimed FROM lease_states_seen s JOIN environment_leases l ON l.id = s.lease_id WHERE l.intent_id = ANY($1)`,
-        backlog.map((i) => i.id),
-      );
+      const seen = await states.seen("l.intent_id = ANY($1)", backlog.map((i) => i.id));
       expect(seen.length).toBeGreaterThanOrEqual(backlog.length);
       expect(seen.filter((x) => !x.claimed)).toEqual([]);
     } finally {
-      await db.$executeRawUnsafe(`DROP TRIGGER IF EXISTS note_lease_state ON environment_leases`);
-      await db.$executeRawUnsafe(`DROP TABLE IF EXISTS lease_states_seen`);
+      await states.stop();
     }
   });
 

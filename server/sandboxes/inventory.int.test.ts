@@ -6,6 +6,7 @@ import { confirmWord } from "../shared/confirm";
 import { servicesOf } from "../services";
 import { startControllerHarness, type ControllerHarness } from "../test/controller";
 import { TEST_ADMIN, testUser } from "../test/users";
+import { recordPendingCleanupStates } from "../test/db";
 import { createCaller } from "../trpc/root";
 import { createTRPCContext } from "../trpc/trpc";
 import { INVENTORY_REFRESH_MS, refreshInventory, startPass } from "./inventory";
@@ -173,16 +174,8 @@ describe("orphans inventory", () => {
 
 describe("an operator's reclaim and the teardown sweep", () => {
   it("the lease an operator's reclaim makes is never committed unclaimed, so no sweep can take the teardown from the operator", async () => {
-    // Every committed state of a pending-cleanup lease, written by a trigger in the writer's own
-    // transaction: a row that was ever pending_cleanup without a claim is one a sweep could take.
     const db = h.db.db;
-    await db.$executeRawUnsafe(`CREATE TABLE IF NOT EXISTS lease_states_seen (lease_id uuid, claimed boolean)`);
-    await db.$executeRawUnsafe(`CREATE OR REPLACE FUNCTION note_lease_state() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF NEW.status = 'pending_cleanup' THEN INSERT INTO lease_states_seen VALUES (NEW.id, NEW.claim_attempt_id IS NOT NULL); END IF;
-        RETURN NEW;
-      END $$`);
-    await db.$executeRawUnsafe(`CREATE OR REPLACE TRIGGER note_lease_state AFTER INSERT OR UPDATE ON environment_leases FOR EACH ROW EXECUTE FUNCTION note_lease_state()`);
+    const states = await recordPendingCleanupStates(db);
     try {
       // Only an ended lease names it: the reclaim makes a new pending-cleanup lease for it.
       const target = await orphan("claim");
@@ -190,15 +183,11 @@ describe("an operator's reclaim and the teardown sweep", () => {
       const plan = await c.orphans.reclaim({ dryRun: true, sandboxIds: [target.id] });
       const done = await c.orphans.reclaim({ dryRun: false, planId: plan.planId, sandboxIds: [target.id], confirm: confirmWord(1) });
       expect(done.results.map((r) => r.outcome)).toEqual(["destroyed"]);
-      const seen = await db.$queryRawUnsafe<Array<{ claimed: boolean }>>(
-        `SELECT s.claimed FROM lease_states_seen s JOIN environment_leases l ON l.id = s.lease_id WHERE l.provider_lease_id = $1`,
-        target.id,
-      );
+      const seen = await states.seen("l.provider_lease_id = $1", target.id);
       expect(seen.length).toBeGreaterThan(0);
       expect(seen.filter((s) => !s.claimed)).toEqual([]);
     } finally {
-      await db.$executeRawUnsafe(`DROP TRIGGER IF EXISTS note_lease_state ON environment_leases`);
-      await db.$executeRawUnsafe(`DROP TABLE IF EXISTS lease_states_seen`);
+      await states.stop();
     }
   });
 });

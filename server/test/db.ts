@@ -58,3 +58,25 @@ export async function withAdmin<T>(adminUrl: string, fn: (client: pg.Client) => 
     await client.end().catch(() => {});
   }
 }
+
+/**
+ * Every committed pending-cleanup state of a lease, written by a trigger in the writer's own
+ * transaction: a lease that was ever pending_cleanup without a claim is one another sweep
+ * could take. `seen` reads the states of the leases `where` picks (SQL over `l`, the leases).
+ */
+export async function recordPendingCleanupStates(db: Db): Promise<{ seen(where: string, ...params: unknown[]): Promise<Array<{ claimed: boolean }>>; stop(): Promise<void> }> {
+  await db.$executeRawUnsafe(`CREATE TABLE IF NOT EXISTS lease_states_seen (lease_id uuid, claimed boolean)`);
+  await db.$executeRawUnsafe(`CREATE OR REPLACE FUNCTION note_lease_state() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.status = 'pending_cleanup' THEN INSERT INTO lease_states_seen VALUES (NEW.id, NEW.claim_attempt_id IS NOT NULL); END IF;
+      RETURN NEW;
+    END $$`);
+  await db.$executeRawUnsafe(`CREATE OR REPLACE TRIGGER note_lease_state AFTER INSERT OR UPDATE ON environment_leases FOR EACH ROW EXECUTE FUNCTION note_lease_state()`);
+  return {
+    seen: (where, ...params) => db.$queryRawUnsafe<Array<{ claimed: boolean }>>(`SELECT s.claimed FROM lease_states_seen s JOIN environment_leases l ON l.id = s.lease_id WHERE ${where}`, ...params),
+    async stop() {
+      await db.$executeRawUnsafe(`DROP TRIGGER IF EXISTS note_lease_state ON environment_leases`);
+      await db.$executeRawUnsafe(`DROP TABLE IF EXISTS lease_states_seen`);
+    },
+  };
+}
