@@ -12,7 +12,6 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pino from "pino";
-import pg from "pg";
 import { controllerConfig } from "../server/controller/config";
 import { Controller } from "../server/controller/controller";
 import { evidenceIdentity } from "../server/controller/context";
@@ -33,6 +32,7 @@ import { DaytonaProvider } from "../server/providers/daytona";
 import { buildLabels, creationName } from "../server/providers/labels";
 import { createRunnerClient } from "../server/providers/runner";
 import { submitRun } from "../server/runs/submit";
+import { admin as adminSql } from "./lib/admin";
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -87,10 +87,7 @@ const made: string[] = [];
 
 async function database(tag: string): Promise<string> {
   const name = `${stamp}_${tag}`;
-  const c = new pg.Client({ connectionString: server.adminUrl });
-  await c.connect();
-  await c.query(`CREATE DATABASE ${name}`);
-  await c.end();
+  await adminSql(server.adminUrl, `CREATE DATABASE ${name}`);
   made.push(name);
   return withDatabase(server.adminUrl, name);
 }
@@ -304,10 +301,7 @@ try {
   await db.$disconnect();
   await emulator.killAllProcesses().catch(() => 0);
   await emulator.close();
-  const c = new pg.Client({ connectionString: server.adminUrl });
-  await c.connect();
-  for (const name of made) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await c.end();
+  for (const name of made) await adminSql(server.adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await server.stop();
 }
 process.exit(0);

@@ -10,6 +10,7 @@ import { openDatabase } from "../server/db/embedded";
 import { withDatabase } from "../server/db/url";
 import { childEnv, env } from "../server/env";
 import { findChromium, HOW_TO_GET_CHROMIUM } from "./lib/chromium";
+import { admin } from "./lib/admin";
 import { nodeBin, runToEnd } from "./lib/processes";
 
 interface Step {
@@ -123,15 +124,5 @@ function readJson<T>(file: string): T | null {
     return JSON.parse(fs.readFileSync(file, "utf8")) as T;
   } catch {
     return null;
-  }
-}
-
-async function admin(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
   }
 }

@@ -12,7 +12,8 @@ import { withDatabase } from "../../server/db/url";
 import { env } from "../../server/env";
 import { PAGE_ORDER } from "../../server/runs/cursor";
 import { listRuns, runListInput, runListOutput } from "../../server/runs/queries";
-import { admin, quantile } from "./measure";
+import { admin } from "../lib/admin";
+import { quantile } from "./measure";
 import { generateScaleData } from "./scale-data";
 
 const n = Number(process.argv[2] ?? 20_000);

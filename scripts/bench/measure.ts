@@ -1,4 +1,3 @@
-import pg from "pg";
 /** Timing helpers for the scale benchmark: ours against the raw-SQL floor, in the same run. */
 
 export interface Figure {
@@ -81,14 +80,3 @@ export function formatFigure(f: Figure): string {
 }
 
 export const FIGURE_HEADER = `  ${"figure".padEnd(44)} ${"runs".padStart(9)}  ours ${"min".padStart(8)} ${"median".padStart(8)} ${"p95".padStart(8)}  raw ${"min".padStart(8)} ${"median".padStart(8)} ${"p95".padStart(8)}  p95 ratio (ms)`;
-
-/** One statement on its own connection (CREATE / DROP DATABASE for a bench's throwaway data). */
-export async function admin(url: string, sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}

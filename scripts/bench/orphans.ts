@@ -29,7 +29,8 @@ import { judgeInventory, refreshInventory } from "../../server/sandboxes/invento
 import { listOrphans } from "../../server/sandboxes/list";
 import { observerOf, type Observer } from "../../server/services/observer";
 import { orphansPageFigures } from "./web";
-import { admin, compare, FIGURE_HEADER, formatFigure, unitFigure, type Figure } from "./measure";
+import { admin } from "../lib/admin";
+import { compare, FIGURE_HEADER, formatFigure, unitFigure, type Figure } from "./measure";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
 const ALL = { all: true } as const;

@@ -19,7 +19,8 @@ import { readLiveToken } from "../../server/live";
 import { servicesFor } from "../../server/services";
 import { idleRunsTab } from "./idle-tab";
 import { runsPageFigures } from "./web";
-import { admin, compare, FIGURE_HEADER, formatFigure, type Figure } from "./measure";
+import { admin } from "../lib/admin";
+import { compare, FIGURE_HEADER, formatFigure, type Figure } from "./measure";
 import { generateScaleData, OUR_INSTANCE } from "./scale-data";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);

@@ -10,14 +10,14 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
-import net from "node:net";
 import { chromium, type Browser, type BrowserContext } from "@playwright/test";
 import { addUser } from "../../server/auth/users";
 import { createDb } from "../../server/db/client";
 import { childEnv } from "../../server/env";
 import { buildIsCurrent } from "../lib/build";
 import { CHROMIUM_ARGS, findChromium, HOW_TO_GET_CHROMIUM } from "../lib/chromium";
-import { nodeBin, runToEnd, waitForHttp, webServerArgs } from "../lib/processes";
+import { freePort } from "../../server/emulator/sandbox-host";
+import { nodeBin, runToEnd, stopService, waitForHttp, webServerArgs } from "../lib/processes";
 import { quantile, unitFigure, type Figure } from "./measure";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
@@ -39,17 +39,6 @@ export async function ensureCurrentBuild(): Promise<void> {
   if (code !== 0) throw new Error(`next build failed with exit code ${code}`);
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => (addr && typeof addr === "object" ? resolve(addr.port) : reject(new Error("no port"))));
-    });
-  });
-}
-
 /** `next start` on `databaseUrl`, as `npm start` runs the web service (vars: instance, provider). */
 export async function startWeb(databaseUrl: string, vars: Record<string, string> = {}): Promise<WebServer> {
   await ensureCurrentBuild();
@@ -65,24 +54,8 @@ export async function startWeb(databaseUrl: string, vars: Record<string, string>
   const url = `http://127.0.0.1:${port}`;
   const pid = child.pid;
   if (!pid) throw new Error("next start did not start");
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((r) => child.once("exit", r));
-    try {
-      process.kill(-pid, "SIGTERM");
-    } catch {
-      // gone
-    }
-    const kill = setTimeout(() => {
-      try {
-        process.kill(-pid, "SIGKILL");
-      } catch {
-        // gone
-      }
-    }, 10_000);
-    await exited;
-    clearTimeout(kill);
-  };
+  const service = { name: "web", child, exited: new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once("exit", (code, signal) => r({ code, signal }))) };
+  const stop = () => stopService(service);
   if (!(await waitForHttp(`${url}/api/trpc/runs.countByStatus`, 90_000, () => child.exitCode !== null))) {
     await stop();
     throw new Error(`the dashboard did not answer on ${url} within 90 s:\n${errors}`);
