@@ -181,7 +181,8 @@ export async function generateScaleData(url: string, n: number, log: (line: stri
          created_at + interval '2 seconds', coalesce(finished_at, created_at), finished_at
        FROM bench_leases`,
     );
-    // Intents that never became leases: a provider that never answered, reclaims, ones to reconcile.
+    // Intents that never became leases: a provider that never answered, reclaims, ones to reconcile;
+    // resolved evenly over the days (a sweep re-asks the provider for the last 30 minutes' absent ones, §2.5).
     const loose = Math.round(n * 0.03);
     const extra = await step(
       "creation intents (resolved otherwise)",
@@ -191,8 +192,8 @@ export async function generateScaleData(url: string, n: number, log: (line: stri
          pg_temp.rid(g * 7 % $1)::text, 'rw-create-' || md5('loose-' || g)::uuid::text, '{}'::jsonb,
          jsonb_build_object('bootId', 'gone-' || (g % 50), 'pid', 4242, 'startedAt', '2026-01-01T00:00:00.000Z', 'pidSpace', 'ps-bench'),
          (ARRAY['resolved_absent','resolved_absent','reclaimed','manual_reconciliation'])[g % 4 + 1]::"IntentStatus", 1,
-         jsonb_build_object('found', g % 4 = 2), now() - make_interval(secs => g % (${DAYS} * 86400)),
-         now() - make_interval(secs => g % (${DAYS} * 86400)), now(), now(), now() - make_interval(secs => g % (${DAYS} * 86400)), now()
+         jsonb_build_object('found', g % 4 = 2), now() - make_interval(secs => g * ${DAYS} * 86400 / $2::bigint),
+         now() - make_interval(secs => g * ${DAYS} * 86400 / $2::bigint), now(), now(), now() - make_interval(secs => g * ${DAYS} * 86400 / $2::bigint), now()
        FROM generate_series(1, $2::bigint) g`,
       [n, loose],
     );

@@ -22,6 +22,7 @@ import { runsPageFigures } from "./web";
 import { admin } from "../lib/admin";
 import { compare, FIGURE_HEADER, formatFigure, type Figure } from "./measure";
 import { generateScaleData, OUR_INSTANCE } from "./scale-data";
+import { sweepFigures } from "./scale-sweep";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
 const ALL = { all: true } as const;
@@ -47,12 +48,13 @@ export async function runScaleBench(options: { n: number; json?: string; reps: n
             `${shape.intents.toLocaleString("en")} intents, ${shape.claims.toLocaleString("en")} claims, ${shape.proofs.toLocaleString("en")} proofs in ${shape.seconds.toFixed(0)} s`,
         );
         say(`\n${FIGURE_HEADER}`);
-        for await (const f of measureSize(url, size, options.reps, options.browser)) {
+        for await (const f of measureSize(url, withDatabase(server.adminUrl, `${name}_emu`), size, options.reps, options.browser)) {
           figures.push(f);
           say(formatFigure(f));
         }
       } finally {
         await admin(server.adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await admin(server.adminUrl, `DROP DATABASE IF EXISTS ${name}_emu WITH (FORCE)`);
       }
     }
   } finally {
@@ -74,7 +76,7 @@ export async function runScaleBench(options: { n: number; json?: string; reps: n
   return figures;
 }
 
-async function* measureSize(url: string, size: number, reps: number, browser: boolean): AsyncGenerator<Figure> {
+async function* measureSize(url: string, emulatorUrl: string, size: number, reps: number, browser: boolean): AsyncGenerator<Figure> {
   const db = createDb(url, { max: 4 });
   const raw = new pg.Pool({ connectionString: url, max: 4 });
   const q = async (sql: string, params: unknown[] = []) => (await raw.query(sql, params)).rows;
@@ -187,6 +189,8 @@ async function* measureSize(url: string, size: number, reps: number, browser: bo
       q(`SELECT (SELECT last_value FROM live_runs), (SELECT last_value FROM live_intents), (SELECT last_value FROM live_audit), (SELECT last_value FROM live_waves)`), { reps });
     for (const f of await idleRunsTab(url, size, reps)) yield f;
     if (browser) for (const f of await runsPageFigures(url, size)) yield f;
+    // Last: it changes the pending backlog.
+    for (const f of await sweepFigures(url, raw, emulatorUrl, size)) yield f;
   } finally {
     await db.$disconnect();
     await raw.end();

@@ -1,0 +1,156 @@
+/**
+ * The sweep figures of `npm run bench -- --scale N` (issue 13), on the generated database of
+ * each size: a creation-intent pass over the pending backlog of a live creator (the rows it
+ * judges and leaves) against a raw keyset scan of the same rows, and reclaims/s of abandoned
+ * intents against the provider's own round trips for the same sandboxes, with an emulator of
+ * this run. Runs last for a size: it changes the backlog.
+ */
+import crypto from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import pino from "pino";
+import { controllerConfig } from "../../server/controller/config";
+import { Controller } from "../../server/controller/controller";
+import { evidenceIdentity } from "../../server/controller/context";
+import { json } from "../../server/controller/records";
+import { sweepCreationIntents } from "../../server/controller/sweeps";
+import { createDb } from "../../server/db/client";
+import { EmulatorAdminClient } from "../../server/emulator/admin-client";
+import { startEmulator } from "../../server/emulator/server";
+import { env } from "../../server/env";
+import { exitedProcessIdentity } from "../../server/process/exited";
+import { currentProcessIdentity } from "../../server/process/identity";
+import { DaytonaProvider } from "../../server/providers/daytona";
+import { buildLabels, creationName } from "../../server/providers/labels";
+import { createRunnerClient } from "../../server/providers/runner";
+import { compare, unitFigure, type Figure } from "./measure";
+import { OUR_INSTANCE } from "./scale-data";
+
+const RECLAIMS = 500;
+const FLOOR_N = 200;
+
+export async function sweepFigures(url: string, raw: pg.Pool, emulatorDbUrl: string, size: number): Promise<Figure[]> {
+  // The lanes each hold a connection while the provider answers (main.ts sizes a controller's pool the same way).
+  const db = createDb(url, { max: env.RUNWARDEN_SWEEP_LANES + 8 });
+  const emulator = await startEmulator({ port: 0, databaseUrl: emulatorDbUrl });
+  const admin = new EmulatorAdminClient(emulator.url, "emulator-key");
+  const identity = { ...currentProcessIdentity(), bootId: crypto.randomUUID() };
+  const provider = new DaytonaProvider({ apiUrl: emulator.url, apiKey: "emulator-key", instanceId: OUR_INSTANCE });
+  const controller = new Controller({
+    db,
+    provider,
+    providerTarget: "emulator",
+    runner: createRunnerClient({ apiKey: "emulator-key", toolboxUrl: (id, o) => provider.toolboxUrl(id, o) }),
+    identity,
+    config: controllerConfig(env, { instanceId: OUR_INSTANCE, home: fs.mkdtempSync(path.join(os.tmpdir(), "rw-scale-")) }),
+    log: pino({ level: "silent" }),
+  });
+  const out: Figure[] = [];
+  try {
+    await controller.boot();
+    const { pageSize, sweepLanes } = controller.ctx.config;
+
+    // The generated backlog names a creator of another PID space; make it this live process,
+    // so every row is judged `wait` on a probe that says alive (the issue's "creators alive").
+    const me = evidenceIdentity(identity);
+    const backlog = (
+      await raw.query(`UPDATE sandbox_creation_intents SET creator = $1::jsonb, creator_boot_id = $2 WHERE instance_id = $3 AND status = 'pending'`, [
+        JSON.stringify(me),
+        me.bootId,
+        OUR_INSTANCE,
+      ])
+    ).rowCount ?? 0;
+    await raw.query("VACUUM ANALYZE sandbox_creation_intents");
+    const scan = async () => {
+      let after = "";
+      for (;;) {
+        const { rows } = await raw.query<{ id: string }>(
+          `SELECT i.operation_id AS id, i.instance_id, i.company_id, i.run_id, i.creation_name, i.creator, i.creator_boot_id, i.created_at, i.next_attempt_at, i.settle_deadline,
+             EXISTS (SELECT 1 FROM environment_leases l WHERE l.intent_id = i.operation_id) AS committed
+           FROM sandbox_creation_intents i WHERE i.instance_id = $1 AND i.status = 'pending' AND i.operation_id > $2 ORDER BY i.operation_id LIMIT $3`,
+          [OUR_INSTANCE, after, pageSize],
+        );
+        const last = rows[rows.length - 1];
+        if (!last) return;
+        after = last.id;
+      }
+    };
+    let judged = 0;
+    const pass = await compare(
+      "sweep: live creators' intents judged",
+      size,
+      async () => {
+        const s = await sweepCreationIntents(controller.ctx, "bench");
+        judged = s.judged;
+        if (s.judged !== backlog || s.reclaimed !== 0) throw new Error(`the pass judged ${s.judged} of ${backlog} and reclaimed ${s.reclaimed}: expected every row to wait`);
+      },
+      scan,
+      { reps: 5, warmup: 1, note: `${backlog} pending intents, pages of ${pageSize}; raw: the same rows and columns in keyset pages` },
+    );
+    out.push(pass);
+    out.push(unitFigure("sweep: live creators' intents judged/s", size, judged / (pass.oursMedianMs / 1000), "intents/s", `median pass; raw scan ${(backlog / (pass.rawMedianMs / 1000)).toFixed(0)} rows/s`));
+    await raw.query(`DELETE FROM sandbox_creation_intents WHERE instance_id = $1 AND status = 'pending'`, [OUR_INSTANCE]);
+
+    // Reclaims: the provider's own round trips for a reclaim (get by name, get by id, destroy;
+    // as many at a time as the sweep has lanes), then abandoned intents of an exited creator.
+    const plant = async (n: number) => {
+      const made: Array<{ id: string; name: string }> = [];
+      for (let i = 0; i < n; i += 50) {
+        await Promise.all(
+          Array.from({ length: Math.min(50, n - i) }, async () => {
+            const id = crypto.randomUUID();
+            const name = creationName("rw", id);
+            await admin.plant({ name, labels: buildLabels({ instanceId: OUR_INSTANCE, companyId: "co-0001", operationId: id }) });
+            made.push({ id, name });
+          }),
+        );
+      }
+      return made;
+    };
+    const floorSet = await plant(FLOOR_N);
+    let t = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: sweepLanes }, async () => {
+        while (next < floorSet.length) {
+          const one = floorSet[next++]!;
+          const found = await provider.getByName(one.name);
+          if (!found) throw new Error(`planted ${one.name} not found`);
+          await provider.getById(found.id);
+          await provider.destroy(found.id);
+        }
+      }),
+    );
+    const floorPerSec = FLOOR_N / ((performance.now() - t) / 1000);
+    const dead = evidenceIdentity(await exitedProcessIdentity());
+    const batch = await plant(RECLAIMS);
+    await db.sandboxCreationIntent.createMany({
+      data: batch.map(({ id, name }) => ({
+        id,
+        instanceId: OUR_INSTANCE,
+        companyId: "co-0001",
+        runId: `probe-${id}`,
+        creationName: name,
+        labels: json({}),
+        creator: json(dead),
+        settleDeadline: new Date(Date.now() + 60_000),
+        nextAttemptAt: new Date(Date.now() + 30 * 60_000),
+      })),
+    });
+    t = performance.now();
+    const s = await sweepCreationIntents(controller.ctx, "bench");
+    const secs = (performance.now() - t) / 1000;
+    if (s.reclaimed !== RECLAIMS || s.destroyed !== RECLAIMS) throw new Error(`reclaimed ${s.reclaimed} and destroyed ${s.destroyed} of ${RECLAIMS} abandoned intents`);
+    out.push(
+      unitFigure("sweep: reclaims/s", size, RECLAIMS / secs, "reclaims/s", `${RECLAIMS} abandoned intents, ${sweepLanes} lanes; floor: the provider's own get by name + get by id + destroy ${floorPerSec.toFixed(0)}/s (×${(floorPerSec / (RECLAIMS / secs)).toFixed(2)})`),
+    );
+  } finally {
+    await controller.stop("bench");
+    await emulator.killAllProcesses().catch(() => 0);
+    await emulator.close();
+    await db.$disconnect();
+  }
+  return out;
+}
