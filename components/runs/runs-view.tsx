@@ -24,8 +24,11 @@ export function RunsView() {
   const setFilter = (patch: Partial<Omit<typeof values, "cursor">>) => void setValues({ ...patch, cursor: null });
 
   const list = useQuery({ ...trpc.runs.list.queryOptions(toRunListInput(values)), ...LIVE, placeholderData: keepPreviousData });
+  // The total is its own request keyed by the filters alone: a page turn does not count again,
+  // and the list never waits for it (issue 13). No previous data: another filter's count would be wrong.
+  const count = useQuery({ ...trpc.runs.count.queryOptions(toRunFilter(values)), ...LIVE });
   const facets = useQuery(trpc.runs.facets.queryOptions());
-  useLiveRefetch(["runs"], [trpc.runs.list.pathFilter(), trpc.runs.failureGroups.pathFilter()]);
+  useLiveRefetch(["runs"], [trpc.runs.list.pathFilter(), trpc.runs.count.pathFilter(), trpc.runs.failureGroups.pathFilter()]);
 
   const codes = [...new Set([...FAILURE_CODES, ...(facets.data?.failureCodes ?? []), ...(values.code ? [values.code] : [])])];
   const filtered = Object.entries(values).some(([k, v]) => k !== "size" && k !== "cursor" && v !== null);
@@ -63,9 +66,8 @@ export function RunsView() {
         id="runs-list"
         actions={
           list.data ? (
-            <p className="text-sm text-zinc-700 dark:text-zinc-300" data-testid="runs-count" aria-live="polite">
-              {list.data.totalCapped ? `${list.data.total.toLocaleString("en")}+` : list.data.total.toLocaleString("en")} run{list.data.total === 1 && !list.data.totalCapped ? "" : "s"} match
-              {list.data.total === 1 && !list.data.totalCapped ? "es" : ""}
+            <p className="text-sm text-zinc-700 dark:text-zinc-300" data-testid="runs-count" aria-live="polite" aria-busy={count.isPending}>
+              {count.isError ? "Could not count the runs" : matchCount(count.data)}
               {values.cursor ? " (a later page)" : ""}
             </p>
           ) : null
@@ -96,6 +98,13 @@ export function RunsView() {
 
     </>
   );
+}
+
+/** "1 run matches", "10,000+ runs match"; "… runs match" until the count answers. */
+function matchCount(count: { total: number; totalCapped: boolean } | undefined): string {
+  if (!count) return "… runs match";
+  const one = count.total === 1 && !count.totalCapped;
+  return `${count.total.toLocaleString("en")}${count.totalCapped ? "+" : ""} run${one ? "" : "s"} match${one ? "es" : ""}`;
 }
 
 /**

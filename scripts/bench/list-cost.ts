@@ -2,7 +2,8 @@
  * `npx tsx scripts/bench/list-cost.ts [N] [REPS]` (issue 13): where the fixed cost of one
  * `runs.list` request goes, on N runs (default 20,000) in a throwaway database. Times each
  * part alone — the input parse, Prisma's findMany, the same SQL through `$queryRaw` and
- * through a plain `pg` pool, the rollup aggregate, the output parse — and the whole request.
+ * through a plain `pg` pool, the rollup aggregate, the output parse — and the whole requests
+ * (`runs.list`, the page; `runs.count`, its total, a request of its own since issue 13).
  */
 import pg from "pg";
 import { createDb, Prisma } from "../../server/db/client";
@@ -11,7 +12,7 @@ import { migrate } from "../../server/db/migrate";
 import { withDatabase } from "../../server/db/url";
 import { env } from "../../server/env";
 import { PAGE_ORDER } from "../../server/runs/cursor";
-import { listRuns, runListInput, runListOutput } from "../../server/runs/queries";
+import { countRuns, listRuns, runListInput, runListOutput } from "../../server/runs/queries";
 import { admin } from "../lib/admin";
 import { quantile } from "./measure";
 import { generateScaleData } from "./scale-data";
@@ -68,7 +69,8 @@ try {
   say(plan.rows.map((r: Record<string, string>) => r["QUERY PLAN"]).join("\n"));
   const plan2 = await pool.query(`EXPLAIN (ANALYZE, SUMMARY) ${column}`, ["co-0042"]);
   say(plan2.rows.map((r: Record<string, string>) => r["QUERY PLAN"]).join("\n"));
-  await timed("listRuns (the whole request)", () => listRuns(db, ALL, { companyId: "co-0042", status: "failed" }));
+  await timed("listRuns (the page, the whole request)", () => listRuns(db, ALL, { companyId: "co-0042", status: "failed" }));
+  await timed("countRuns (the total, its own request)", () => countRuns(db, ALL, { companyId: "co-0042", status: "failed" }));
   await db.$disconnect();
   await pool.end();
 } finally {

@@ -12,8 +12,8 @@ import { migrate } from "../../server/db/migrate";
 import { withDatabase } from "../../server/db/url";
 import { env } from "../../server/env";
 import { getRunDetail } from "../../server/runs/detail";
-import { encodeCursor } from "../../server/runs/cursor";
-import { failureGroups, listRuns, runFacets, runStatusCounts } from "../../server/runs/queries";
+import { COUNT_CAP, encodeCursor } from "../../server/runs/cursor";
+import { countRuns, failureGroups, listRuns, runFacets, runStatusCounts } from "../../server/runs/queries";
 import { listIntents } from "../../server/intents/queries";
 import { readLiveToken } from "../../server/live";
 import { servicesFor } from "../../server/services";
@@ -125,6 +125,20 @@ async function* measureSize(url: string, emulatorUrl: string, size: number, reps
       () => q(`SELECT ${COLUMNS} FROM runs WHERE id = $1`, [runId]),
       listReps,
     );
+
+    // The total, its own request since issue 13 (the page above no longer carries it): the
+    // rollup's sum for column filters, a count capped at COUNT_CAP + 1 in the page's order for
+    // a time range or a search, each against the same statement sent raw.
+    const rollupSum = (name: string, filter: Parameters<typeof countRuns>[2], where: string, params: unknown[]) =>
+      compare(name, size, () => countRuns(db, ALL, filter), () => q(`SELECT sum(n) FROM run_rollups WHERE n > 0 ${where}`, params), listReps);
+    const cappedCount = (name: string, filter: Parameters<typeof countRuns>[2], where: string, params: unknown[]) =>
+      compare(name, size, () => countRuns(db, ALL, filter), () => q(`SELECT count(*) FROM (SELECT 1 FROM runs WHERE ${where} ${order} LIMIT ${COUNT_CAP + 1}) c`, params), listReps);
+    yield await rollupSum("runs.count no filter", {}, "", []);
+    yield await rollupSum("runs.count company + status", { companyId: company, status: "failed" }, "AND company_id = $1 AND status = 'failed'", [company]);
+    yield await rollupSum("runs.count status", { status: "failed" }, "AND status = 'failed'", []);
+    yield await rollupSum("runs.count failure code", { failureCode: "native_provider_startup_rejected" }, "AND failure_code = 'native_provider_startup_rejected'", []);
+    yield await cappedCount("runs.count last 24 h", { range: "24h" }, "created_at >= now() - interval '24 hours'", []);
+    yield await cappedCount("runs.count search a task", { search: task }, "task_id ILIKE $1", [`%${task}%`]);
 
     yield await compare(
       "runs.failureGroups",

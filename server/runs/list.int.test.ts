@@ -7,14 +7,14 @@ import { companyWhere, type CompanyScope } from "../shared/roles";
 import { isUuid } from "../lib/ids";
 import { withTestDatabase } from "../test/context";
 import { PAGE_ORDER } from "./cursor";
-import { listRuns, runWhere, type RunFilter, type RunListInput, type RunRow } from "./queries";
+import { countRuns, listRuns, runWhere, type RunFilter, type RunListInput, type RunRow } from "./queries";
 
 /**
- * runs.list is one SQL statement built from `Prisma.sql` fragments (issue 13). Over random
- * filter combinations the UI offers, scopes and page sizes, walking every page must give
- * exactly the rows Prisma's own query over the same filters gives, in the same order, each
- * field as stored, with the exact total — and a company-scoped viewer never sees another
- * company's run.
+ * runs.list and runs.count are each one SQL statement built from `Prisma.sql` fragments
+ * (issue 13). Over random filter combinations the UI offers, scopes and page sizes, walking
+ * every page must give exactly the rows Prisma's own query over the same filters gives, in the
+ * same order, each field as stored, and the count must be their exact number — and a
+ * company-scoped viewer never sees nor counts another company's run.
  */
 
 const t = withTestDatabase();
@@ -122,18 +122,17 @@ function containsLiterally(taskId: string, s: string): boolean {
   return taskId.toLowerCase().includes(s.toLowerCase());
 }
 
-describe("runs.list as one statement (issue 13)", () => {
-  it("pages through exactly Prisma's rows for any filter combination, scope and page size, with the exact total", async () => {
+describe("runs.list and runs.count as one statement each (issue 13)", () => {
+  it("pages through exactly Prisma's rows for any filter combination, scope and page size, and counts them exactly", async () => {
     await fc.assert(
       fc.asyncProperty(filterArb, scopeArb, fc.integer({ min: 5, max: 40 }), fc.nat(), async (raw, scope, pageSize, which) => {
         const f = concrete(raw, which);
         const want = await expected(f, scope);
+        expect(await countRuns(t.current.db, scope, f, NOW)).toEqual({ total: want.length, totalCapped: false });
         const got: RunRow[] = [];
         let cursor: string | undefined;
         for (let pages = 0; pages < 100; pages++) {
           const page = await listRuns(t.current.db, scope, { ...f, pageSize, ...(cursor ? { cursor } : {}) } satisfies RunListInput, NOW);
-          expect(page.total).toBe(want.length);
-          expect(page.totalCapped).toBe(false);
           expect(page.items.length).toBeLessThanOrEqual(pageSize);
           got.push(...page.items);
           if (!page.nextCursor) break;
@@ -156,15 +155,49 @@ describe("runs.list as one statement (issue 13)", () => {
     expect(percent.items.every((r) => r.taskId.startsWith("task-a%b-"))).toBe(true);
   });
 
-  it("gives a viewer of no company nothing, and a viewer of one company only its runs, with their total", async () => {
+  it("gives a viewer of no company nothing, and a viewer of one company only its runs, and counts only those", async () => {
     const none = await listRuns(t.current.db, { all: false, companies: [] }, {}, NOW);
-    expect(none).toEqual({ items: [], nextCursor: null, total: 0, totalCapped: false });
+    expect(none).toEqual({ items: [], nextCursor: null });
+    // Both ways of counting: the rollup (column filters) and the capped count (a time range, a search).
+    for (const f of [{}, { status: "failed" as const }, { range: "30d" as const }, { search: "task" }]) {
+      expect(await countRuns(t.current.db, { all: false, companies: [] }, f, NOW)).toEqual({ total: 0, totalCapped: false });
+    }
     const mine = await listRuns(t.current.db, { all: false, companies: ["co-2"] }, { pageSize: 100 }, NOW);
     expect(mine.items.length).toBeGreaterThan(0);
     expect(mine.items.every((r) => r.companyId === "co-2")).toBe(true);
-    expect(mine.total).toBe(await t.current.db.run.count({ where: { companyId: "co-2" } }));
+    const own = await t.current.db.run.count({ where: { companyId: "co-2" } });
+    expect(own).toBeLessThan(ids.length);
+    expect(await countRuns(t.current.db, { all: false, companies: ["co-2"] }, {}, NOW)).toEqual({ total: own, totalCapped: false });
+    expect(await countRuns(t.current.db, { all: false, companies: ["co-2"] }, { search: "task" }, NOW)).toEqual({
+      total: await t.current.db.run.count({ where: { companyId: "co-2", taskId: { contains: "task", mode: "insensitive" } } }),
+      totalCapped: false,
+    });
     // Another company's filter under a one-company scope: nothing, not that company's runs.
     const other = await listRuns(t.current.db, { all: false, companies: ["co-2"] }, { companyId: "co-1" }, NOW);
-    expect(other).toEqual({ items: [], nextCursor: null, total: 0, totalCapped: false });
+    expect(other).toEqual({ items: [], nextCursor: null });
+    for (const f of [{ companyId: "co-1" }, { companyId: "co-1", range: "30d" as const }, { companyId: "co-1", search: "task" }]) {
+      expect(await countRuns(t.current.db, { all: false, companies: ["co-2"] }, f, NOW)).toEqual({ total: 0, totalCapped: false });
+    }
   });
+
+  it("counts past the cap as capped and says so; a rollup filter stays exact past it", async () => {
+    // 10,001 more runs of one task, made in the database itself; the rollup sums them exactly.
+    const { db } = t.current;
+    await db.$executeRaw`
+      INSERT INTO runs (id, instance_id, company_id, task_id, agent, provider, target, sandbox_mode, status, created_at, updated_at)
+      SELECT gen_random_uuid(), 'inst-l', 'co-big', 'bulk-' || g, 'a', 'codex', 'remote', 'warm', 'queued', ${NOW}::timestamptz - g * interval '1 second', ${NOW}::timestamptz
+      FROM generate_series(1, 10001) AS g`;
+    try {
+      expect(await countRuns(db, { all: true }, { companyId: "co-big" }, NOW)).toEqual({ total: 10_001, totalCapped: false });
+      expect(await countRuns(db, { all: true }, { search: "bulk-" }, NOW)).toEqual({ total: 10_000, totalCapped: true });
+      expect(await countRuns(db, { all: true }, { companyId: "co-big", range: "24h" }, NOW)).toEqual({ total: 10_000, totalCapped: true });
+      // One run fewer than the cap plus one is still exact.
+      expect(await countRuns(db, { all: true }, { search: "bulk-", createdFrom: new Date(NOW.getTime() - 10_000_000) }, NOW)).toEqual({ total: 10_000, totalCapped: false });
+      // A board user of another company counts none of them, by either way.
+      expect(await countRuns(db, { all: false, companies: ["co-2"] }, { search: "bulk-" }, NOW)).toEqual({ total: 0, totalCapped: false });
+      expect(await countRuns(db, { all: false, companies: ["co-2"] }, { companyId: "co-big" }, NOW)).toEqual({ total: 0, totalCapped: false });
+    } finally {
+      await db.run.deleteMany({ where: { companyId: "co-big" } });
+    }
+  }, 60_000);
 });

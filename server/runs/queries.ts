@@ -96,10 +96,12 @@ export type RunRow = z.infer<typeof runRowSchema>;
 export const runListOutput = z.object({
   items: z.array(runRowSchema),
   nextCursor: z.string().nullable(),
-  /** Runs matching the filters, over all pages (exact from the rollup for column filters; capped for a time range or a search). */
-  ...cappedTotal,
 });
 export type RunListOutput = z.infer<typeof runListOutput>;
+
+/** Runs matching the filters, over all pages (exact from the rollup for column filters; capped for a time range, dates or a search). */
+export const runCountOutput = z.object(cappedTotal);
+export type RunCountOutput = z.infer<typeof runCountOutput>;
 
 /** The page's columns under the row's field names (the `pg` types are the row's: uuid and enums as text, timestamptz as Date). */
 const ROW_COLUMNS = Prisma.sql`id, company_id AS "companyId", task_id AS "taskId", agent, provider, target, sandbox_mode AS "sandboxMode", status, outcome,
@@ -137,36 +139,44 @@ function runConditions(f: RunFilter, scope: CompanyScope, now: Date): Prisma.Sql
 }
 
 /**
- * One request, one statement — two when the page is empty (issue 13: the gap to the raw query was a fixed cost per
- * request — Prisma's findMany compiled and interpreted each time, and a second round trip
- * for the total). The page reads the (…, created_at, id) index from the cursor on, the
- * row-value `(created_at, id) < (t, id)` being where the index range starts; the total is
- * an uncorrelated scalar subquery in its select list (an InitPlan, evaluated once; a CTE
- * joined to it planned and ran 4× slower at 20 k runs): the rollup's sum when the
- * filters are its columns, otherwise the runs counted up to the cap in the page's order
- * (so PostgreSQL walks the same index and never sorts every match).
+ * The page alone, one statement (issue 13: the gap to the raw query was a fixed cost per
+ * request — Prisma's findMany compiled and interpreted each time, and then the total computed
+ * with every page; the total is `countRuns`, its own request that paging does not repeat).
+ * The page reads the (…, created_at, id) index from the cursor on, the row-value
+ * `(created_at, id) < (t, id)` being where the index range starts.
  */
 export async function listRuns(db: Db, scope: CompanyScope, raw: RunListInput, now = new Date()): Promise<RunListOutput> {
   const input = runListInput.parse(raw);
   const conditions = runConditions(input, scope, now);
   const k = input.cursor ? decodeCursor(input.cursor) : null;
   const after = k ? [Prisma.sql`(created_at, id) < (${k.createdAt}::timestamptz, ${k.id}::uuid)`] : [];
-  const rollup = rollupSql(input, scope);
-  const total = rollup
-    ? Prisma.sql`(SELECT coalesce(sum(n), 0)::bigint FROM run_rollups WHERE ${rollup})`
-    : Prisma.sql`(SELECT count(*) FROM (SELECT 1 FROM runs WHERE ${allOf(conditions)} ORDER BY created_at DESC, id DESC LIMIT ${COUNT_CAP + 1}) AS capped)`;
-  const rows = await db.$queryRaw<(PageRow & { total: bigint })[]>`
-    SELECT ${total} AS total, ${ROW_COLUMNS} FROM runs WHERE ${allOf([...conditions, ...after])}
+  const rows = await db.$queryRaw<PageRow[]>`
+    SELECT ${ROW_COLUMNS} FROM runs WHERE ${allOf([...conditions, ...after])}
     ORDER BY created_at DESC, id DESC LIMIT ${input.pageSize + 1}`;
-  // An empty page carries no total: ask for it alone (rare — nothing matches, or the runs after a cursor went away).
-  const n = Number(rows[0]?.total ?? (await db.$queryRaw<{ total: bigint }[]>`SELECT ${total} AS total`)[0]?.total ?? 0);
-  const found = rows.map(({ total: _total, ...r }) => r);
-  const page = pageOf(found, input.pageSize);
+  const page = pageOf(rows, input.pageSize);
   return {
     items: page.items.map((r) => ({ ...r, failureMessage: describeFailure(r.failureCode)?.message ?? null })),
     nextCursor: page.nextCursor,
-    ...(rollup ? { total: n, totalCapped: false } : n > COUNT_CAP ? { total: COUNT_CAP, totalCapped: true } : { total: n, totalCapped: false }),
   };
+}
+
+/**
+ * How many runs match the filters, one statement: the rollup's sum when the filters are its
+ * columns (exact), otherwise the runs counted up to the cap in the page's order (so
+ * PostgreSQL walks the list's own index and never sorts or counts every match).
+ */
+export async function countRuns(db: Db, scope: CompanyScope, raw: z.input<typeof runFilterInput>, now = new Date()): Promise<RunCountOutput> {
+  const input = runFilterInput.parse(raw);
+  const rollup = rollupSql(input, scope);
+  if (rollup) {
+    const [row] = await db.$queryRaw<{ total: bigint }[]>`SELECT coalesce(sum(n), 0)::bigint AS total FROM run_rollups WHERE ${rollup}`;
+    return { total: Number(row?.total ?? 0), totalCapped: false };
+  }
+  const [row] = await db.$queryRaw<{ total: bigint }[]>`
+    SELECT count(*) AS total FROM (SELECT 1 FROM runs WHERE ${allOf(runConditions(input, scope, now))}
+    ORDER BY created_at DESC, id DESC LIMIT ${COUNT_CAP + 1}) AS capped`;
+  const n = Number(row?.total ?? 0);
+  return n > COUNT_CAP ? { total: COUNT_CAP, totalCapped: true } : { total: n, totalCapped: false };
 }
 
 export const failureGroupsOutput = z.array(

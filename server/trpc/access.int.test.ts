@@ -17,6 +17,7 @@ import { servicesOf } from "../services";
 const POLICY: Record<string, Role> = {
   "runs.countByStatus": "viewer",
   "runs.list": "viewer",
+  "runs.count": "viewer",
   "runs.failureGroups": "viewer",
   "runs.facets": "viewer",
   "runs.get": "viewer",

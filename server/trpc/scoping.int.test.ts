@@ -55,6 +55,10 @@ describe("company scoping", () => {
   it("lists, counts and groups only the user's companies", async () => {
     expect((await caller().runs.list({})).items.map((r) => r.id)).toEqual([runA]);
     expect((await caller().runs.countByStatus()).total).toBe(1);
+    expect(await caller().runs.count({})).toEqual({ total: 1, totalCapped: false });
+    // "t" is in both companies' task ids: the capped count is scoped too, and so is a filter on the other company.
+    expect(await caller().runs.count({ search: "t" })).toEqual({ total: 1, totalCapped: false });
+    expect(await caller().runs.count({ companyId: "co-b" })).toEqual({ total: 0, totalCapped: false });
     expect((await caller().runs.failureGroups({})).map((g) => g.count)).toEqual([1]);
     expect((await caller().runs.facets()).companies).toEqual(["co-a"]);
     expect((await caller().waves.list()).map((w) => w.id)).toEqual(["w-20261112T000000-s1"]);

@@ -12,8 +12,9 @@ export default async function RunsPage({ searchParams }: { searchParams: Promise
   const values = await loadRunsSearchParams(searchParams);
   const qc = getQueryClient();
   await prefetchLiveToken();
-  // The list is what the page is for: it is awaited; the aggregates stream in after it
+  // The list is what the page is for: it is awaited; the total and the aggregates stream in after it
   // (pending queries are dehydrated), so they never hold the first paint (issue 13).
+  void qc.prefetchQuery(trpc.runs.count.queryOptions(toRunFilter(values)));
   void qc.prefetchQuery(trpc.runs.failureGroups.queryOptions(toRunFilter(values)));
   void qc.prefetchQuery(trpc.runs.facets.queryOptions());
   await qc.prefetchQuery(trpc.runs.list.queryOptions(toRunListInput(values)));

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { getRunDetail, runDetailOutput, runEvidence, runEvidenceOutput, runIdInput } from "../../runs/detail";
-import { failureGroups, failureGroupsOutput, listRuns, runFacets, runFacetsOutput, runFilterInput, runListInput, runListOutput, runStatusCounts, runStatusCountsOutput } from "../../runs/queries";
+import { countRuns, failureGroups, failureGroupsOutput, listRuns, runFacets, runFacetsOutput, runCountOutput, runFilterInput, runListInput, runListOutput, runStatusCounts, runStatusCountsOutput } from "../../runs/queries";
 import { retryRun } from "../../runs/retry";
 import { pickRunSummary, runSummarySchema, submitRunInScope, submitRunInput } from "../../runs/submit";
 import { boardProcedure, createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
@@ -15,6 +15,12 @@ export const runsRouter = createTRPCRouter({
     .input(runListInput)
     .output(runListOutput)
     .query(({ ctx, input }) => listRuns(ctx.db, ctx.scope, input)),
+
+  /** How many runs the list's filters match, over all pages: its own request, so a page turn does not count again. */
+  count: viewerProcedure
+    .input(runFilterInput.optional())
+    .output(runCountOutput)
+    .query(({ ctx, input }) => countRuns(ctx.db, ctx.scope, input ?? {})),
 
   /** Runs with a failure code, grouped by code with the catalogue's sentence. */
   failureGroups: viewerProcedure
