@@ -50,6 +50,14 @@ CREATE TABLE IF NOT EXISTS emulator_fault (
 );
 `;
 
+/** Ends every transition due at $2 (lazy, so it survives an emulator restart); RETURNING the rows changed. */
+const SETTLE_SQL = `UPDATE emulator_sandbox SET
+    state = CASE state WHEN 'creating' THEN 'started' WHEN 'starting' THEN 'started' WHEN 'stopping' THEN 'stopped' WHEN 'destroying' THEN 'destroyed' ELSE state END,
+    updated_at = transition_until,
+    destroyed_at = CASE WHEN state = 'destroying' THEN transition_until ELSE destroyed_at END,
+    transition_until = NULL
+  WHERE transition_until IS NOT NULL AND transition_until <= $2 RETURNING *`;
+
 export interface SandboxRow {
   seq: string;
   id: string;
@@ -156,10 +164,17 @@ export class EmulatorStore {
    * set (every call of a reclaim sweep) needs nothing else (issue 13: it took 2 more queries).
    */
   async findWithFaults(idOrName: string, now: Date): Promise<{ row: SandboxRow | null; rules: FaultRule[] }> {
+    // `settle` first, in the same statement: the rows it changed are read as it left them
+    // (a statement sees its own CTE's changes only through RETURNING), the others as stored.
     const { rows } = await this.pool.query<SandboxRow & { fault_rules: FaultRow[] | null }>(
-      `SELECT s.*, (SELECT json_agg(f ORDER BY f.seq) FROM emulator_fault f WHERE f.times IS NULL OR f.used < f.times) AS fault_rules
+      `WITH settled AS (${SETTLE_SQL})
+       SELECT s.*, (SELECT json_agg(f ORDER BY f.seq) FROM emulator_fault f WHERE f.times IS NULL OR f.used < f.times) AS fault_rules
        FROM (SELECT 1) one LEFT JOIN LATERAL (
-         SELECT * FROM emulator_sandbox WHERE (id = $1 OR name = $1) AND ${this.visible("$2", "$3")}
+         SELECT * FROM (
+           SELECT * FROM settled
+           UNION ALL
+           SELECT * FROM emulator_sandbox e WHERE NOT EXISTS (SELECT 1 FROM settled x WHERE x.id = e.id)
+         ) a WHERE (id = $1 OR name = $1) AND ${this.visible("$2", "$3")}
          ORDER BY (id = $1) DESC, (destroyed_at IS NULL) DESC, seq DESC LIMIT 1) s ON true`,
       [idOrName, now, String(this.destroyedRetentionMs)],
     );
@@ -271,15 +286,7 @@ export class EmulatorStore {
 
   /** Ends every transition that is due (lazy, so it survives an emulator restart); returns the rows changed. */
   async settle(now: Date): Promise<SandboxRow[]> {
-    const { rows } = await this.pool.query<SandboxRow>(
-      `UPDATE emulator_sandbox SET
-         state = CASE state WHEN 'creating' THEN 'started' WHEN 'starting' THEN 'started' WHEN 'stopping' THEN 'stopped' WHEN 'destroying' THEN 'destroyed' ELSE state END,
-         updated_at = transition_until,
-         destroyed_at = CASE WHEN state = 'destroying' THEN transition_until ELSE destroyed_at END,
-         transition_until = NULL
-       WHERE transition_until IS NOT NULL AND transition_until <= $1 RETURNING *`,
-      [now],
-    );
+    const { rows } = await this.pool.query<SandboxRow>(SETTLE_SQL.replaceAll("$2", "$1"), [now]);
     return rows;
   }
 
