@@ -6,6 +6,7 @@
  *   2. sweep throughput: intents judged per second, with and without provider calls.
  *   3. engine throughput: pure decisions per second.
  */
+import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import { Command, InvalidArgumentError } from "commander";
 import fs from "node:fs";
@@ -23,9 +24,12 @@ import { openDatabase } from "../server/db/embedded";
 import { migrate } from "../server/db/migrate";
 import { withDatabase } from "../server/db/url";
 import { decide } from "../server/engine";
+import { DEFAULT_TRANSITION_MS } from "../server/emulator/context";
 import { startEmulator } from "../server/emulator/server";
 import { EmulatorAdminClient } from "../server/emulator/admin-client";
-import { env, readEnv } from "../server/env";
+import { freePort, killSandboxProcesses, sandboxHost } from "../server/emulator/sandbox-host";
+import { EmulatorStore } from "../server/emulator/store";
+import { childEnv, env, readEnv } from "../server/env";
 import { currentProcessIdentity } from "../server/process/identity";
 import { exitedProcessIdentity } from "../server/process/exited";
 import { DaytonaProvider } from "../server/providers/daytona";
@@ -33,6 +37,7 @@ import { buildLabels, creationName } from "../server/providers/labels";
 import { createRunnerClient } from "../server/providers/runner";
 import { submitRun } from "../server/runs/submit";
 import { admin as adminSql } from "./lib/admin";
+import { stopService, tsxArgs, waitForHttp } from "./lib/processes";
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -49,9 +54,10 @@ const cli = new Command("bench")
   .option("--client-js", "print the JavaScript each page of the last `next build` loads, gzipped, pass or fail against 200 KB, and stop")
   .option("--verbose", "with --client-js: each chunk by package (from browser source maps, when the build has them) and each page's packages")
   .option("--sweep-only", "run only sections 0, 2 and 2b (the sweep figures), skipping the restart rounds and the engine")
+  .option("--in-process-emulator", "run the emulator inside the bench's own process, sharing its event loop with the sweep (as before issue 13's h12); default: its own process, as `npm start` runs it")
   .option("--transition-ms <ms>", "the emulator's lifecycle transitions (create, start, stop, destroy) in ms; default: the emulator's own (Daytona-like) timings", nonNegativeInt)
   .parse(process.argv);
-const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean; verbose?: boolean; browser: boolean; sweepOnly?: boolean }>();
+const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean; verbose?: boolean; browser: boolean; sweepOnly?: boolean; inProcessEmulator?: boolean }>();
 if (opts.clientJs) {
   const { printClientJs, CLIENT_JS_LIMIT_KB } = await import("./bench/client-js");
   const pages = printClientJs(say, opts.verbose);
@@ -111,7 +117,46 @@ const appUrl = await database("app");
 await migrate(appUrl);
 const emuUrl = await database("emu");
 const transitionMs = opts.transitionMs;
-const emulator = await startEmulator({ port: 0, databaseUrl: emuUrl, ...(transitionMs === undefined ? {} : { transitionMs: { create: transitionMs, start: transitionMs, stop: transitionMs, destroy: transitionMs } }) });
+const transitions = transitionMs === undefined ? DEFAULT_TRANSITION_MS : { create: transitionMs, start: transitionMs, stop: transitionMs, destroy: transitionMs };
+const emulator = opts.inProcessEmulator ? await startEmulator({ port: 0, databaseUrl: emuUrl, transitionMs: transitions }) : await emulatorProcess(emuUrl);
+
+/**
+ * The emulator as `npm start` runs it: `scripts/emulator.ts` in a process of its own (issue 13:
+ * in the bench's process it shared one event loop with the sweep it answered). The floor and
+ * the sweep below both talk to this one emulator.
+ */
+async function emulatorProcess(databaseUrl: string) {
+  const port = await freePort();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "rw-bench-emu-"));
+  const emuDatabase = new URL(databaseUrl).pathname.slice(1);
+  // Its stdout (start-up lines) is left out of the figures; its errors are shown.
+  const child = spawn(process.execPath, tsxArgs("scripts/emulator.ts"), {
+    env: childEnv({ DATABASE_URL: databaseUrl, EMULATOR_DATABASE: emuDatabase, EMULATOR_PORT: String(port), EMULATOR_URL: undefined, EMULATOR_API_KEY: "emulator-key", RUNWARDEN_DATA_DIR: dataDir, RUNWARDEN_PG_PORT: undefined }),
+    detached: true,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const service = { name: "emulator", child, exited: new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once("exit", (code, signal) => r({ code, signal }))) };
+  const url = `http://127.0.0.1:${port}`;
+  if (!(await waitForHttp(`${url}/health`, 60_000, () => child.exitCode !== null))) throw new Error("the emulator process did not answer within 60 s");
+  // The same transitions as the in-process emulator's defaults (npm start's are 150 ms each).
+  await new EmulatorAdminClient(url, "emulator-key").configure({ transitionMs: transitions });
+  // What the in-process handle offered the bench: its sandboxes' processes (section 1's runners) are killed at the end.
+  const store = new EmulatorStore(databaseUrl, { destroyedRetentionMs: 0 });
+  const hostDir = path.join(dataDir, "emulator", emuDatabase);
+  return {
+    url,
+    async killAllProcesses() {
+      let n = 0;
+      for (const r of await store.all(true)) n += await killSandboxProcesses(sandboxHost(hostDir, r.id));
+      return n;
+    },
+    async close() {
+      await stopService(service);
+      await store.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
 const admin = new EmulatorAdminClient(emulator.url, "emulator-key");
 // The sweep's lanes each hold a connection while the provider answers (main.ts sizes a controller's pool the same way).
 const db = createDb(appUrl, { max: env.RUNWARDEN_SWEEP_LANES + 8 });
@@ -135,7 +180,7 @@ try {
     destroyMs.push(Date.now() - t0);
   }
   const floorDestroy = median(destroyMs);
-  say(`\n0. the provider's own round trip (emulator transitions: ${transitionMs === undefined ? "its defaults" : `${transitionMs} ms`}; 10 sandboxes)`);
+  say(`\n0. the provider's own round trip (emulator ${opts.inProcessEmulator ? "in the bench's process" : "in its own process"}, transitions: ${transitionMs === undefined ? "its defaults" : `${transitionMs} ms`}; 10 sandboxes)`);
   say(`   create → started: median ${median(createMs)} ms; destroy → destroyed: median ${floorDestroy} ms`);
 
   // ── 1. restart → orphan destroyed ──

@@ -14,20 +14,36 @@ export async function loadOwnershipRecords(db: Tx, sandboxes: readonly SandboxRe
   const names = sandboxes.map((s) => s.name);
   const out = new Map<string, OwnershipRecord[]>();
   if (sandboxes.length === 0) return out;
-  const [leases, intents] = await Promise.all([
-    db.environmentLease.findMany({
-      where: { OR: [{ providerLeaseId: { in: ids } }, { sandboxName: { in: names } }] },
-      select: { id: true, instanceId: true, companyId: true, providerLeaseId: true, sandboxName: true, intentId: true },
-      orderBy: { createdAt: "asc" },
-    }),
-    db.sandboxCreationIntent.findMany({ where: { creationName: { in: names } }, select: { id: true, instanceId: true, companyId: true, creationName: true } }),
-  ]);
+  // One round trip for both kinds (issue 13: a teardown read them in two); leases oldest first.
+  const rows = await db.$queryRaw<RecordRow[]>`
+    SELECT * FROM (
+      SELECT 'intent' AS type, operation_id AS id, instance_id AS "instanceId", company_id AS "companyId", creation_name AS "creationName",
+        NULL::text AS "providerLeaseId", NULL::text AS "sandboxName", NULL::text AS "intentId", NULL::timestamptz AS "createdAt"
+      FROM sandbox_creation_intents WHERE creation_name = ANY(${names}::text[])
+      UNION ALL
+      SELECT 'lease', id::text, instance_id, company_id, NULL, provider_lease_id, sandbox_name, intent_id, created_at
+      FROM environment_leases WHERE provider_lease_id = ANY(${ids}::text[]) OR sandbox_name = ANY(${names}::text[])
+    ) r ORDER BY r.type, r."createdAt", r.id`;
+  const intents = rows.filter((r) => r.type === "intent").map((r) => ({ id: r.id, instanceId: r.instanceId, companyId: r.companyId, creationName: r.creationName ?? "" }));
+  const leases = rows.filter((r) => r.type === "lease");
   for (const s of sandboxes) {
     const intent = intents.find((i) => i.creationName === s.name) ?? null;
     out.set(s.id, ownershipRecordsOf(intent, leases.filter((l) => l.providerLeaseId === s.id || l.sandboxName === s.name)));
   }
   return out;
 }
+
+type RecordRow = {
+  type: "intent" | "lease";
+  id: string;
+  instanceId: string;
+  companyId: string;
+  creationName: string | null;
+  providerLeaseId: string | null;
+  sandboxName: string | null;
+  intentId: string | null;
+  createdAt: Date | null;
+};
 
 /** Gathers the records and asks the engine whether this instance owns the sandbox. */
 export async function judgeOwnership(

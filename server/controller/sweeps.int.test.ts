@@ -81,6 +81,20 @@ describe("creation-intent sweep", () => {
     expect(await sandboxState(seed.sandboxId!)).toMatch(DELETED);
     const lease = await h.db.db.environmentLease.findUniqueOrThrow({ where: { intentId: seed.id } });
     expect(lease).toMatchObject({ status: "expired", runId: null, acquisitionOutcome: "created" });
+    // What the reclaim itself wrote (one statement since issue 13): the lease as claimed, the intent, both proofs.
+    expect(lease).toMatchObject({ instanceId: "inst-a", companyId: "co-1", providerLeaseId: seed.sandboxId, sandboxName: seed.name, cleanupStatus: "destroyed", cleanupAttempts: 0, fencedUntil: null });
+    expect(lease.claimRecord).toEqual({ attemptId: lease.claimAttemptId, claimer: expect.objectContaining({ bootId: c.ctx.identity.bootId }), claimedAt: expect.any(String) });
+    const intent = await h.db.db.sandboxCreationIntent.findUniqueOrThrow({ where: { id: seed.id } });
+    expect(intent).toMatchObject({ attempts: 1, resolvedAt: expect.any(Date), lastInspectedAt: intent.resolvedAt });
+    expect(intent.lastInspection).toEqual({ found: true, sandbox: { name: seed.name, labels: expect.objectContaining({ instance: "inst-a", company: "co-1", operation: seed.id }) }, at: intent.resolvedAt!.toISOString(), sandboxId: seed.sandboxId });
+    expect(intent.nextAttemptAt.getTime()).toBeLessThanOrEqual(intent.resolvedAt!.getTime()); // made due by its exited creator
+    const proofs = await h.db.db.proof.findMany({ where: { intentId: seed.id, kind: "creation_intent" }, orderBy: { evaluatedAt: "asc" } });
+    expect(proofs.map((p) => [p.verdict, p.sandboxId, p.evaluatedBy])).toEqual([
+      ["inspect", null, c.ctx.identity.bootId],
+      ["reclaim", seed.sandboxId, c.ctx.identity.bootId],
+    ]);
+    expect(proofs[1]!.evidence).toMatchObject({ kind: "creation_intent", inspection: { found: true } });
+    expect(proofs[1]!.output).toMatchObject({ kind: "creation_intent", verdict: "reclaim" });
   });
 
   it("leaves a live creator's, another host's and an unidentified creator's sandboxes alone", async () => {

@@ -1,6 +1,6 @@
 import crypto from "node:crypto";
 import { z } from "zod";
-import { Prisma, type SandboxCreationIntent } from "../db/client";
+import { Prisma, type EnvironmentLease, type SandboxCreationIntent } from "../db/client";
 import { asIdentity, type CreationIntentEvidence, type TeardownFenceEvidence, type Verdict } from "../engine";
 import { pagesById } from "../lib/pages";
 import { ProviderError } from "../providers/errors";
@@ -280,14 +280,15 @@ async function judgeIntent(ctx: ControllerContext, row: PendingIntent, s: SweepS
       const { evidence, verdict } = creationIntent(ctx.config, { ...base, inspection });
       count(s, id, verdict);
       proofs.push(proofData(verdict, evidence, ctx.identity.bootId, { ...links, sandboxId }));
+      const lastInspection = { ...inspection, at: now.toISOString(), sandboxId };
+      if (verdict.verdict === "reclaim") {
+        s.reclaimed += 1;
+        return reclaimWrites(tx, ctx, intent, { proofs, runId: links.runId, sandboxId, lastInspection, nextAttemptAt: due.nextAttemptAt ?? null, now });
+      }
       await tx.proof.createMany({ data: proofs });
-      const inspected = { ...due, lastInspection: json({ ...inspection, at: now.toISOString(), sandboxId }), lastInspectedAt: now, attempts: { increment: 1 } };
+      const inspected = { ...due, lastInspection: json(lastInspection), lastInspectedAt: now, attempts: { increment: 1 } };
 
       switch (verdict.verdict) {
-        case "reclaim": {
-          s.reclaimed += 1;
-          return reclaimIntentSandbox(tx, ctx, intent, { runId: links.runId, intentId: id, sandboxId, cleanupStatus: "reclaimed_from_intent", inspected, now });
-        }
         case "manual_reconciliation":
           await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, status: "manual_reconciliation", resolvedAt: now } });
           return null;
@@ -403,6 +404,65 @@ async function reclaimIntentSandbox(
     },
   });
   await tx.sandboxCreationIntent.update({ where: { id: intent.id }, data: { ...r.inspected, status: "reclaimed", resolvedAt: r.now } });
+  return { attemptId, lease };
+}
+
+/**
+ * A sweep's reclaim of a pending intent, its writes in one statement (issue 13: three round
+ * trips before, the bulk of a reclaim's own statements): the proofs, the lease claimed as
+ * `reclaimIntentSandbox` makes it (same fields), and the intent marked reclaimed.
+ */
+async function reclaimWrites(
+  tx: Prisma.TransactionClient,
+  ctx: ControllerContext,
+  intent: Pick<SandboxCreationIntent, "id" | "instanceId" | "companyId" | "creationName">,
+  r: { proofs: Prisma.ProofCreateManyInput[]; runId: string | null; sandboxId: string | null; lastInspection: object; nextAttemptAt: Date | null; now: Date },
+): Promise<Required<ClaimedLease>> {
+  const attemptId = crypto.randomUUID();
+  // When the rows are written (what Prisma's now() defaults and @updatedAt gave): after the provider answered.
+  const at = new Date();
+  const claim = claimFields(ctx, attemptId, r.now);
+  const lease: EnvironmentLease = {
+    id: crypto.randomUUID(),
+    runId: r.runId,
+    instanceId: intent.instanceId,
+    companyId: intent.companyId,
+    intentId: intent.id,
+    provider: ctx.providerTarget,
+    providerLeaseId: r.sandboxId,
+    sandboxName: intent.creationName,
+    remoteCwd: null,
+    turn: null,
+    acquisitionOutcome: "created",
+    status: "pending_cleanup",
+    cleanupStatus: "reclaimed_from_intent",
+    cleanupAttempts: 0,
+    nextCleanupAt: null,
+    lastCleanupError: null,
+    claimAttemptId: claim.claimAttemptId,
+    claimRecord: claim.claimRecord as Prisma.JsonValue,
+    fencedUntil: claim.fencedUntil,
+    terminationReceipt: null,
+    createdAt: at,
+    updatedAt: at,
+    endedAt: null,
+  };
+  const proofs = r.proofs.map((p) => ({ ...p, id: crypto.randomUUID() }));
+  const updated = await tx.$executeRaw`
+    WITH p AS (
+      INSERT INTO proofs (id, kind, verdict, code, reason, checks, evidence, output, run_id, claim_id, intent_id, lease_id, sandbox_id, evaluated_by, evaluated_at)
+      SELECT x.id, x.kind, x.verdict, x.code, x.reason, x.checks, x.evidence, x.output, x."runId", x."claimId", x."intentId", x."leaseId", x."sandboxId", x."evaluatedBy", ${at}::timestamptz
+      FROM jsonb_to_recordset(${JSON.stringify(proofs)}::jsonb) AS x(id uuid, kind text, verdict text, code text, reason text, checks jsonb, evidence jsonb, output jsonb,
+        "runId" uuid, "claimId" uuid, "intentId" text, "leaseId" uuid, "sandboxId" text, "evaluatedBy" text)),
+    l AS (
+      INSERT INTO environment_leases (id, run_id, instance_id, company_id, intent_id, provider, provider_lease_id, sandbox_name, acquisition_outcome, status, cleanup_status,
+        claim_attempt_id, claim_record, fenced_until, created_at, updated_at)
+      VALUES (${lease.id}::uuid, ${lease.runId}::uuid, ${lease.instanceId}, ${lease.companyId}, ${lease.intentId}, ${lease.provider}, ${lease.providerLeaseId}, ${lease.sandboxName},
+        'created'::"AcquisitionOutcome", 'pending_cleanup'::"LeaseStatus", ${lease.cleanupStatus}, ${attemptId}, ${JSON.stringify(claim.claimRecord)}::jsonb, ${lease.fencedUntil}::timestamptz, ${at}::timestamptz, ${at}::timestamptz))
+    UPDATE sandbox_creation_intents SET status = 'reclaimed'::"IntentStatus", resolved_at = ${r.now}::timestamptz, last_inspection = ${JSON.stringify(r.lastInspection)}::jsonb,
+      last_inspected_at = ${r.now}::timestamptz, attempts = attempts + 1, next_attempt_at = COALESCE(${r.nextAttemptAt}::timestamptz, next_attempt_at), updated_at = ${at}::timestamptz
+    WHERE operation_id = ${intent.id}`;
+  if (updated !== 1) throw new Error(`reclaim of intent ${intent.id}: the intent row was not updated`);
   return { attemptId, lease };
 }
 

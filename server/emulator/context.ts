@@ -41,8 +41,11 @@ export interface EmulatorContext {
   hostOf(row: Pick<SandboxRow, "id">): SandboxHost;
   /** The sandbox by id or name, or Daytona's 404. */
   requireSandbox(idOrName: string, db?: Queryable, lock?: boolean): Promise<SandboxRow>;
-  /** Applies matching latency rules, then returns the first rule of `kind` (its use taken), if any. */
-  faultFor(point: FaultPoint, subject: FaultSubject, kind: FaultKind | null): Promise<FaultRule | null>;
+  /**
+   * Applies matching latency rules, then returns the first rule of `kind` (its use taken), if
+   * any. `rules`: the rules as the caller just read them (each use is still taken in the store).
+   */
+  faultFor(point: FaultPoint, subject: FaultSubject, kind: FaultKind | null, rules?: readonly FaultRule[]): Promise<FaultRule | null>;
   /** Takes one use of the first applicable rule of `kind` (latency already applied). */
   firstFault(point: FaultPoint, subject: FaultSubject, kind: FaultKind): Promise<FaultRule | null>;
 }
@@ -69,8 +72,8 @@ export function createContext(args: {
       closing.addEventListener("abort", done, { once: true });
     });
 
-  async function faultFor(point: FaultPoint, subject: FaultSubject, kind: FaultKind | null): Promise<FaultRule | null> {
-    const rules = await store.faults();
+  async function faultFor(point: FaultPoint, subject: FaultSubject, kind: FaultKind | null, preread?: readonly FaultRule[]): Promise<FaultRule | null> {
+    const rules = preread ?? (await store.faults());
     for (const rule of applicableRules(rules, point, subject, "latency")) {
       if (rule.fault.kind === "latency" && (await store.consumeFault(rule.id))) await sleep(rule.fault.ms);
     }

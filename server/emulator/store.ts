@@ -50,6 +50,14 @@ CREATE TABLE IF NOT EXISTS emulator_fault (
 );
 `;
 
+/** Ends every transition due at $2 (lazy, so it survives an emulator restart); RETURNING the rows changed. */
+const SETTLE_SQL = `UPDATE emulator_sandbox SET
+    state = CASE state WHEN 'creating' THEN 'started' WHEN 'starting' THEN 'started' WHEN 'stopping' THEN 'stopped' WHEN 'destroying' THEN 'destroyed' ELSE state END,
+    updated_at = transition_until,
+    destroyed_at = CASE WHEN state = 'destroying' THEN transition_until ELSE destroyed_at END,
+    transition_until = NULL
+  WHERE transition_until IS NOT NULL AND transition_until <= $2 RETURNING *`;
+
 export interface SandboxRow {
   seq: string;
   id: string;
@@ -151,6 +159,49 @@ export class EmulatorStore {
     return rows[0] ?? null;
   }
 
+  /**
+   * `find` and the fault rules with uses left, in one query: a GET or DELETE while no rule is
+   * set (every call of a reclaim sweep) needs nothing else (issue 13: it took 2 more queries).
+   */
+  async findWithFaults(idOrName: string, now: Date): Promise<{ row: SandboxRow | null; rules: FaultRule[] }> {
+    // `settle` first, in the same statement: the rows it changed are read as it left them
+    // (a statement sees its own CTE's changes only through RETURNING), the others as stored.
+    const { rows } = await this.pool.query<SandboxRow & { fault_rules: FaultRow[] | null }>(
+      `WITH settled AS (${SETTLE_SQL})
+       SELECT s.*, (SELECT json_agg(f ORDER BY f.seq) FROM emulator_fault f WHERE f.times IS NULL OR f.used < f.times) AS fault_rules
+       FROM (SELECT 1) one LEFT JOIN LATERAL (
+         SELECT * FROM (
+           SELECT * FROM settled
+           UNION ALL
+           SELECT * FROM emulator_sandbox e WHERE NOT EXISTS (SELECT 1 FROM settled x WHERE x.id = e.id)
+         ) a WHERE (id = $1 OR name = $1) AND ${this.visible("$2", "$3")}
+         ORDER BY (id = $1) DESC, (destroyed_at IS NULL) DESC, seq DESC LIMIT 1) s ON true`,
+      [idOrName, now, String(this.destroyedRetentionMs)],
+    );
+    const { fault_rules: rules, ...row } = mustRow(rows[0]);
+    // json_agg gives timestamps as text; the rows' own columns keep their types.
+    return { row: row.id === null ? null : (row as SandboxRow), rules: (rules ?? []).map((r) => faultRule({ ...r, created_at: new Date(r.created_at) })) };
+  }
+
+  /**
+   * DELETE of a live sandbox not changing state, in one statement: the row `find` would pick,
+   * locked, renamed and set destroying (or destroyed). Null when there is nothing such to
+   * delete (gone, destroyed, mid-transition): the caller takes the locked path for the error.
+   */
+  async deleteNow(idOrName: string, now: Date, transitionUntil: Date | null): Promise<SandboxRow | null> {
+    const { rows } = await this.pool.query<SandboxRow>(
+      `UPDATE emulator_sandbox SET state = $4, desired_state = 'destroyed', updated_at = $2, last_activity_at = $2,
+         destroyed_at = CASE WHEN $5::timestamptz IS NULL THEN $2 ELSE destroyed_at END,
+         transition_until = $5, name = 'DESTROYED_' || name || '_' || $6
+       WHERE id = (SELECT id FROM emulator_sandbox WHERE (id = $1 OR name = $1) AND ${this.visible("$2", "$3")}
+                   ORDER BY (id = $1) DESC, (destroyed_at IS NULL) DESC, seq DESC LIMIT 1 FOR UPDATE)
+         AND destroyed_at IS NULL AND state NOT IN (${Object.keys(TRANSITIONS).map((t) => `'${t}'`).join(", ")})
+       RETURNING *`,
+      [idOrName, now, String(this.destroyedRetentionMs), transitionUntil ? "destroying" : "destroyed", transitionUntil, String(now.getTime())],
+    );
+    return rows[0] ?? null;
+  }
+
   async byId(id: string, db: Queryable = this.pool): Promise<SandboxRow | null> {
     const { rows } = await db.query<SandboxRow>("SELECT * FROM emulator_sandbox WHERE id = $1", [id]);
     return rows[0] ?? null;
@@ -235,15 +286,7 @@ export class EmulatorStore {
 
   /** Ends every transition that is due (lazy, so it survives an emulator restart); returns the rows changed. */
   async settle(now: Date): Promise<SandboxRow[]> {
-    const { rows } = await this.pool.query<SandboxRow>(
-      `UPDATE emulator_sandbox SET
-         state = CASE state WHEN 'creating' THEN 'started' WHEN 'starting' THEN 'started' WHEN 'stopping' THEN 'stopped' WHEN 'destroying' THEN 'destroyed' ELSE state END,
-         updated_at = transition_until,
-         destroyed_at = CASE WHEN state = 'destroying' THEN transition_until ELSE destroyed_at END,
-         transition_until = NULL
-       WHERE transition_until IS NOT NULL AND transition_until <= $1 RETURNING *`,
-      [now],
-    );
+    const { rows } = await this.pool.query<SandboxRow>(SETTLE_SQL.replaceAll("$2", "$1"), [now]);
     return rows;
   }
 
@@ -293,10 +336,8 @@ export class EmulatorStore {
   }
 
   async faults(): Promise<FaultRule[]> {
-    const { rows } = await this.pool.query<{ id: string; match: FaultMatch; fault: FaultSpec; times: number | null; used: number; created_at: Date }>(
-      "SELECT * FROM emulator_fault ORDER BY seq",
-    );
-    return rows.map((r) => ({ id: r.id, match: r.match, fault: r.fault, times: r.times, used: r.used, createdAt: r.created_at.toISOString() }));
+    const { rows } = await this.pool.query<FaultRow>("SELECT * FROM emulator_fault ORDER BY seq");
+    return rows.map(faultRule);
   }
 
   async addFault(rule: { match: FaultMatch; fault: FaultSpec; times: number | null }): Promise<FaultRule> {
@@ -337,6 +378,12 @@ export class EmulatorStore {
       client.release();
     }
   }
+}
+
+type FaultRow = { id: string; match: FaultMatch; fault: FaultSpec; times: number | null; used: number; created_at: Date };
+
+function faultRule(r: FaultRow): FaultRule {
+  return { id: r.id, match: r.match, fault: r.fault, times: r.times, used: r.used, createdAt: r.created_at.toISOString() };
 }
 
 function mustRow<T>(row: T | undefined): T {
