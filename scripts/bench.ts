@@ -6,7 +6,6 @@
  *   2. sweep throughput: intents judged per second, with and without provider calls.
  *   3. engine throughput: pure decisions per second.
  */
-import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import { Command, InvalidArgumentError } from "commander";
 import fs from "node:fs";
@@ -27,9 +26,7 @@ import { decide } from "../server/engine";
 import { DEFAULT_TRANSITION_MS } from "../server/emulator/context";
 import { startEmulator } from "../server/emulator/server";
 import { EmulatorAdminClient } from "../server/emulator/admin-client";
-import { freePort, killSandboxProcesses, sandboxHost } from "../server/emulator/sandbox-host";
-import { EmulatorStore } from "../server/emulator/store";
-import { childEnv, env, readEnv } from "../server/env";
+import { env, readEnv } from "../server/env";
 import { currentProcessIdentity } from "../server/process/identity";
 import { exitedProcessIdentity } from "../server/process/exited";
 import { DaytonaProvider } from "../server/providers/daytona";
@@ -37,7 +34,7 @@ import { buildLabels, creationName } from "../server/providers/labels";
 import { createRunnerClient } from "../server/providers/runner";
 import { submitRun } from "../server/runs/submit";
 import { admin as adminSql } from "./lib/admin";
-import { stopService, tsxArgs, waitForHttp } from "./lib/processes";
+import { emulatorProcess, plantAbandoned, reclaimFloor } from "./bench/emulator";
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -118,45 +115,8 @@ await migrate(appUrl);
 const emuUrl = await database("emu");
 const transitionMs = opts.transitionMs;
 const transitions = transitionMs === undefined ? DEFAULT_TRANSITION_MS : { create: transitionMs, start: transitionMs, stop: transitionMs, destroy: transitionMs };
-const emulator = opts.inProcessEmulator ? await startEmulator({ port: 0, databaseUrl: emuUrl, transitionMs: transitions }) : await emulatorProcess(emuUrl);
+const emulator = opts.inProcessEmulator ? await startEmulator({ port: 0, databaseUrl: emuUrl, transitionMs: transitions }) : await emulatorProcess(emuUrl, transitions);
 
-/**
- * The emulator as `npm start` runs it: `scripts/emulator.ts` in a process of its own (issue 13:
- * in the bench's process it shared one event loop with the sweep it answered). The floor and
- * the sweep below both talk to this one emulator.
- */
-async function emulatorProcess(databaseUrl: string) {
-  const port = await freePort();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "rw-bench-emu-"));
-  const emuDatabase = new URL(databaseUrl).pathname.slice(1);
-  // Its stdout (start-up lines) is left out of the figures; its errors are shown.
-  const child = spawn(process.execPath, tsxArgs("scripts/emulator.ts"), {
-    env: childEnv({ DATABASE_URL: databaseUrl, EMULATOR_DATABASE: emuDatabase, EMULATOR_PORT: String(port), EMULATOR_URL: undefined, EMULATOR_API_KEY: "emulator-key", RUNWARDEN_DATA_DIR: dataDir, RUNWARDEN_PG_PORT: undefined }),
-    detached: true,
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  const service = { name: "emulator", child, exited: new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once("exit", (code, signal) => r({ code, signal }))) };
-  const url = `http://127.0.0.1:${port}`;
-  if (!(await waitForHttp(`${url}/health`, 60_000, () => child.exitCode !== null))) throw new Error("the emulator process did not answer within 60 s");
-  // The same transitions as the in-process emulator's defaults (npm start's are 150 ms each).
-  await new EmulatorAdminClient(url, "emulator-key").configure({ transitionMs: transitions });
-  // What the in-process handle offered the bench: its sandboxes' processes (section 1's runners) are killed at the end.
-  const store = new EmulatorStore(databaseUrl, { destroyedRetentionMs: 0 });
-  const hostDir = path.join(dataDir, "emulator", emuDatabase);
-  return {
-    url,
-    async killAllProcesses() {
-      let n = 0;
-      for (const r of await store.all(true)) n += await killSandboxProcesses(sandboxHost(hostDir, r.id));
-      return n;
-    },
-    async close() {
-      await stopService(service);
-      await store.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
-}
 const admin = new EmulatorAdminClient(emulator.url, "emulator-key");
 // The sweep's lanes each hold a connection while the provider answers (main.ts sizes a controller's pool the same way).
 const db = createDb(appUrl, { max: env.RUNWARDEN_SWEEP_LANES + 8 });
@@ -282,39 +242,9 @@ try {
   // (get by name, get by id, destroy per sandbox, as many at a time as the sweep has lanes:
   // what a reclaim asks of it).
   const lanes = controller.ctx.config.sweepLanes;
-  const plantAll = async (n: number) => {
-    const out: Array<{ id: string; name: string }> = [];
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 8 }, async () => {
-        while (next < n) {
-          next++;
-          const id = crypto.randomUUID();
-          const name = creationName("rw", id);
-          await admin.plant({ name, labels: buildLabels({ instanceId: "inst-bench", companyId: "co-1", operationId: id }) });
-          out.push({ id, name });
-        }
-      }),
-    );
-    return out;
-  };
   const floorN = Math.min(400, opts.reclaims);
-  const floorSet = await plantAll(floorN);
-  t = Date.now();
-  let cursor = 0;
-  await Promise.all(
-    Array.from({ length: lanes }, async () => {
-      while (cursor < floorSet.length) {
-        const one = floorSet[cursor++]!;
-        const found = await provider.getByName(one.name);
-        if (!found) throw new Error(`planted ${one.name} not found`);
-        await provider.getById(found.id);
-        await provider.destroy(found.id);
-      }
-    }),
-  );
-  const floorPerSec = floorN / ((Date.now() - t) / 1000);
-  const batch = await plantAll(opts.reclaims);
+  const floorPerSec = await reclaimFloor(admin, provider, { n: floorN, lanes, instanceId: "inst-bench", companyId: "co-1" });
+  const batch = await plantAbandoned(admin, opts.reclaims, "inst-bench", "co-1");
   await db.sandboxCreationIntent.createMany({
     data: batch.map(({ id, name }) => ({ id, instanceId: "inst-bench", companyId: "co-1", runId: `probe-${id}`, creationName: name, labels: json({}), creator: json(dead), settleDeadline: new Date(Date.now() + 60_000), nextAttemptAt: new Date(Date.now() + 30 * 60_000) })),
   });

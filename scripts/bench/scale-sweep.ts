@@ -17,14 +17,14 @@ import { evidenceIdentity } from "../../server/controller/context";
 import { json } from "../../server/controller/records";
 import { sweepCreationIntents } from "../../server/controller/sweeps";
 import { createDb } from "../../server/db/client";
+import { DEFAULT_TRANSITION_MS } from "../../server/emulator/context";
 import { EmulatorAdminClient } from "../../server/emulator/admin-client";
-import { startEmulator } from "../../server/emulator/server";
 import { env } from "../../server/env";
 import { exitedProcessIdentity } from "../../server/process/exited";
 import { currentProcessIdentity } from "../../server/process/identity";
 import { DaytonaProvider } from "../../server/providers/daytona";
-import { buildLabels, creationName } from "../../server/providers/labels";
 import { createRunnerClient } from "../../server/providers/runner";
+import { emulatorProcess, plantAbandoned, reclaimFloor } from "./emulator";
 import { compare, unitFigure, type Figure } from "./measure";
 import { OUR_INSTANCE } from "./scale-data";
 
@@ -34,7 +34,8 @@ const FLOOR_N = 200;
 export async function sweepFigures(url: string, raw: pg.Pool, emulatorDbUrl: string, size: number): Promise<Figure[]> {
   // The lanes each hold a connection while the provider answers (main.ts sizes a controller's pool the same way).
   const db = createDb(url, { max: env.RUNWARDEN_SWEEP_LANES + 8 });
-  const emulator = await startEmulator({ port: 0, databaseUrl: emulatorDbUrl });
+  // In its own process, as npm start and the default bench run it.
+  const emulator = await emulatorProcess(emulatorDbUrl, DEFAULT_TRANSITION_MS);
   const admin = new EmulatorAdminClient(emulator.url, "emulator-key");
   const identity = { ...currentProcessIdentity(), bootId: crypto.randomUUID() };
   const provider = new DaytonaProvider({ apiUrl: emulator.url, apiKey: "emulator-key", instanceId: OUR_INSTANCE });
@@ -95,37 +96,9 @@ export async function sweepFigures(url: string, raw: pg.Pool, emulatorDbUrl: str
 
     // Reclaims: the provider's own round trips for a reclaim (get by name, get by id, destroy;
     // as many at a time as the sweep has lanes), then abandoned intents of an exited creator.
-    const plant = async (n: number) => {
-      const made: Array<{ id: string; name: string }> = [];
-      for (let i = 0; i < n; i += 50) {
-        await Promise.all(
-          Array.from({ length: Math.min(50, n - i) }, async () => {
-            const id = crypto.randomUUID();
-            const name = creationName("rw", id);
-            await admin.plant({ name, labels: buildLabels({ instanceId: OUR_INSTANCE, companyId: "co-0001", operationId: id }) });
-            made.push({ id, name });
-          }),
-        );
-      }
-      return made;
-    };
-    const floorSet = await plant(FLOOR_N);
-    let t = performance.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: sweepLanes }, async () => {
-        while (next < floorSet.length) {
-          const one = floorSet[next++]!;
-          const found = await provider.getByName(one.name);
-          if (!found) throw new Error(`planted ${one.name} not found`);
-          await provider.getById(found.id);
-          await provider.destroy(found.id);
-        }
-      }),
-    );
-    const floorPerSec = FLOOR_N / ((performance.now() - t) / 1000);
+    const floorPerSec = await reclaimFloor(admin, provider, { n: FLOOR_N, lanes: sweepLanes, instanceId: OUR_INSTANCE, companyId: "co-0001" });
     const dead = evidenceIdentity(await exitedProcessIdentity());
-    const batch = await plant(RECLAIMS);
+    const batch = await plantAbandoned(admin, RECLAIMS, OUR_INSTANCE, "co-0001");
     await db.sandboxCreationIntent.createMany({
       data: batch.map(({ id, name }) => ({
         id,
@@ -139,7 +112,7 @@ export async function sweepFigures(url: string, raw: pg.Pool, emulatorDbUrl: str
         nextAttemptAt: new Date(Date.now() + 30 * 60_000),
       })),
     });
-    t = performance.now();
+    const t = performance.now();
     const s = await sweepCreationIntents(controller.ctx, "bench");
     const secs = (performance.now() - t) / 1000;
     if (s.reclaimed !== RECLAIMS || s.destroyed !== RECLAIMS) throw new Error(`reclaimed ${s.reclaimed} and destroyed ${s.destroyed} of ${RECLAIMS} abandoned intents`);
