@@ -11,9 +11,6 @@ import { Command, InvalidArgumentError } from "commander";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import pino from "pino";
-import { controllerConfig } from "../server/controller/config";
-import { Controller } from "../server/controller/controller";
 import { evidenceIdentity } from "../server/controller/context";
 import { FAST_CONTROLLER_ENV, launchController, type ControllerProcessHandle } from "../server/controller/launch";
 import { json } from "../server/controller/records";
@@ -26,15 +23,14 @@ import { decide } from "../server/engine";
 import { DEFAULT_TRANSITION_MS } from "../server/emulator/context";
 import { startEmulator } from "../server/emulator/server";
 import { EmulatorAdminClient } from "../server/emulator/admin-client";
-import { env, readEnv } from "../server/env";
+import { env } from "../server/env";
 import { currentProcessIdentity } from "../server/process/identity";
 import { exitedProcessIdentity } from "../server/process/exited";
 import { DaytonaProvider } from "../server/providers/daytona";
 import { buildLabels, creationName } from "../server/providers/labels";
-import { createRunnerClient } from "../server/providers/runner";
 import { submitRun } from "../server/runs/submit";
 import { admin as adminSql } from "./lib/admin";
-import { emulatorProcess, plantAbandoned, reclaimFloor } from "./bench/emulator";
+import { benchController, emulatorProcess, plantAbandoned, reclaimFloor } from "./bench/emulator";
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -201,18 +197,7 @@ try {
   }
 
   // ── 2. sweep throughput ──
-  const identity = { ...currentProcessIdentity(), bootId: crypto.randomUUID() };
-  const provider = new DaytonaProvider({ apiUrl: emulator.url, apiKey: "emulator-key", instanceId: "inst-bench" });
-  const controller = new Controller({
-    db,
-    provider,
-    providerTarget: "emulator",
-    runner: createRunnerClient({ apiKey: "emulator-key", toolboxUrl: (id, o) => provider.toolboxUrl(id, o) }),
-    identity,
-    config: controllerConfig(readEnv({}), { instanceId: "inst-bench", home: fs.mkdtempSync(path.join(os.tmpdir(), "rw-bench-")) }),
-    log: pino({ level: "silent" }),
-  });
-  await controller.boot();
+  const { controller, provider, identity } = await benchController(db, emulator.url, "inst-bench");
   const dead = evidenceIdentity(await exitedProcessIdentity());
   const seed = async (n: number, creator: object, plant: boolean) => {
     const rows = [];

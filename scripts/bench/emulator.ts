@@ -11,8 +11,14 @@ import type { TransitionMs } from "../../server/emulator/context";
 import { EmulatorAdminClient } from "../../server/emulator/admin-client";
 import { freePort, killSandboxProcesses, sandboxHost } from "../../server/emulator/sandbox-host";
 import { EmulatorStore } from "../../server/emulator/store";
-import { childEnv } from "../../server/env";
-import type { DaytonaProvider } from "../../server/providers/daytona";
+import { childEnv, env } from "../../server/env";
+import pino from "pino";
+import { controllerConfig } from "../../server/controller/config";
+import { Controller } from "../../server/controller/controller";
+import type { Db } from "../../server/db/client";
+import { DaytonaProvider } from "../../server/providers/daytona";
+import { createRunnerClient } from "../../server/providers/runner";
+import { currentProcessIdentity } from "../../server/process/identity";
 import { buildLabels, creationName } from "../../server/providers/labels";
 import { stopService, tsxArgs, waitForHttp } from "../lib/processes";
 
@@ -92,4 +98,21 @@ export async function reclaimFloor(admin: EmulatorAdminClient, provider: Daytona
     }),
   );
   return o.n / ((performance.now() - t) / 1000);
+}
+
+/** An in-process controller of `instanceId` (booted, never started: the bench calls its sweeps) against this emulator. */
+export async function benchController(db: Db, emulatorUrl: string, instanceId: string) {
+  const identity = { ...currentProcessIdentity(), bootId: crypto.randomUUID() };
+  const provider = new DaytonaProvider({ apiUrl: emulatorUrl, apiKey: "emulator-key", instanceId });
+  const controller = new Controller({
+    db,
+    provider,
+    providerTarget: "emulator",
+    runner: createRunnerClient({ apiKey: "emulator-key", toolboxUrl: (id, o) => provider.toolboxUrl(id, o) }),
+    identity,
+    config: controllerConfig(env, { instanceId, home: fs.mkdtempSync(path.join(os.tmpdir(), "rw-bench-")) }),
+    log: pino({ level: "silent" }),
+  });
+  await controller.boot();
+  return { controller, provider, identity };
 }

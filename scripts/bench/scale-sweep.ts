@@ -5,14 +5,7 @@
  * intents against the provider's own round trips for the same sandboxes, with an emulator of
  * this run. Runs last for a size: it changes the backlog.
  */
-import crypto from "node:crypto";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import pg from "pg";
-import pino from "pino";
-import { controllerConfig } from "../../server/controller/config";
-import { Controller } from "../../server/controller/controller";
 import { evidenceIdentity } from "../../server/controller/context";
 import { json } from "../../server/controller/records";
 import { sweepCreationIntents } from "../../server/controller/sweeps";
@@ -21,10 +14,7 @@ import { DEFAULT_TRANSITION_MS } from "../../server/emulator/context";
 import { EmulatorAdminClient } from "../../server/emulator/admin-client";
 import { env } from "../../server/env";
 import { exitedProcessIdentity } from "../../server/process/exited";
-import { currentProcessIdentity } from "../../server/process/identity";
-import { DaytonaProvider } from "../../server/providers/daytona";
-import { createRunnerClient } from "../../server/providers/runner";
-import { emulatorProcess, plantAbandoned, reclaimFloor } from "./emulator";
+import { benchController, emulatorProcess, plantAbandoned, reclaimFloor } from "./emulator";
 import { compare, unitFigure, type Figure } from "./measure";
 import { OUR_INSTANCE } from "./scale-data";
 
@@ -37,20 +27,9 @@ export async function sweepFigures(url: string, raw: pg.Pool, emulatorDbUrl: str
   // In its own process, as npm start and the default bench run it.
   const emulator = await emulatorProcess(emulatorDbUrl, DEFAULT_TRANSITION_MS);
   const admin = new EmulatorAdminClient(emulator.url, "emulator-key");
-  const identity = { ...currentProcessIdentity(), bootId: crypto.randomUUID() };
-  const provider = new DaytonaProvider({ apiUrl: emulator.url, apiKey: "emulator-key", instanceId: OUR_INSTANCE });
-  const controller = new Controller({
-    db,
-    provider,
-    providerTarget: "emulator",
-    runner: createRunnerClient({ apiKey: "emulator-key", toolboxUrl: (id, o) => provider.toolboxUrl(id, o) }),
-    identity,
-    config: controllerConfig(env, { instanceId: OUR_INSTANCE, home: fs.mkdtempSync(path.join(os.tmpdir(), "rw-scale-")) }),
-    log: pino({ level: "silent" }),
-  });
   const out: Figure[] = [];
+  const { controller, provider, identity } = await benchController(db, emulator.url, OUR_INSTANCE);
   try {
-    await controller.boot();
     const { pageSize, sweepLanes } = controller.ctx.config;
 
     // The generated backlog names a creator of another PID space; make it this live process,
