@@ -196,17 +196,16 @@ describe("a streamed pass (more sandboxes than one provider page)", () => {
     const provider = Object.create(paged, {
       listPagesByLabels: {
         value: async function* (...args: Parameters<ControllerContext["provider"]["listPagesByLabels"]>) {
-          let first: string[] | null = null;
+          let asked = false;
           for await (const page of paged.listPagesByLabels(...args)) {
-            if (first) {
-              yield page;
-              continue;
-            }
-            first = page.map((s) => s.id);
             yield page;
-            // The pass asks for the second page only now.
+            // The pass asks for the next page only now. The first page holding a live sandbox
+            // (a destroyed one is left out of the pass) is the one probed.
+            const live = page.filter((s) => !/^destroy(ing|ed)$/.test(s.state)).map((s) => s.id);
+            if (asked || !live.length) continue;
+            asked = true;
             if (afterFirstPage === "fail") throw new Error("provider unreachable after one page");
-            if (afterFirstPage === "probe_locks") firstPageLocked = await locked(first);
+            if (afterFirstPage === "probe_locks") firstPageLocked = await locked(live);
           }
         },
       },
@@ -260,7 +259,8 @@ describe("a streamed pass (more sandboxes than one provider page)", () => {
     afterFirstPage = "probe_locks";
     firstPageLocked = null;
     try {
-      const pass = await refreshInventory(h.db.db, pagedObserver(), inst, next(), false, chunk);
+      // Chunks of one sandbox: each page's live sandboxes are a whole chunk.
+      const pass = await refreshInventory(h.db.db, pagedObserver(), inst, next(), false, 1);
       expect(pass?.sandboxes).toBe(6);
       // The first page's rows were upserted (and so locked by the pass's transaction) before the second page was fetched.
       expect(firstPageLocked).toBe(true);
