@@ -103,7 +103,10 @@ describe("overview.get", () => {
 
   it("still answers when the provider cannot be listed, and says why orphans are missing", async () => {
     // The real provider, except that listing fails as an unreachable one does.
-    const provider = Object.create(service.provider, { listByLabels: { value: () => Promise.reject(new Error("provider unreachable")) } }) as ControllerContext["provider"];
+    const unreachable = async function* (): AsyncGenerator<never, void, undefined> {
+      throw new Error("provider unreachable");
+    };
+    const provider = Object.create(service.provider, { listPagesByLabels: { value: unreachable } }) as ControllerContext["provider"];
     const away: ControllerContext = { ...service, provider };
     const caller = createCaller(() => createTRPCContext({ user: TEST_ADMIN, headers: new Headers(), db: h.db.db, services: servicesOf(away) }));
     // No orphans inventory yet (server/sandboxes/inventory.ts): its first pass is waited for, and fails.

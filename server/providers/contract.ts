@@ -105,6 +105,11 @@ export const CONTRACT_STEPS: ContractStep[] = [
       const all = await paged.listByLabels(instanceScope(ctx.instanceId));
       assert(all.some((s) => s.id === mainOf(ctx).id), "the instance-wide list misses the main sandbox");
       assert(new Set(all.map((s) => s.id)).size === all.length, "a sandbox was listed twice across pages");
+      // Page by page (the orphans inventory's pass): the same sandboxes, no page over the page size.
+      const pages: string[][] = [];
+      for await (const page of paged.listPagesByLabels(instanceScope(ctx.instanceId))) pages.push(page.map((s) => s.id));
+      assert(pages.every((p) => p.length <= 2), `a page of ${Math.max(...pages.map((p) => p.length))} sandboxes at a page size of 2`);
+      assert(JSON.stringify(pages.flat().sort()) === JSON.stringify(all.map((s) => s.id).sort()), `page by page listed ${JSON.stringify(pages)}, whole ${JSON.stringify(all.map((s) => s.id))}`);
     },
   },
   {

@@ -64,6 +64,11 @@ describe("Daytona provider against the emulator", () => {
     const listed = await paged.listByLabels({ ...instanceScope("inst-a"), "runwarden.run": "run-list" });
     expect(listed.map((s) => s.name).sort()).toEqual(mine.map((op) => creationName("rwl", op)).sort());
     expect(listed.every((s) => s.labels["runwarden.instance"] === "inst-a")).toBe(true);
+    // Page by page: the provider's pages as they come, the same sandboxes, each once.
+    const pages: string[][] = [];
+    for await (const page of paged.listPagesByLabels({ ...instanceScope("inst-a"), "runwarden.run": "run-list" })) pages.push(page.map((s) => s.name));
+    expect(pages.map((p) => p.length)).toEqual([2, 2, 1]);
+    expect(pages.flat().sort()).toEqual(mine.map((op) => creationName("rwl", op)).sort());
 
     const theirs = await other.listByLabels({ ...instanceScope("inst-b"), "runwarden.run": "run-list" });
     expect(theirs.map((s) => s.name)).toEqual([creationName("rwl", "op-theirs")]);
@@ -78,6 +83,7 @@ describe("Daytona provider against the emulator", () => {
     await expect(provider.listByLabels({})).rejects.toMatchObject({ kind: "refused" });
     await expect(provider.listByLabels({ "runwarden.company": "co-1" })).rejects.toMatchObject({ kind: "refused" });
     await expect(provider.listByLabels(instanceScope("inst-b"))).rejects.toMatchObject({ kind: "refused" });
+    await expect(provider.listPagesByLabels(instanceScope("inst-b")).next()).rejects.toMatchObject({ kind: "refused" });
   });
 
   it("destroys a sandbox; destroying it again, or an unknown id, is already_gone", async () => {

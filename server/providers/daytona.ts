@@ -25,7 +25,7 @@ export interface DaytonaProviderOptions {
   organizationId?: string;
   rates?: ResourceRates;
   clock?: () => Date;
-  /** Page size for listByLabels. */
+  /** Page size for listByLabels and listPagesByLabels. */
   pageSize?: number;
   /** Stops a list whose cursor never ends (a provider bug) instead of looping forever. */
   maxPages?: number;
@@ -182,6 +182,12 @@ export class DaytonaProvider implements SandboxProvider {
   }
 
   async listByLabels(labels: Record<string, string>, options: ViewOptions = {}): Promise<SandboxView[]> {
+    const out: SandboxView[] = [];
+    for await (const page of this.listPagesByLabels(labels, options)) out.push(...page);
+    return out;
+  }
+
+  async *listPagesByLabels(labels: Record<string, string>, options: ViewOptions = {}): AsyncGenerator<SandboxView[], void, undefined> {
     const operation = "GET /sandbox?labels=…";
     if (!labels || Object.keys(labels).length === 0) {
       throw new ProviderError("refused", operation, "an unscoped (provider-wide) list is not allowed: pass this instance's labels");
@@ -191,7 +197,6 @@ export class DaytonaProvider implements SandboxProvider {
     }
     this.checkScope(operation, labels);
     const encoded = JSON.stringify(labels);
-    const out: SandboxView[] = [];
     const seenCursors = new Set<string>();
     let cursor: string | undefined;
     for (let page = 0; ; page++) {
@@ -207,13 +212,13 @@ export class DaytonaProvider implements SandboxProvider {
         throw new ProviderError("garbage", operation, "expected { items, nextCursor }, got a plain array (an older Daytona API than the pinned client)");
       }
       const list = validate(operation, data, listSchema, "the list");
-      for (const raw of list.items) {
-        // Defence in depth: a provider that ignored the filter must not widen the scope.
-        if (hasLabels(raw.labels ?? {}, labels)) out.push(this.view(raw, options.now));
-      }
+      // Defence in depth: a provider that ignored the filter must not widen the scope.
+      const views = list.items.filter((raw) => hasLabels(raw.labels ?? {}, labels)).map((raw) => this.view(raw, options.now));
       const next = list.nextCursor ?? null;
-      if (!next || list.items.length === 0) return out;
-      if (seenCursors.has(next)) throw new ProviderError("garbage", operation, `the list repeated the cursor ${snippet(next)}`);
+      // Checked before the page is handed out: a garbage cursor fails the listing, it does not follow the page.
+      if (next && list.items.length > 0 && seenCursors.has(next)) throw new ProviderError("garbage", operation, `the list repeated the cursor ${snippet(next)}`);
+      if (views.length > 0) yield views;
+      if (!next || list.items.length === 0) return;
       seenCursors.add(next);
       cursor = next;
     }

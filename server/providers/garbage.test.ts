@@ -147,6 +147,52 @@ describe("a provider that answers garbage", () => {
     expect(listed.map((s) => s.id)).toEqual(["sbx-1"]);
   });
 
+  it("hands the list out page by page, fetching a page only when asked, and fails on garbage after the pages before it", async () => {
+    const requests: string[] = [];
+    /** Page `cursor` of a list: its items and the cursor it answers with, or a raw body. */
+    const pages = (answers: Record<string, unknown>) =>
+      routes.set("GET /sandbox", (q, res) => {
+        const cursor = new URL(q.url ?? "", base).searchParams.get("cursor") ?? "first";
+        requests.push(cursor);
+        send(res, 200, "application/json", JSON.stringify(answers[cursor]));
+      });
+    const foreign = sandbox({ id: "sbx-f", name: "theirs", labels: { "runwarden.instance": "inst-b" } });
+    pages({ first: { items: [sandbox(), foreign], nextCursor: "c2" }, c2: { items: [sandbox({ id: "sbx-2", name: "two" })], nextCursor: null } });
+    const gen = provider().listPagesByLabels(instanceScope("inst-a"));
+    const first = await gen.next();
+    // One page fetched for one page asked: the second is not read ahead.
+    expect(requests).toEqual(["first"]);
+    expect(first.value?.map((s) => s.id)).toEqual(["sbx-1"]);
+    expect((await gen.next()).value?.map((s) => s.id)).toEqual(["sbx-2"]);
+    expect((await gen.next()).done).toBe(true);
+    expect(requests).toEqual(["first", "c2"]);
+
+    const collect = async (gen: AsyncGenerator<Array<{ id: string }>>) => {
+      const seen: string[][] = [];
+      const err = await (async () => {
+        for await (const page of gen) seen.push(page.map((s) => s.id));
+      })().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      return { seen, err: err as ProviderError | null };
+    };
+    pages({ first: { items: [sandbox()], nextCursor: "c2" }, c2: { items: [sandbox({ id: "sbx-2", name: "two" })], nextCursor: "c2" } });
+    const repeated = await collect(provider().listPagesByLabels(instanceScope("inst-a")));
+    expect(repeated.seen).toEqual([["sbx-1"]]);
+    expect(repeated.err).toMatchObject({ kind: "garbage", message: expect.stringMatching(/repeated the cursor/) });
+
+    pages({ first: { items: [sandbox()], nextCursor: "c2" }, c2: [sandbox({ id: "sbx-2", name: "two" })] });
+    const array = await collect(provider().listPagesByLabels(instanceScope("inst-a")));
+    expect(array.seen).toEqual([["sbx-1"]]);
+    expect(array.err).toMatchObject({ kind: "garbage", message: expect.stringMatching(/plain array/) });
+
+    pages({ first: { items: [sandbox()], nextCursor: "c2" }, c2: { items: [{ id: "sbx-2" }], nextCursor: null } });
+    const shape = await collect(provider().listPagesByLabels(instanceScope("inst-a")));
+    expect(shape.seen).toEqual([["sbx-1"]]);
+    expect(shape.err).toMatchObject({ kind: "garbage", message: expect.stringMatching(/name/) });
+  });
+
   it("reports a toolbox failure on a file read as http with the body", async () => {
     const err = await failure(provider().readFile("sbx-1", "/etc/hostname"));
     expect(err).toMatchObject({ kind: "http", status: 500 });

@@ -55,6 +55,13 @@ describe("scoping refusals (before anything is sent)", () => {
     });
   });
 
+  it("refuses the same scopes page by page, at the first page asked for", async () => {
+    const first = (labels: Record<string, string>) => nowhere.listPagesByLabels(labels).next();
+    await expect(first({})).rejects.toMatchObject({ kind: "refused", message: expect.stringMatching(/unscoped/) });
+    await expect(first({ [LABEL_KEYS.company]: "co-1" })).rejects.toMatchObject({ kind: "refused", message: expect.stringMatching(/runwarden\.instance/) });
+    await expect(first(instanceScope("inst-b"))).rejects.toMatchObject({ kind: "refused", message: expect.stringMatching(/inst-b/) });
+  });
+
   it("refuses another instance's labels on a provider bound to an instance", async () => {
     await expect(nowhere.listByLabels(instanceScope("inst-b"))).rejects.toMatchObject({ kind: "refused", message: expect.stringMatching(/inst-b/) });
     await expect(nowhere.create({ name: "rw-create-op-1", labels: buildLabels({ instanceId: "inst-b", companyId: "co-1" }) })).rejects.toMatchObject({

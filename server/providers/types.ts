@@ -92,6 +92,12 @@ export interface SandboxProvider {
    * `runwarden.instance`: a list is always scoped to one instance.
    */
   listByLabels(labels: Record<string, string>, options?: ViewOptions): Promise<SandboxView[]>;
+  /**
+   * The same list one page at a time, as the provider pages it (same scope rules, same
+   * checks on each answer): a caller of a large instance holds one page, not every sandbox.
+   * A refused scope or a garbage answer throws from the iteration, after the pages before it.
+   */
+  listPagesByLabels(labels: Record<string, string>, options?: ViewOptions): AsyncGenerator<SandboxView[], void, undefined>;
   /** Destroys one sandbox by id; one that is already gone is a success. */
   destroy(id: string, options?: { signal?: AbortSignal }): Promise<{ outcome: DestroyOutcome }>;
   /**

@@ -2,6 +2,8 @@ import crypto from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ControllerContext } from "../controller/context";
 import { buildLabels } from "../providers/labels";
+import type { SandboxView } from "../providers/types";
+import { observerOf } from "../services/observer";
 import { confirmWord } from "../shared/confirm";
 import { servicesOf } from "../services";
 import { startControllerHarness, type ControllerHarness } from "../test/controller";
@@ -10,6 +12,7 @@ import { recordPendingCleanupStates } from "../test/db";
 import { createCaller } from "../trpc/root";
 import { createTRPCContext } from "../trpc/trpc";
 import { INVENTORY_REFRESH_MS, refreshInventory, startPass } from "./inventory";
+import { waitFor } from "../test/controller";
 import { listOrphans } from "./list";
 
 /**
@@ -38,6 +41,11 @@ async function orphan(tag: string) {
   return s;
 }
 
+/** A listing that fails before its first page. */
+async function* unreachable(): AsyncGenerator<SandboxView[], void, undefined> {
+  throw new Error("provider unreachable");
+}
+
 async function alive(): Promise<Set<string>> {
   return new Set((await h.emu.admin.sandboxes()).filter((s) => !/^destroy(ing|ed)$/.test(s.state)).map((s) => s.id));
 }
@@ -46,10 +54,10 @@ beforeAll(async () => {
   h = await startControllerHarness();
   const base = h.service();
   const provider = Object.create(base.provider, {
-    listByLabels: {
-      value: (...args: Parameters<ControllerContext["provider"]["listByLabels"]>) => {
+    listPagesByLabels: {
+      value: (...args: Parameters<ControllerContext["provider"]["listPagesByLabels"]>) => {
         listings += 1;
-        return failListing ? Promise.reject(new Error("provider unreachable")) : base.provider.listByLabels(...args);
+        return failListing ? unreachable() : base.provider.listPagesByLabels(...args);
       },
     },
   }) as ControllerContext["provider"];
@@ -169,6 +177,115 @@ describe("orphans inventory", () => {
     } finally {
       failListing = false;
     }
+  });
+});
+
+describe("a streamed pass (more sandboxes than one provider page)", () => {
+  // Another instance, listed two sandboxes a page and judged and written two at a time.
+  const inst = "inst-p";
+  const chunk = 2;
+  /** What the next listing does after handing out its first page. */
+  let afterFirstPage: "go_on" | "fail" | "probe_locks" = "go_on";
+  /** Whether the first page's rows were locked by the pass when it asked for the second page. */
+  let firstPageLocked: boolean | null = null;
+  let at = new Date();
+  const next = () => (at = new Date(at.getTime() + 60_000));
+
+  function pagedObserver() {
+    const paged = h.emu.provider({ instanceId: inst, pageSize: 2 });
+    const provider = Object.create(paged, {
+      listPagesByLabels: {
+        value: async function* (...args: Parameters<ControllerContext["provider"]["listPagesByLabels"]>) {
+          let asked = false;
+          for await (const page of paged.listPagesByLabels(...args)) {
+            yield page;
+            // The pass asks for the next page only now. The first page holding a live sandbox
+            // (a destroyed one is left out of the pass) is the one probed.
+            const live = page.filter((s) => !/^destroy(ing|ed)$/.test(s.state)).map((s) => s.id);
+            if (asked || !live.length) continue;
+            asked = true;
+            if (afterFirstPage === "fail") throw new Error("provider unreachable after one page");
+            if (afterFirstPage === "probe_locks") firstPageLocked = await locked(live);
+          }
+        },
+      },
+    }) as ControllerContext["provider"];
+    return observerOf({ ...service, provider });
+  }
+
+  /** Whether another transaction holds these inventory rows (an uncommitted upsert does). */
+  async function locked(ids: string[]): Promise<boolean> {
+    try {
+      await h.db.db.$queryRaw`SELECT sandbox_id FROM sandbox_inventory WHERE instance_id = ${inst} AND sandbox_id = ANY(${ids}::text[]) FOR UPDATE NOWAIT`;
+      return false;
+    } catch (err) {
+      if (/could not obtain lock|55P03/.test(String(err))) return true;
+      throw err;
+    }
+  }
+
+  const plant = (i: number) =>
+    h.emu.admin.plant({ name: `str-${i}-${crypto.randomBytes(3).toString("hex")}`, labels: buildLabels({ instanceId: inst, companyId: "co-1", runId }), cpu: 1 + (i % 3), memory: 2, disk: 10 });
+  const stored = async () =>
+    (await h.db.db.sandboxInventory.findMany({ where: { instanceId: inst } })).map((r) => ({ id: r.sandboxId, seenAt: r.seenAt })).sort((a, b) => (a.id < b.id ? -1 : 1));
+  const live = async () =>
+    (await h.emu.admin.sandboxes()).filter((s) => s.labels["runwarden.instance"] === inst && !/^destroy(ing|ed)$/.test(s.state)).map((s) => s.id).sort();
+
+  beforeAll(async () => {
+    await h.db.db.instance.upsert({ where: { id: inst }, create: { id: inst, name: "p" }, update: {} });
+    for (let i = 0; i < 7; i++) await plant(i);
+  });
+
+  it("stores every sandbox of every page, and forgets the ones that vanished", async () => {
+    const observer = pagedObserver();
+    const first = (await refreshInventory(h.db.db, observer, inst, next(), false, chunk))!;
+    expect(first.sandboxes).toBe(7);
+    expect((await stored()).map((r) => r.id)).toEqual(await live());
+
+    const [gone1, gone2] = await live();
+    await h.emu.provider().destroy(gone1!);
+    await h.emu.provider().destroy(gone2!);
+    const fresh = await plant(7);
+    const second = (await refreshInventory(h.db.db, observer, inst, next(), false, chunk))!;
+    expect(second.sandboxes).toBe(6);
+    const rows = await stored();
+    expect(rows.map((r) => r.id)).toEqual(await live());
+    expect(rows.map((r) => r.id)).toContain(fresh.id);
+    expect(rows.map((r) => r.id)).not.toContain(gone1);
+    expect(rows.every((r) => r.seenAt.getTime() === second.listedAt.getTime())).toBe(true);
+  });
+
+  it("writes each chunk before it asks the provider for the next page (it never holds the whole listing)", async () => {
+    afterFirstPage = "probe_locks";
+    firstPageLocked = null;
+    try {
+      // Chunks of one sandbox: each page's live sandboxes are a whole chunk.
+      const pass = await refreshInventory(h.db.db, pagedObserver(), inst, next(), false, 1);
+      expect(pass?.sandboxes).toBe(6);
+      // The first page's rows were upserted (and so locked by the pass's transaction) before the second page was fetched.
+      expect(firstPageLocked).toBe(true);
+      // ...and are free again once the pass committed.
+      expect(await locked((await stored()).map((r) => r.id))).toBe(false);
+    } finally {
+      afterFirstPage = "go_on";
+    }
+  });
+
+  it("a listing that fails part-way leaves the last inventory as it was", async () => {
+    const before = await stored();
+    const lastPass = await h.db.db.sandboxInventoryPass.findUniqueOrThrow({ where: { instanceId: inst } });
+    await h.emu.provider().destroy((await live())[0]!);
+    afterFirstPage = "fail";
+    try {
+      await expect(refreshInventory(h.db.db, pagedObserver(), inst, next(), false, chunk)).rejects.toThrow(/provider unreachable after one page/);
+    } finally {
+      afterFirstPage = "go_on";
+    }
+    expect(await stored()).toEqual(before);
+    expect(await h.db.db.sandboxInventoryPass.findUniqueOrThrow({ where: { instanceId: inst } })).toEqual(lastPass);
+    // The advisory lock went with the rolled-back transaction: the next pass runs.
+    const pass = await waitFor("a pass after the failed one", () => refreshInventory(h.db.db, pagedObserver(), inst, next(), false, chunk));
+    expect(pass.sandboxes).toBe(before.length - 1);
   });
 });
 

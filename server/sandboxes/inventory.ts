@@ -4,11 +4,11 @@ import type { SandboxView } from "../providers/types";
 import type { Observer } from "../services/observer";
 import { accruedCost } from "./cost";
 import { judgeSandbox } from "./ownership";
-import { listOwnSandboxes, loadRecords } from "./records";
+import { loadRecords, ownSandboxPages } from "./records";
 
 /**
  * The orphans page's inventory (issue 13): an inventory pass lists this instance's sandboxes
- * at the provider (paged by the provider client), judges each once and stores what it saw in
+ * at the provider page by page, judges each once and stores what it saw in
  * `sandbox_inventory`; the page reads that table one page at a time and says how old it is.
  * Before, every poll of every open tab listed the provider whole and judged every sandbox.
  *
@@ -21,8 +21,17 @@ export const INVENTORY_REFRESH_MS = 5_000;
 /** ...or older than this many times its pass took, if longer: passes keep at most 1/4 of a core busy (about 4 s at 10 k sandboxes). */
 const PASS_DUTY = 4;
 
-/** Sandboxes whose records are loaded and judged together, and rows written per statement. */
+/**
+ * Sandboxes (provider pages gathered) whose records are loaded and judged together, and rows
+ * written per statement: all a pass holds at once, whatever the number of sandboxes.
+ */
 const CHUNK = 1000;
+
+/**
+ * A pass's bound, listing included (it lists inside its transaction): generous, since a real
+ * provider's pages are slower than the emulator's; every request has its own timeout.
+ */
+const PASS_TIMEOUT_MS = 600_000;
 
 const ALL = { all: true } as const;
 
@@ -49,19 +58,29 @@ export interface InventoryPass {
   tookMs: number;
 }
 
+/** Provider pages regrouped into chunks of at least `size` sandboxes (the last one smaller). */
+async function* chunksOf(pages: AsyncIterable<SandboxView[]>, size: number): AsyncGenerator<SandboxView[], void, undefined> {
+  let chunk: SandboxView[] = [];
+  for await (const page of pages) {
+    chunk.push(...page);
+    if (chunk.length >= size) {
+      yield chunk;
+      chunk = [];
+    }
+  }
+  if (chunk.length) yield chunk;
+}
+
 /**
- * The pass's work without writing: this instance's sandboxes listed whole and each judged
- * at `now` (what every orphans.list request did before the inventory).
+ * The pass's work without writing, one chunk at a time: this instance's sandboxes listed
+ * page by page and each judged at `now` by the engine's ownership rules (judgeSandbox).
  */
-export async function judgeInventory(db: Db, observer: Observer, instanceId: string, now: Date): Promise<InventoryRow[]> {
-  const sandboxes = await listOwnSandboxes(observer, ALL, instanceId, now);
-  const rows: InventoryRow[] = [];
-  for (let i = 0; i < sandboxes.length; i += CHUNK) {
-    const chunk = sandboxes.slice(i, i + CHUNK);
+export async function* judgeInventoryChunks(db: Db, observer: Observer, instanceId: string, now: Date, chunkSize = CHUNK): AsyncGenerator<InventoryRow[], void, undefined> {
+  for await (const chunk of chunksOf(ownSandboxPages(observer, ALL, instanceId, now), chunkSize)) {
     const records = await loadRecords(db, instanceId, chunk);
-    for (const s of chunk) {
+    yield chunk.map((s) => {
       const j = judgeSandbox(observer, instanceId, s, records.get(s.id)!, now);
-      rows.push({
+      return {
         sandbox_id: s.id,
         name: s.name,
         company_id: s.labels[LABEL_KEYS.company] ?? null,
@@ -75,9 +94,15 @@ export async function judgeInventory(db: Db, observer: Observer, instanceId: str
         verdict: j.held ? null : j.verdict,
         orphan_since: j.held ? null : j.orphanSince.toISOString(),
         accrued_cost: j.held ? null : accruedCost(s.hourlyCost, j.orphanSince, now),
-      });
-    }
+      };
+    });
   }
+}
+
+/** All of it at once: what every orphans.list request did before the inventory (the bench's "before"). */
+export async function judgeInventory(db: Db, observer: Observer, instanceId: string, now: Date): Promise<InventoryRow[]> {
+  const rows: InventoryRow[] = [];
+  for await (const chunk of judgeInventoryChunks(db, observer, instanceId, now)) rows.push(...chunk);
   return rows;
 }
 
@@ -86,13 +111,17 @@ export async function judgeInventory(db: Db, observer: Observer, instanceId: str
  * passes of one instance never write at once (an advisory lock: a background pass gives
  * way, a `waiting` one — an instance's first, which the page waits for — waits its turn),
  * and a pass never overwrites a newer one. Returns null when it gave way.
+ *
+ * It streams (issue 13): each chunk of the listing is judged and upserted before the next
+ * is fetched, inside one transaction, so a page reads the previous inventory until the pass
+ * commits, and a listing that fails part-way leaves it untouched.
  */
-export async function refreshInventory(db: Db, observer: Observer, instanceId: string, now = new Date(), waiting = false): Promise<InventoryPass | null> {
+export async function refreshInventory(db: Db, observer: Observer, instanceId: string, now = new Date(), waiting = false, chunkSize = CHUNK): Promise<InventoryPass | null> {
   const started = performance.now();
-  const rows = await judgeInventory(db, observer, instanceId, now);
   const key = `sandbox_inventory:${instanceId}`;
   return db.$transaction(
     async (tx) => {
+      // The lock before the listing: a pass that gives way lists nothing.
       if (waiting) await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${key}))`;
       else {
         const [lock] = await tx.$queryRaw<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(hashtext(${key})) AS ok`;
@@ -100,8 +129,10 @@ export async function refreshInventory(db: Db, observer: Observer, instanceId: s
       }
       const last = await tx.sandboxInventoryPass.findUnique({ where: { instanceId } });
       if (last && last.listedAt >= now) return null;
-      for (let i = 0; i < rows.length; i += CHUNK) {
-        const chunk = JSON.stringify(rows.slice(i, i + CHUNK));
+      let sandboxes = 0;
+      for await (const rows of judgeInventoryChunks(db, observer, instanceId, now, chunkSize)) {
+        const chunk = JSON.stringify(rows);
+        sandboxes += rows.length;
         await tx.$executeRaw`
           INSERT INTO sandbox_inventory (instance_id, sandbox_id, name, company_id, labels, state, created_at, cpu, memory, disk, hourly_cost, verdict, orphan_since, accrued_cost, seen_at)
           SELECT ${instanceId}, x.sandbox_id, x.name, x.company_id, x.labels, x.state, x.created_at, x.cpu, x.memory, x.disk, x.hourly_cost, x.verdict, x.orphan_since, x.accrued_cost, ${now}
@@ -113,11 +144,11 @@ export async function refreshInventory(db: Db, observer: Observer, instanceId: s
       }
       // What this pass did not see is gone (or no longer this instance's).
       await tx.$executeRaw`DELETE FROM sandbox_inventory WHERE instance_id = ${instanceId} AND seen_at < ${now}`;
-      const pass = { listedAt: now, sandboxes: rows.length, tookMs: Math.round(performance.now() - started) };
+      const pass = { listedAt: now, sandboxes, tookMs: Math.round(performance.now() - started) };
       await tx.sandboxInventoryPass.upsert({ where: { instanceId }, create: { instanceId, ...pass }, update: pass });
       return pass;
     },
-    { timeout: 120_000, maxWait: 10_000 },
+    { timeout: PASS_TIMEOUT_MS, maxWait: 10_000 },
   );
 }
 

@@ -82,14 +82,18 @@ export async function loadRecords(db: Db, instanceId: string, sandboxes: Sandbox
 /**
  * This instance's sandboxes, as the provider lists them by the instance label — and, for a
  * person who sees only some companies, by each of their company labels: nothing else is
- * even fetched.
+ * even fetched. One provider page at a time (issue 13: a pass at 10 k sandboxes held them
+ * all at once), the destroyed and the destroying left out.
  */
-export async function listOwnSandboxes(observer: Observer, scope: CompanyScope, instanceId: string, now: Date): Promise<SandboxView[]> {
+export async function* ownSandboxPages(observer: Observer, scope: CompanyScope, instanceId: string, now: Date): AsyncGenerator<SandboxView[], void, undefined> {
+  const scopes = scope.all ? [instanceScope(instanceId)] : scope.companies.map((c) => instanceScope(instanceId, c));
   try {
-    const all = scope.all
-      ? await observer.listByLabels(instanceScope(instanceId), { now })
-      : (await Promise.all(scope.companies.map((c) => observer.listByLabels(instanceScope(instanceId, c), { now })))).flat();
-    return all.filter((s) => s.state !== "destroyed" && s.state !== "destroying");
+    for (const labels of scopes) {
+      for await (const page of observer.listPagesByLabels(labels, { now })) {
+        const live = page.filter((s) => s.state !== "destroyed" && s.state !== "destroying");
+        if (live.length) yield live;
+      }
+    }
   } catch (err) {
     if (ProviderError.is(err)) throw new AppError("PROVIDER_ERROR", `the provider could not list this instance's sandboxes: ${err.message}`);
     throw err;

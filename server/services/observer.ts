@@ -10,8 +10,8 @@ import type { SandboxProvider } from "../providers/types";
  * with its identity and a probe of its host (a creator on another host is `unknown`).
  */
 export interface Observer {
-  /** This instance's sandboxes at the provider, by label (never provider-wide). */
-  listByLabels: SandboxProvider["listByLabels"];
+  /** This instance's sandboxes at the provider, by label (never provider-wide), one provider page at a time. */
+  listPagesByLabels: SandboxProvider["listPagesByLabels"];
   /** One sandbox by its exact id, read from the provider now (a dry run never trusts the inventory). */
   getById: SandboxProvider["getById"];
   /** process_exit on a recorded identity. */
@@ -24,7 +24,7 @@ export interface Observer {
 export function observerOf(ctx: ControllerContext): Observer {
   return {
     // Read through ctx at call time: a test's context may have no provider until it lists.
-    listByLabels: (labels, options) => ctx.provider.listByLabels(labels, options),
+    listPagesByLabels: (labels, options) => ctx.provider.listPagesByLabels(labels, options),
     getById: (id, options) => ctx.provider.getById(id, options),
     judgeExit: (record) => judgeExit(ctx, record).verdict,
     judgePendingIntent: (intent, committedLease, now) => decideCreationIntent(intentEvidence(ctx, intent, committedLease, now)),
