@@ -62,36 +62,43 @@ test("malformed addresses and unknown objects answer 404/400 with a page, never 
 });
 
 test("a 4xx is shown once and stays: no retries, no polling, no flicker back to Loading…; inputs carry the server's limits", async ({ page }) => {
-  const calls: string[] = [];
-  page.on("request", (r) => {
-    const url = new URL(r.url());
-    if (url.pathname.startsWith("/api/trpc/")) calls.push(url.pathname);
-  });
-  for (const { path, procedure, alert } of [
-    { path: "/runs?cursor=garbage", procedure: "runs.list", alert: "Could not load the runs." },
-    { path: "/audit?before=abc", procedure: "audit.list", alert: "Could not load the audit log." },
-    { path: `/runs?q=${"x".repeat(5000)}`, procedure: "runs.list", alert: "Could not load the runs." },
-  ]) {
-    calls.length = 0;
-    await page.goto(path);
-    const error = page.getByRole("alert").filter({ hasText: alert }).first();
-    await expect(error).toBeVisible();
-    const loading = page.getByRole("status").filter({ hasText: "Loading" });
-    // Longer than the pages' polling interval (4 s) and the client's retry delay.
-    const seenLoading: boolean[] = [];
-    for (let i = 0; i < 10; i++) {
-      await page.waitForTimeout(1_000);
-      seenLoading.push(await loading.isVisible());
+  const db = e2eDb();
+  try {
+    const calls: string[] = [];
+    page.on("request", (r) => {
+      const url = new URL(r.url());
+      if (url.pathname.startsWith("/api/trpc/")) calls.push(url.pathname);
+    });
+    for (const { path, procedure, alert } of [
+      { path: "/runs?cursor=garbage", procedure: "runs.list", alert: "Could not load the runs." },
+      { path: "/audit?before=abc", procedure: "audit.list", alert: "Could not load the audit log." },
+      { path: `/runs?q=${"x".repeat(5000)}`, procedure: "runs.list", alert: "Could not load the runs." },
+    ]) {
+      calls.length = 0;
+      await page.goto(path);
+      const error = page.getByRole("alert").filter({ hasText: alert }).first();
       await expect(error).toBeVisible();
+      const loading = page.getByRole("status").filter({ hasText: "Loading" });
+      // Longer than the pages' polling interval (4 s) and the client's retry delay.
+      const seenLoading: boolean[] = [];
+      for (let i = 0; i < 10; i++) {
+        // The runs topic moves as on a busy installation: a live page must not ask a 4xx again.
+        await db.$queryRaw`SELECT nextval('live_runs')`;
+        await page.waitForTimeout(1_000);
+        seenLoading.push(await loading.isVisible());
+        await expect(error).toBeVisible();
+      }
+      expect(seenLoading.some(Boolean), `${path}: went back to Loading…`).toBe(false);
+      const failing = calls.filter((c) => c.includes(procedure));
+      expect(failing.length, `${path}: ${procedure} asked ${failing.length} times in 10 s: ${failing.join(" ")}`).toBeLessThanOrEqual(1);
     }
-    expect(seenLoading.some(Boolean), `${path}: went back to Loading…`).toBe(false);
-    const failing = calls.filter((c) => c.includes(procedure));
-    expect(failing.length, `${path}: ${procedure} asked ${failing.length} times in 10 s`).toBeLessThanOrEqual(1);
-  }
 
-  // A person cannot type more than the server accepts.
-  await page.goto("/runs");
-  await expect(page.getByLabel("Run or task id")).toHaveAttribute("maxlength", "200");
-  await page.goto("/intents");
-  await expect(page.getByLabel("Search")).toHaveAttribute("maxlength", "200");
+    // A person cannot type more than the server accepts.
+    await page.goto("/runs");
+    await expect(page.getByLabel("Run or task id")).toHaveAttribute("maxlength", "200");
+    await page.goto("/intents");
+    await expect(page.getByLabel("Search")).toHaveAttribute("maxlength", "200");
+  } finally {
+    await db.$disconnect();
+  }
 });

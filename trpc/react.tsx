@@ -25,6 +25,9 @@ function onSignedOut(error: unknown) {
 }
 
 let browserQueryClient: QueryClient | undefined;
+
+/** Well under Node's default 16 KB for the request line and headers (cookies included). */
+const MAX_URL_LENGTH = 8_000;
 function getQueryClient() {
   if (typeof window === "undefined") return makeQueryClient();
   browserQueryClient ??= makeQueryClient(onSignedOut);
@@ -36,7 +39,10 @@ export function TRPCReactProvider({ children }: { children: React.ReactNode }) {
   const [trpcClient] = useState(() =>
     createTRPCClient<AppRouter>({
       links: [
-        httpBatchLink({ url: "/api/trpc", transformer: superjson }),
+        // A batch is one GET whose URL carries every input: past Node's 16 KB header limit the
+        // server answers 431 with no tRPC error (not a 4xx the page recognises, so retried and
+        // polled). Three 5,000-character searches did that on /runs; longer batches are split.
+        httpBatchLink({ url: "/api/trpc", transformer: superjson, maxURLLength: MAX_URL_LENGTH }),
       ],
     }),
   );
