@@ -176,6 +176,10 @@ describe("creation-intent sweep", () => {
     expect(await sandboxState(late.id)).toMatch(DELETED);
     const proof = await h.db.db.proof.findFirstOrThrow({ where: { intentId: seed.id, kind: "sandbox_ownership" } });
     expect(proof).toMatchObject({ verdict: "owned", sandboxId: late.id });
+    // One lease for it, written by the reclaim, claimed and torn down with its receipt.
+    const lease = await h.db.db.environmentLease.findFirstOrThrow({ where: { sandboxName: seed.name } });
+    expect(lease).toMatchObject({ intentId: seed.id, providerLeaseId: late.id, status: "expired", cleanupStatus: "destroyed" });
+    expect(lease.terminationReceipt).toMatchObject({ sandboxId: late.id, outcome: "destroyed" });
     // Labels that do not match: nothing destroyed, an operator reconciles it.
     expect(await intentStatus(mismatched.id)).toBe("manual_reconciliation");
     expect(await sandboxState(wrong.id)).not.toMatch(DELETED);

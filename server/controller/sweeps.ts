@@ -283,7 +283,16 @@ async function judgeIntent(ctx: ControllerContext, row: PendingIntent, s: SweepS
       const lastInspection = { ...inspection, at: now.toISOString(), sandboxId };
       if (verdict.verdict === "reclaim") {
         s.reclaimed += 1;
-        return reclaimWrites(tx, ctx, intent, { proofs, runId: links.runId, sandboxId, lastInspection, nextAttemptAt: due.nextAttemptAt ?? null, now });
+        return reclaimWrites(tx, ctx, intent, {
+          proofs,
+          runId: links.runId,
+          leaseIntentId: id,
+          sandboxId,
+          cleanupStatus: "reclaimed_from_intent",
+          lastInspection,
+          nextAttemptAt: due.nextAttemptAt ?? null,
+          now,
+        });
       }
       await tx.proof.createMany({ data: proofs });
       const inspected = { ...due, lastInspection: json(lastInspection), lastInspectedAt: now, attempts: { increment: 1 } };
@@ -363,60 +372,52 @@ async function reclaimLate(ctx: ControllerContext, id: string, found: SandboxRef
     const { evidence, verdict } = await judgeOwnership(tx, ctx.config.instanceId, found, { type: "intent", id });
     count(s, id, verdict);
     const runId = await existingRunId(tx, intent);
-    await recordProof(tx, verdict, evidence, ctx.identity.bootId, { intentId: id, runId, sandboxId: found.id });
-    const inspected = { lastInspection: json({ found: true, sandboxId: found.id, name: found.name, labels: found.labels, at: now.toISOString(), by: "late_materialisation" }), lastInspectedAt: now, attempts: { increment: 1 } };
+    const links = { intentId: id, runId, sandboxId: found.id };
+    const lastInspection = { found: true, sandboxId: found.id, name: found.name, labels: found.labels, at: now.toISOString(), by: "late_materialisation" };
     if (verdict.verdict !== "owned") {
-      await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, status: "manual_reconciliation", resolvedAt: now } });
+      await recordProof(tx, verdict, evidence, ctx.identity.bootId, links);
+      await tx.sandboxCreationIntent.update({ where: { id }, data: { lastInspection: json(lastInspection), lastInspectedAt: now, attempts: { increment: 1 }, status: "manual_reconciliation", resolvedAt: now } });
       return null;
     }
+    // The lease names the intent only when the intent has none yet (a committed one kept its own).
     const committed = await tx.environmentLease.count({ where: { intentId: id } });
     s.reclaimed += 1;
-    return reclaimIntentSandbox(tx, ctx, intent, { runId, intentId: committed === 0 ? id : null, sandboxId: found.id, cleanupStatus: "reclaimed_late_materialisation", inspected, now });
+    return reclaimWrites(tx, ctx, intent, {
+      proofs: [proofData(verdict, evidence, ctx.identity.bootId, links)],
+      runId,
+      leaseIntentId: committed === 0 ? id : null,
+      sandboxId: found.id,
+      cleanupStatus: "reclaimed_late_materialisation",
+      lastInspection,
+      nextAttemptAt: null,
+      now,
+    });
   });
 }
 
 /**
- * The reclaim both intent paths share: a pending_cleanup lease, claimed for this controller's
- * teardown in the same transaction (§2.6: an attempt id, the claimer, a fence; a crash before
- * the teardown leaves a fence whose claimer exited, which the teardown sweep releases), and the
- * intent marked reclaimed. The claim saves the teardown a round trip of its own.
- */
-async function reclaimIntentSandbox(
-  tx: Prisma.TransactionClient,
-  ctx: ControllerContext,
-  intent: Pick<SandboxCreationIntent, "id" | "instanceId" | "companyId" | "creationName">,
-  r: { runId: string | null; intentId: string | null; sandboxId: string | null; cleanupStatus: string; inspected: Prisma.SandboxCreationIntentUpdateInput; now: Date },
-): Promise<Required<ClaimedLease>> {
-  const attemptId = crypto.randomUUID();
-  const lease = await tx.environmentLease.create({
-    data: {
-      runId: r.runId,
-      instanceId: intent.instanceId,
-      companyId: intent.companyId,
-      intentId: r.intentId,
-      provider: ctx.providerTarget,
-      providerLeaseId: r.sandboxId,
-      sandboxName: intent.creationName,
-      acquisitionOutcome: "created",
-      status: "pending_cleanup",
-      cleanupStatus: r.cleanupStatus,
-      ...claimFields(ctx, attemptId, r.now),
-    },
-  });
-  await tx.sandboxCreationIntent.update({ where: { id: intent.id }, data: { ...r.inspected, status: "reclaimed", resolvedAt: r.now } });
-  return { attemptId, lease };
-}
-
-/**
- * A sweep's reclaim of a pending intent, its writes in one statement (issue 13: three round
- * trips before, the bulk of a reclaim's own statements): the proofs, the lease claimed as
- * `reclaimIntentSandbox` makes it (same fields), and the intent marked reclaimed.
+ * The reclaim both intent paths share (a pending intent's, a late materialisation's), its
+ * writes in one statement (issue 13: three round trips before): the proofs; a pending_cleanup
+ * lease, claimed for this controller's teardown in the same transaction (§2.6: an attempt id,
+ * the claimer, a fence; a crash before the teardown leaves a fence whose claimer exited, which
+ * the teardown sweep releases), so the teardown needs no claim of its own; and the intent
+ * marked reclaimed.
  */
 async function reclaimWrites(
   tx: Prisma.TransactionClient,
   ctx: ControllerContext,
   intent: Pick<SandboxCreationIntent, "id" | "instanceId" | "companyId" | "creationName">,
-  r: { proofs: Prisma.ProofCreateManyInput[]; runId: string | null; sandboxId: string | null; lastInspection: object; nextAttemptAt: Date | null; now: Date },
+  r: {
+    proofs: Prisma.ProofCreateManyInput[];
+    runId: string | null;
+    /** The intent the lease names (null: a committed lease already names it). */
+    leaseIntentId: string | null;
+    sandboxId: string | null;
+    cleanupStatus: "reclaimed_from_intent" | "reclaimed_late_materialisation";
+    lastInspection: object;
+    nextAttemptAt: Date | null;
+    now: Date;
+  },
 ): Promise<Required<ClaimedLease>> {
   const attemptId = crypto.randomUUID();
   // When the rows are written (what Prisma's now() defaults and @updatedAt gave): after the provider answered.
@@ -427,7 +428,7 @@ async function reclaimWrites(
     runId: r.runId,
     instanceId: intent.instanceId,
     companyId: intent.companyId,
-    intentId: intent.id,
+    intentId: r.leaseIntentId,
     provider: ctx.providerTarget,
     providerLeaseId: r.sandboxId,
     sandboxName: intent.creationName,
@@ -435,7 +436,7 @@ async function reclaimWrites(
     turn: null,
     acquisitionOutcome: "created",
     status: "pending_cleanup",
-    cleanupStatus: "reclaimed_from_intent",
+    cleanupStatus: r.cleanupStatus,
     cleanupAttempts: 0,
     nextCleanupAt: null,
     lastCleanupError: null,
