@@ -114,7 +114,11 @@ export class EmulatorStore {
 
   constructor(databaseUrl: string, options: { destroyedRetentionMs: number }) {
     // Sized for a sweep's lanes (RUNWARDEN_SWEEP_LANES, 16 by default) and a few requests besides.
-    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 24, connectionTimeoutMillis: 10_000 });
+    // synchronous_commit off: a commit does not wait for its WAL flush (a write per request;
+    // on these machines the flush was most of a DELETE's database time). A committed change is
+    // still seen at once and survives the emulator's own SIGKILL; only an OS crash of the
+    // database host could lose the last few hundred milliseconds, which a stand-in can afford.
+    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 24, connectionTimeoutMillis: 10_000, options: "-c synchronous_commit=off" });
     // An idle client's error (a restarted server) must not crash the emulator.
     this.pool.on("error", () => {});
     this.destroyedRetentionMs = options.destroyedRetentionMs;
@@ -166,8 +170,10 @@ export class EmulatorStore {
   async findWithFaults(idOrName: string, now: Date): Promise<{ row: SandboxRow | null; rules: FaultRule[] }> {
     // `settle` first, in the same statement: the rows it changed are read as it left them
     // (a statement sees its own CTE's changes only through RETURNING), the others as stored.
-    const { rows } = await this.pool.query<SandboxRow & { fault_rules: FaultRow[] | null }>(
-      `WITH settled AS (${SETTLE_SQL})
+    const { rows } = await this.pool.query<SandboxRow & { fault_rules: FaultRow[] | null }>({
+      // Named: prepared once per connection, so PostgreSQL plans it once, not on every request.
+      name: "emulator_find_with_faults",
+      text: `WITH settled AS (${SETTLE_SQL})
        SELECT s.*, (SELECT json_agg(f ORDER BY f.seq) FROM emulator_fault f WHERE f.times IS NULL OR f.used < f.times) AS fault_rules
        FROM (SELECT 1) one LEFT JOIN LATERAL (
          SELECT * FROM (
@@ -176,8 +182,8 @@ export class EmulatorStore {
            SELECT * FROM emulator_sandbox e WHERE NOT EXISTS (SELECT 1 FROM settled x WHERE x.id = e.id)
          ) a WHERE (id = $1 OR name = $1) AND ${this.visible("$2", "$3")}
          ORDER BY (id = $1) DESC, (destroyed_at IS NULL) DESC, seq DESC LIMIT 1) s ON true`,
-      [idOrName, now, String(this.destroyedRetentionMs)],
-    );
+      values: [idOrName, now, String(this.destroyedRetentionMs)],
+    });
     const { fault_rules: rules, ...row } = mustRow(rows[0]);
     // json_agg gives timestamps as text; the rows' own columns keep their types.
     return { row: row.id === null ? null : (row as SandboxRow), rules: (rules ?? []).map((r) => faultRule({ ...r, created_at: new Date(r.created_at) })) };
@@ -189,16 +195,17 @@ export class EmulatorStore {
    * delete (gone, destroyed, mid-transition): the caller takes the locked path for the error.
    */
   async deleteNow(idOrName: string, now: Date, transitionUntil: Date | null): Promise<SandboxRow | null> {
-    const { rows } = await this.pool.query<SandboxRow>(
-      `UPDATE emulator_sandbox SET state = $4, desired_state = 'destroyed', updated_at = $2, last_activity_at = $2,
+    const { rows } = await this.pool.query<SandboxRow>({
+      name: "emulator_delete_now",
+      text: `UPDATE emulator_sandbox SET state = $4, desired_state = 'destroyed', updated_at = $2, last_activity_at = $2,
          destroyed_at = CASE WHEN $5::timestamptz IS NULL THEN $2 ELSE destroyed_at END,
          transition_until = $5, name = 'DESTROYED_' || name || '_' || $6
        WHERE id = (SELECT id FROM emulator_sandbox WHERE (id = $1 OR name = $1) AND ${this.visible("$2", "$3")}
                    ORDER BY (id = $1) DESC, (destroyed_at IS NULL) DESC, seq DESC LIMIT 1 FOR UPDATE)
          AND destroyed_at IS NULL AND state NOT IN (${Object.keys(TRANSITIONS).map((t) => `'${t}'`).join(", ")})
        RETURNING *`,
-      [idOrName, now, String(this.destroyedRetentionMs), transitionUntil ? "destroying" : "destroyed", transitionUntil, String(now.getTime())],
-    );
+      values: [idOrName, now, String(this.destroyedRetentionMs), transitionUntil ? "destroying" : "destroyed", transitionUntil, String(now.getTime())],
+    });
     return rows[0] ?? null;
   }
 
