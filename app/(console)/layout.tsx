@@ -1,11 +1,8 @@
 import { dehydrate, hashKey, HydrationBoundary } from "@tanstack/react-query";
-import { headers } from "next/headers";
 import { RedirectToSignIn } from "@/components/auth/redirect-to-sign-in";
 import { Nav } from "@/components/nav";
-import { sessionUser } from "@/server/auth/users";
-import { db } from "@/server/db";
 import { meOf } from "@/server/trpc/routers/me";
-import { getQueryClient, trpc } from "@/trpc/server";
+import { getQueryClient, requestUser, trpc } from "@/trpc/server";
 
 // Who is signed in is read on every request.
 export const dynamic = "force-dynamic";
@@ -15,7 +12,7 @@ export const dynamic = "force-dynamic";
  * browser goes to /sign-in?next=<this page>. (The API refuses on its own as well.)
  */
 export default async function ConsoleLayout({ children }: { children: React.ReactNode }) {
-  const user = await sessionUser(db(), new Headers(await headers()));
+  const user = await requestUser();
   if (!user) return <RedirectToSignIn />;
 
   // me.get's answer, known already: the nav and every guarded control have it on first paint.

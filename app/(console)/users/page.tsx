@@ -1,18 +1,15 @@
 import type { Metadata } from "next";
-import { headers } from "next/headers";
 import { RedirectToSignIn } from "@/components/auth/redirect-to-sign-in";
 import { PageHeader } from "@/components/ui";
 import { UsersView } from "@/components/users/users-view";
 import { roleAllows } from "@/server/shared/roles";
-import { sessionUser } from "@/server/auth/users";
-import { db } from "@/server/db";
-import { getQueryClient, HydrateClient, trpc } from "@/trpc/server";
+import { getQueryClient, HydrateClient, requestUser, trpc } from "@/trpc/server";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Users" };
 
 export default async function UsersPage() {
-  const user = await sessionUser(db(), new Headers(await headers()));
+  const user = await requestUser();
   if (!user) return <RedirectToSignIn />;
   if (!roleAllows(user.role, "admin")) {
     return (
