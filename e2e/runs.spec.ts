@@ -106,6 +106,13 @@ test("the runs list: filters survive a reload, failure codes explain themselves,
     await rows.first().getByTestId("failure-code").hover();
     await expect(page.getByRole("tooltip")).toContainText(entry.message);
 
+    // The groups come in the server's first HTML, ahead of the list, not in a streamed segment
+    // React reveals 300 ms after the first paint (the page's largest element: its LCP, issue 13).
+    const html = await (await page.request.get("/runs")).text();
+    const groupsAt = html.indexOf('data-testid="failure-groups"');
+    expect(groupsAt).toBeGreaterThan(-1);
+    expect(groupsAt).toBeLessThan(html.indexOf("<tbody"));
+
     // A failure group is one click from its runs.
     await page.getByRole("button", { name: "Clear filters" }).click();
     await expect(page).not.toHaveURL(/status=/);
