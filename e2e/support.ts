@@ -1,5 +1,5 @@
 import AxeBuilder from "@axe-core/playwright";
-import { expect, type APIRequestContext, type Page } from "@playwright/test";
+import { expect, type APIRequestContext, type Locator, type Page } from "@playwright/test";
 import type { Db } from "../server/db/client";
 
 /**
@@ -85,6 +85,17 @@ export async function rejectedRun(db: Db, baseURL: string | undefined, request: 
 }
 
 /** No serious or critical accessibility violation (axe), in light and in dark mode. */
+/**
+ * Waits until React has hydrated this element (its props are attached): a click on
+ * server-rendered markup before then does nothing, which under load lost a test's click.
+ */
+export async function hydrated(locator: Locator): Promise<Locator> {
+  await expect
+    .poll(() => locator.evaluate((el) => Object.keys(el).some((k) => k.startsWith("__reactProps$"))), { message: "the element is hydrated" })
+    .toBe(true);
+  return locator;
+}
+
 export async function expectAccessible(page: Page) {
   for (const colorScheme of ["light", "dark"] as const) {
     await page.emulateMedia({ colorScheme });

@@ -2,7 +2,7 @@ import { expect, test, type Page } from "@playwright/test";
 import { addUser } from "../server/auth/users";
 import { ACCOUNTS, resetSignInLimits, stateFile } from "./accounts";
 import { e2eDb } from "./db";
-import { expectAccessible, screenshot, tag } from "./support";
+import { expectAccessible, hydrated, screenshot, tag } from "./support";
 
 test("an admin sees the people and adds one: the generated password is shown once, and it signs them in", async ({ browser }) => {
   const db = e2eDb();
@@ -112,7 +112,7 @@ test("an admin edits a person, disables them (their open session ends at once), 
     await expect(row.getByTestId("person-status")).toHaveText("active");
 
     // Edit: a bad company id is refused with the server's reason, then a good change lands.
-    await row.getByRole("button", { name: "Edit" }).click();
+    await (await hydrated(row.getByRole("button", { name: "Edit" }))).click();
     await panel.getByLabel(`Companies of ${email}`).fill(`co-e2e-people, ${"x".repeat(121)}`);
     await panel.getByRole("button", { name: "Save" }).click();
     await expect(panel.getByRole("alert")).toContainText(`${email} was not changed.`);
