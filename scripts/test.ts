@@ -104,7 +104,8 @@ await step("playwright (e2e in Chromium)", async () => {
     const detail = stats ? `${stats.expected} passed, ${stats.unexpected + stats.flaky} failed${stats.skipped ? `, ${stats.skipped} skipped` : ""}` : "no report";
     return { ok: code === 0 && !!stats && stats.unexpected + stats.flaky === 0, detail };
   } finally {
-    await admin(db.adminUrl, `DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`).catch(() => {});
+    // And the emulator's, which `npm start` names after the product's (scripts/start.ts).
+    for (const database of [name, `${name}_emulator`]) await admin(db.adminUrl, `DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`).catch(() => {});
   }
 });
 
