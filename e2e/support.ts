@@ -84,7 +84,6 @@ export async function rejectedRun(db: Db, baseURL: string | undefined, request: 
   return { id: run.id, companyId, taskId: `task-reject-${t}` };
 }
 
-/** No serious or critical accessibility violation (axe), in light and in dark mode. */
 /**
  * Waits until React has hydrated this element (its props are attached): a click on
  * server-rendered markup before then does nothing, which under load lost a test's click.
@@ -96,6 +95,7 @@ export async function hydrated(locator: Locator): Promise<Locator> {
   return locator;
 }
 
+/** No serious or critical accessibility violation (axe), in light and in dark mode. */
 export async function expectAccessible(page: Page) {
   for (const colorScheme of ["light", "dark"] as const) {
     await page.emulateMedia({ colorScheme });

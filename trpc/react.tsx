@@ -24,10 +24,10 @@ function onSignedOut(error: unknown) {
   window.location.replace(signInHref(`${window.location.pathname}${window.location.search}`));
 }
 
-let browserQueryClient: QueryClient | undefined;
-
 /** Well under Node's default 16 KB for the request line and headers (cookies included). */
 const MAX_URL_LENGTH = 8_000;
+
+let browserQueryClient: QueryClient | undefined;
 function getQueryClient() {
   if (typeof window === "undefined") return makeQueryClient();
   browserQueryClient ??= makeQueryClient(onSignedOut);

@@ -1,10 +1,8 @@
 import type { Metadata } from "next";
-import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import { safeNextPath } from "@/components/auth/next-path";
 import { SignInForm } from "@/components/auth/sign-in-form";
-import { sessionUser } from "@/server/auth/users";
-import { db } from "@/server/db";
+import { requestUser } from "@/trpc/server";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Sign in" };
@@ -13,7 +11,7 @@ export default async function SignInPage({ searchParams }: { searchParams: Promi
   const raw = (await searchParams).next;
   const next = safeNextPath(typeof raw === "string" ? raw : null);
   // Already signed in: straight on.
-  if (await sessionUser(db(), new Headers(await headers()))) redirect(next);
+  if (await requestUser()) redirect(next);
   return (
     <>
       <header className="border-b border-zinc-200 dark:border-zinc-800">

@@ -1,4 +1,5 @@
 import type { Metadata } from "next";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { SearchParams } from "nuqs/server";
 import { loadRunsSearchParams, toRunFilter, toRunListInput } from "@/components/runs/search-params";
 import { RunsView } from "@/components/runs/runs-view";
@@ -24,7 +25,7 @@ export default async function RunsPage({ searchParams }: { searchParams: Promise
   // list's HTML. Streamed in later instead, React reveals them no sooner than 300 ms after the
   // first paint (its reveal throttle), and as the page's largest element they set its LCP.
   // A slow answer (a filter the rollups cannot serve) holds the list back by GROUPS_GRACE_MS at most.
-  await Promise.race([groups, new Promise((resolve) => setTimeout(resolve, GROUPS_GRACE_MS))]);
+  await Promise.race([groups, sleep(GROUPS_GRACE_MS)]);
   return (
     <HydrateClient>
       <PageHeader title="Runs">Every run, newest first. Filters live in the address, so a link reproduces this view.</PageHeader>
