@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { dateInput, text } from "../text";
-import { ExecutionTarget, OutcomeClass, Prisma, RunStatus, type Db } from "../db/client";
+import { ExecutionTarget, OutcomeClass, Prisma, readRows, RunStatus, type Db } from "../db/client";
 import { describeFailure, failureDescriptionSchema } from "../engine";
 import { cappedTotal, COUNT_CAP, cursorInput, decodeCursor, pageOf } from "./cursor";
 import { companyWhere, type CompanyScope } from "../shared/roles";
@@ -150,9 +150,11 @@ export async function listRuns(db: Db, scope: CompanyScope, raw: RunListInput, n
   const conditions = runConditions(input, scope, now);
   const k = input.cursor ? decodeCursor(input.cursor) : null;
   const after = k ? [Prisma.sql`(created_at, id) < (${k.createdAt}::timestamptz, ${k.id}::uuid)`] : [];
-  const rows = await db.$queryRaw<PageRow[]>`
-    SELECT ${ROW_COLUMNS} FROM runs WHERE ${allOf([...conditions, ...after])}
-    ORDER BY created_at DESC, id DESC LIMIT ${input.pageSize + 1}`;
+  const rows = await readRows<PageRow>(
+    db,
+    Prisma.sql`SELECT ${ROW_COLUMNS} FROM runs WHERE ${allOf([...conditions, ...after])}
+    ORDER BY created_at DESC, id DESC LIMIT ${input.pageSize + 1}`,
+  );
   const page = pageOf(rows, input.pageSize);
   return {
     items: page.items.map((r) => ({ ...r, failureMessage: describeFailure(r.failureCode)?.message ?? null })),
@@ -169,12 +171,15 @@ export async function countRuns(db: Db, scope: CompanyScope, raw: z.input<typeof
   const input = runFilterInput.parse(raw);
   const rollup = rollupSql(input, scope);
   if (rollup) {
-    const [row] = await db.$queryRaw<{ total: bigint }[]>`SELECT coalesce(sum(n), 0)::bigint AS total FROM run_rollups WHERE ${rollup}`;
+    // float8: a number in `pg`'s types, exact far past any count of runs (int8 would be text).
+    const [row] = await readRows<{ total: number }>(db, Prisma.sql`SELECT coalesce(sum(n), 0)::float8 AS total FROM run_rollups WHERE ${rollup}`);
     return { total: Number(row?.total ?? 0), totalCapped: false };
   }
-  const [row] = await db.$queryRaw<{ total: bigint }[]>`
-    SELECT count(*) AS total FROM (SELECT 1 FROM runs WHERE ${allOf(runConditions(input, scope, now))}
-    ORDER BY created_at DESC, id DESC LIMIT ${COUNT_CAP + 1}) AS capped`;
+  const [row] = await readRows<{ total: number }>(
+    db,
+    Prisma.sql`SELECT count(*)::int AS total FROM (SELECT 1 FROM runs WHERE ${allOf(runConditions(input, scope, now))}
+    ORDER BY created_at DESC, id DESC LIMIT ${COUNT_CAP + 1}) AS capped`,
+  );
   const n = Number(row?.total ?? 0);
   return n > COUNT_CAP ? { total: COUNT_CAP, totalCapped: true } : { total: n, totalCapped: false };
 }
