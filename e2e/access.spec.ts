@@ -1,8 +1,7 @@
-import { expect, test } from "@playwright/test";
+import { expect, rejectedRun, test } from "./support";
 import crypto from "node:crypto";
 import { ACCOUNTS, BOARD_COMPANY, stateFile } from "./accounts";
 import { e2eDb } from "./db";
-import { rejectedRun } from "./support";
 
 /** The server enforces every role; the UI explains it. */
 

@@ -1,8 +1,7 @@
-import { expect, test } from "@playwright/test";
+import { emulatorSandboxes, expect, expectAccessible, plant, screenshot, tag, test, trpcQuery } from "./support";
 import fs from "node:fs";
 import { ACCOUNTS } from "./accounts";
 import { e2eDb } from "./db";
-import { emulatorSandboxes, expectAccessible, plant, screenshot, tag, trpcQuery } from "./support";
 
 test("an operator reclaims an orphan; the audit log shows it with its input, filters live in the address, and the CSV and JSON exports contain it", async ({ page, baseURL, playwright }) => {
   const db = e2eDb();

@@ -1,6 +1,5 @@
-import { expect, test } from "@playwright/test";
+import { expect, expectAccessible, rejectedRun, screenshot, test } from "./support";
 import { e2eDb } from "./db";
-import { expectAccessible, rejectedRun, screenshot } from "./support";
 
 test("evaluating evidence: a stored bundle gives its verdict and checks; a bad one names the field", async ({ page, baseURL }) => {
   const db = e2eDb();

@@ -1,7 +1,6 @@
-import { expect, test } from "@playwright/test";
+import { expect, expectAccessible, plant, rejectedRun, screenshot, tag, test, trpcQuery } from "./support";
 import { describeFailure } from "../server/engine";
 import { e2eDb } from "./db";
-import { expectAccessible, plant, rejectedRun, screenshot, tag, trpcQuery } from "./support";
 
 const REJECTED = "native_provider_startup_rejected";
 

@@ -1,7 +1,6 @@
-import { expect, test } from "@playwright/test";
+import { eventually, expect, expectAccessible, screenshot, tag, test, trpcQuery } from "./support";
 import crypto from "node:crypto";
 import { e2eDb } from "./db";
-import { eventually, expectAccessible, screenshot, tag, trpcQuery } from "./support";
 
 test("pending intents show each creator's live verdict; Run sweep now shows what it decided", async ({ page }) => {
   const db = e2eDb();

@@ -1,7 +1,6 @@
-import { expect, test } from "@playwright/test";
+import { emulatorSandboxes, expect, expectAccessible, plant, screenshot, tag, test, trpcQuery } from "./support";
 import { BOARD_COMPANY, stateFile } from "./accounts";
 import { e2eDb } from "./db";
-import { emulatorSandboxes, expectAccessible, plant, screenshot, tag, trpcQuery } from "./support";
 
 test("reclaiming orphans shows the dry run before anything is destroyed, then destroys only what was confirmed", async ({ page, baseURL }) => {
   const db = e2eDb();

@@ -1,7 +1,6 @@
-import { expect, test } from "@playwright/test";
+import { expect, expectAccessible, rejectedRun, tag, test } from "./support";
 import { e2eDb } from "./db";
 import { stateFile } from "./accounts";
-import { expectAccessible, rejectedRun, tag } from "./support";
 
 test("every page is accessible (axe: no serious or critical violation, light and dark) and errors are shown, not blank", async ({ page }) => {
   // Twenty axe passes (ten pages, light and dark): 40 s on an idle machine, 2.7 min measured under load.

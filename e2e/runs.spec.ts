@@ -1,8 +1,7 @@
-import { expect, test } from "@playwright/test";
+import { eventually, expect, expectAccessible, rejectedRun, screenshot, tag, test } from "./support";
 import fs from "node:fs";
 import { describeFailure, judgeProcessExit, safeDecide } from "../server/engine";
 import { e2eDb } from "./db";
-import { eventually, expectAccessible, rejectedRun, screenshot, tag } from "./support";
 
 const REJECTED = "native_provider_startup_rejected";
 

@@ -1,7 +1,7 @@
-import { expect, test, type Page } from "@playwright/test";
+import { expect, expectAccessible, screenshot, test } from "./support";
+import type { Page } from "@playwright/test";
 import { ACCOUNTS, resetSignInLimits } from "./accounts";
 import { e2eDb } from "./db";
-import { expectAccessible, screenshot } from "./support";
 
 /** Signed out: these tests sign in through the page themselves. */
 test.use({ storageState: { cookies: [], origins: [] } });

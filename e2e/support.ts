@@ -1,11 +1,29 @@
 import AxeBuilder from "@axe-core/playwright";
-import { expect, type APIRequestContext, type Locator, type Page } from "@playwright/test";
+import { test as base, expect, type APIRequestContext, type Locator, type Page } from "@playwright/test";
 import type { Db } from "../server/db/client";
 
 /**
  * Helpers for the browser tests: the product's tRPC API and the emulator's admin API over
  * HTTP (exactly as an operator's tools would reach them), accessibility checks, screenshots.
  */
+
+/**
+ * Playwright's `test`, failing any test whose page threw an uncaught error — among them React's
+ * recoverable ones, such as a hydration mismatch (#418), after which React throws the server's
+ * HTML away and renders the page again in the browser.
+ */
+export const test = base.extend<{ pageErrors: void }>({
+  pageErrors: [
+    async ({ page }, use) => {
+      const errors: string[] = [];
+      page.on("pageerror", (err) => errors.push(`${page.url()}: ${err.message}`));
+      await use();
+      expect(errors, "uncaught errors in the page").toEqual([]);
+    },
+    { auto: true },
+  ],
+});
+export { expect };
 
 /** The emulator runs on the dashboard's port + 700 (playwright.config.ts). */
 export function emulatorUrl(baseURL: string | undefined): string {

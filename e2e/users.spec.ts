@@ -1,8 +1,8 @@
-import { expect, test, type Page } from "@playwright/test";
+import { expect, expectAccessible, hydrated, screenshot, tag, test } from "./support";
+import type { Page } from "@playwright/test";
 import { addUser } from "../server/auth/users";
 import { ACCOUNTS, resetSignInLimits, stateFile } from "./accounts";
 import { e2eDb } from "./db";
-import { expectAccessible, hydrated, screenshot, tag } from "./support";
 
 test("an admin sees the people and adds one: the generated password is shown once, and it signs them in", async ({ browser }) => {
   const db = e2eDb();

@@ -1,5 +1,5 @@
 import AxeBuilder from "@axe-core/playwright";
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./support";
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { childEnv, env } from "../server/env";

@@ -17,7 +17,10 @@ export function makeQueryClient(onError?: (error: unknown) => void) {
       },
       dehydrate: {
         serializeData: superjson.serialize,
-        shouldDehydrateQuery: (query) => defaultShouldDehydrateQuery(query) || query.state.status === "pending",
+        // Only answered queries go out with the page. A pending one would stream its answer, and
+        // whether it had arrived when React hydrated (useQuery reads it at once if so) was a race
+        // the server's render could lose: a hydration mismatch, the page rendered a second time.
+        shouldDehydrateQuery: defaultShouldDehydrateQuery,
       },
       hydrate: { deserializeData: superjson.deserialize },
     },

@@ -109,7 +109,7 @@ type RunFilter = ReturnType<typeof toRunFilter>;
 
 /**
  * The groups as the server prefetched them: when they answered with the list they are in the
- * first HTML, painted with it; otherwise "Loading…" until their answer streams in. Not a
+ * first HTML, painted with it; otherwise "Loading…" until the browser's own request answers. Not a
  * Suspense boundary: React sends a boundary this size outlined and reveals it no sooner than
  * 300 ms after the first paint, and the groups are the page's largest element (its LCP). A
  * filter change keeps the last groups on screen until the new ones arrive.

@@ -7,25 +7,23 @@ import { PageHeader } from "@/components/ui";
 import { getQueryClient, HydrateClient, prefetchLiveToken, trpc } from "@/trpc/server";
 
 export const dynamic = "force-dynamic";
-const GROUPS_GRACE_MS = 50;
+const GRACE_MS = 50;
 export const metadata: Metadata = { title: "Runs" };
 
 export default async function RunsPage({ searchParams }: { searchParams: Promise<SearchParams> }) {
   const values = await loadRunsSearchParams(searchParams);
   const qc = getQueryClient();
   await prefetchLiveToken();
-  // The list is what the page is for: it is awaited; the total and the filters' suggestions are
-  // asked for after it and stream in (pending queries are dehydrated), so they neither hold the
-  // first paint nor compete with the list for the database (issue 13).
-  const groups = qc.prefetchQuery(trpc.runs.failureGroups.queryOptions(toRunFilter(values)));
+  // The list is what the page is for: it is awaited. The groups, the total and the filters'
+  // suggestions are asked for alongside it; those that have answered GRACE_MS after the list go
+  // out in its HTML (the groups read maintained rollups, the page's largest element: its LCP),
+  // the browser asks for any other itself once the page is live. A slow answer (a filter the
+  // rollups cannot serve) holds the list back by GRACE_MS at most (issue 13).
+  const filter = toRunFilter(values);
+  const groups = qc.prefetchQuery(trpc.runs.failureGroups.queryOptions(filter));
   await qc.prefetchQuery(trpc.runs.list.queryOptions(toRunListInput(values)));
-  void qc.prefetchQuery(trpc.runs.count.queryOptions(toRunFilter(values)));
-  void qc.prefetchQuery(trpc.runs.facets.queryOptions());
-  // Failure groups that have answered by then (they read maintained rollups) go out with the
-  // list's HTML. Streamed in later instead, React reveals them no sooner than 300 ms after the
-  // first paint (its reveal throttle), and as the page's largest element they set its LCP.
-  // A slow answer (a filter the rollups cannot serve) holds the list back by GROUPS_GRACE_MS at most.
-  await Promise.race([groups, sleep(GROUPS_GRACE_MS)]);
+  const rest = [groups, qc.prefetchQuery(trpc.runs.count.queryOptions(filter)), qc.prefetchQuery(trpc.runs.facets.queryOptions())];
+  await Promise.race([Promise.all(rest), sleep(GRACE_MS)]);
   return (
     <HydrateClient>
       <PageHeader title="Runs">Every run, newest first. Filters live in the address, so a link reproduces this view.</PageHeader>
