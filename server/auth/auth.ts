@@ -24,10 +24,26 @@ export function trustedOrigins(): string[] {
   return [...origins];
 }
 
-/** BETTER_AUTH_SECRET, or one generated once and kept (mode 600) in the data dir. */
+/** The secret per file, read once per process (as better-auth reads its own once). */
+const secrets = new Map<string, string>();
+
+/**
+ * BETTER_AUTH_SECRET, or one generated once and kept (mode 600) in the data dir. Every list
+ * cursor is signed with it: read from the file on each call, it cost a deep `runs.list` page
+ * three blocking file reads (issue 13).
+ */
 export function authSecret(): string {
   if (env.BETTER_AUTH_SECRET) return env.BETTER_AUTH_SECRET;
   const file = path.resolve(env.RUNWARDEN_DATA_DIR, "auth-secret");
+  let secret = secrets.get(file);
+  if (secret === undefined) {
+    secret = readOrCreateSecret(file);
+    secrets.set(file, secret);
+  }
+  return secret;
+}
+
+function readOrCreateSecret(file: string): string {
   try {
     return fs.readFileSync(file, "utf8").trim();
   } catch {
