@@ -47,9 +47,10 @@ export async function sweepFigures(url: string, raw: pg.Pool, emulatorDbUrl: str
       let after = "";
       for (;;) {
         const { rows } = await raw.query<{ id: string }>(
-          `SELECT i.operation_id AS id, i.instance_id, i.company_id, i.run_id, i.creation_name, i.creator, i.creator_boot_id, i.created_at, i.next_attempt_at, i.settle_deadline,
-             EXISTS (SELECT 1 FROM environment_leases l WHERE l.intent_id = i.operation_id) AS committed
-           FROM sandbox_creation_intents i WHERE i.instance_id = $1 AND i.status = 'pending' AND i.operation_id > $2 ORDER BY i.operation_id LIMIT $3`,
+          `SELECT p.*, c.hit IS NOT NULL AS committed FROM (
+             SELECT i.operation_id AS id, i.instance_id, i.company_id, i.run_id, i.creation_name, i.creator, i.creator_boot_id, i.created_at, i.next_attempt_at, i.settle_deadline
+             FROM sandbox_creation_intents i WHERE i.instance_id = $1 AND i.status = 'pending' AND i.operation_id > $2 ORDER BY i.operation_id LIMIT $3) p
+           LEFT JOIN LATERAL (SELECT true AS hit FROM environment_leases l WHERE l.intent_id = p.id LIMIT 1) c ON true ORDER BY p.id`,
           [OUR_INSTANCE, after, pageSize],
         );
         const last = rows[rows.length - 1];

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PrismaClient, type Db } from "../db/client";
 import { withTestDatabase } from "../test/context";
 import { executingRunsPage } from "../controller/recovery";
+import { pendingIntentsPage } from "../controller/sweeps";
 import { encodeCursor } from "./cursor";
 import { getRunDetail } from "./detail";
 import { countRuns, listRuns, type RunFilter, type RunListInput } from "./queries";
@@ -43,11 +44,13 @@ function seqScans(node: PlanNode, out: string[] = []): string[] {
   return out;
 }
 
-/** Runs `fn` and returns, per statement it sent that reads runs, run_events or run_rollups, the tables it scanned whole. */
-async function scansOf(fn: () => Promise<unknown>): Promise<{ sql: string; seq: string[]; removed: number }[]> {
+const READS_RUNS = /"public"\."(runs|run_events|run_rollups)"|\b(FROM|JOIN)\s+(runs|run_events|run_rollups)\b/i;
+
+/** Runs `fn` and returns, per statement it sent that matches `reads` (by default: reads runs, run_events or run_rollups), the tables it scanned whole. */
+async function scansOf(fn: () => Promise<unknown>, reads = READS_RUNS): Promise<{ sql: string; seq: string[]; removed: number }[]> {
   sent = [];
   await fn();
-  const statements = sent.filter((s) => /"public"\."(runs|run_events|run_rollups)"|\b(FROM|JOIN)\s+(runs|run_events|run_rollups)\b/i.test(s.query));
+  const statements = sent.filter((s) => reads.test(s.query));
   expect(statements.length).toBeGreaterThan(0);
   const out: { sql: string; seq: string[]; removed: number }[] = [];
   for (const s of statements) {
@@ -189,6 +192,17 @@ describe("query plans at scale (issue 13)", () => {
     expect(plans.filter((p) => p.seq.length > 0)).toEqual([]);
     // Every finished run of the table sits before or between the executing ones in id order.
     expect(plans.reduce((n, p) => n + p.removed, 0)).toBeLessThan(1000);
+  });
+
+  it("the sweep's page of pending intents probes the leases of its own rows, and reads no table whole", async () => {
+    for (const after of [null, "5"]) {
+      const plans = await scansOf(
+        () => pendingIntentsPage(db, { instanceId: OUR_INSTANCE, pageSize: 500, after }),
+        /\bFROM\s+sandbox_creation_intents\b/i,
+      );
+      expect(plans).toHaveLength(1);
+      expect(plans.filter((p) => p.seq.length > 0)).toEqual([]);
+    }
   });
 
   it("runs.get of a restarted run reads no table whole", async () => {
