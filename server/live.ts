@@ -1,4 +1,4 @@
-import type { Db } from "./db/client";
+import { Prisma, readRows, type Db } from "./db/client";
 import { z } from "zod";
 import { LIVE_TOPICS, type LiveReading, type LiveTopic } from "./shared/live";
 
@@ -17,8 +17,11 @@ export const liveTokenOutput = z.object({
  * (`advanceLive` in shared/live.ts) needs to catch a change it read before it committed.
  */
 export async function readLiveToken(db: Db): Promise<LiveReading> {
-  const [row] = await db.$queryRaw<unknown[]>`
-    SELECT runs::text, intents::text, audit::text, waves::text, xmin::text, horizon::text FROM live_token()`;
-  const { runs, intents, audit, waves, xmin, horizon } = row as Record<string, string | null>;
+  // Every open page asks every few seconds: straight to the pool (readRows), not through Prisma.
+  const [row] = await readRows<Record<string, string | null>>(
+    db,
+    Prisma.sql`SELECT runs::text, intents::text, audit::text, waves::text, xmin::text, horizon::text FROM live_token()`,
+  );
+  const { runs, intents, audit, waves, xmin, horizon } = row ?? {};
   return liveTokenOutput.parse({ topics: { runs, intents, audit, waves }, xmin, horizon });
 }
