@@ -41,6 +41,8 @@ async function main() {
       // Sandboxes are directories here; their detached runners outlive this process.
       dataDir: path.resolve(env.RUNWARDEN_DATA_DIR, "emulator", env.EMULATOR_DATABASE),
       log: say,
+      // A 500's cause goes where errors go: the bench, for one, shows the emulator's stderr only.
+      logError: (line) => process.stderr.write(`${line}\n`),
     });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") {

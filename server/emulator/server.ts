@@ -47,6 +47,8 @@ export interface EmulatorOptions {
    */
   dataDir?: string;
   log?: (line: string) => void;
+  /** A request that failed unexpectedly (a 500), with its stack; `log` when unset. */
+  logError?: (line: string) => void;
   /** Sees every request (method and path with query), e.g. to check what a client sends. */
   onRequest?: (method: string, pathAndQuery: string) => void;
 }
@@ -69,6 +71,7 @@ export const DEFAULT_API_KEY = "emulator-key";
 
 export async function startEmulator(options: EmulatorOptions): Promise<EmulatorHandle> {
   const log = options.log ?? (() => {});
+  const logError = options.logError ?? log;
   // Creates the database when it does not exist yet.
   await openDatabase({ env: readEnv({ DATABASE_URL: options.databaseUrl }) });
   const store = new EmulatorStore(options.databaseUrl, { destroyedRetentionMs: options.destroyedRetentionMs ?? 0 });
@@ -93,7 +96,7 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
   const server = http.createServer((req, res) => {
     void handle(req, res).catch((err: unknown) => {
       const e = err instanceof HttpError ? err : null;
-      if (!e) log(`emulator: ${req.method} ${req.url} failed: ${(err as Error)?.stack ?? String(err)}`);
+      if (!e) logError(`emulator: ${req.method} ${req.url} failed: ${(err as Error)?.stack ?? String(err)}`);
       const status = e?.status ?? 500;
       const message = e?.message ?? "internal emulator error";
       const pathname = (req.url ?? "/").split("?")[0] ?? "/";
