@@ -70,9 +70,6 @@ const INTENT_COLUMNS = Prisma.sql`
   i.creation_name AS "creationName", i.creator, i.creator_boot_id AS "creatorBootId", i.created_at AS "createdAt",
   i.next_attempt_at AS "nextAttemptAt", i.settle_deadline AS "settleDeadline"`;
 
-/** Whether a lease names the intent whose id is `id` (a column of the statement). */
-const committedOf = (id: string) => Prisma.sql`EXISTS (SELECT 1 FROM environment_leases l WHERE l.intent_id = ${Prisma.raw(id)}) AS committed`;
-
 /**
  * One page of pending intents after `after`, with whether a lease names each: one round trip.
  * The page is cut first, and each of its rows probes the leases' intent index (a lateral
@@ -224,7 +221,7 @@ export function lanePool<T>(limit: number, work: (item: T) => Promise<void>): { 
 async function lockPending(tx: Prisma.TransactionClient, id: string): Promise<(PendingIntent & { existingRunId: string | null }) | null> {
   // Probe and qualification acquires name runs that never existed (and ids that are no uuid).
   const rows = await tx.$queryRaw<Array<PendingIntent & { existingRunId: string | null }>>`
-    SELECT ${INTENT_COLUMNS}, ${committedOf("i.operation_id")},
+    SELECT ${INTENT_COLUMNS}, EXISTS (SELECT 1 FROM environment_leases l WHERE l.intent_id = i.operation_id) AS committed,
       (SELECT r.id::text FROM runs r WHERE r.id = CASE WHEN i.run_id ~* ${UUID_PATTERN.source} THEN i.run_id::uuid END) AS "existingRunId"
     FROM sandbox_creation_intents i
     WHERE i.operation_id = ${id} AND i.status = 'pending'::"IntentStatus"

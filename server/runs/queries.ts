@@ -173,14 +173,14 @@ export async function countRuns(db: Db, scope: CompanyScope, raw: z.input<typeof
   if (rollup) {
     // float8: a number in `pg`'s types, exact far past any count of runs (int8 would be text).
     const [row] = await readRows<{ total: number }>(db, Prisma.sql`SELECT coalesce(sum(n), 0)::float8 AS total FROM run_rollups WHERE ${rollup}`);
-    return { total: Number(row?.total ?? 0), totalCapped: false };
+    return { total: row?.total ?? 0, totalCapped: false };
   }
   const [row] = await readRows<{ total: number }>(
     db,
     Prisma.sql`SELECT count(*)::int AS total FROM (SELECT 1 FROM runs WHERE ${allOf(runConditions(input, scope, now))}
     ORDER BY created_at DESC, id DESC LIMIT ${COUNT_CAP + 1}) AS capped`,
   );
-  const n = Number(row?.total ?? 0);
+  const n = row?.total ?? 0;
   return n > COUNT_CAP ? { total: COUNT_CAP, totalCapped: true } : { total: n, totalCapped: false };
 }
 
