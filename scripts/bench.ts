@@ -231,7 +231,7 @@ try {
   say(`   ${s.judged} intents judged, ${s.reclaimed} reclaimed and ${s.destroyed} destroyed through the provider in ${secs.toFixed(2)} s: ${(s.judged / secs).toFixed(0)} intents/s overall, ${(s.reclaimed / secs).toFixed(0)} reclaims/s`);
 
   // 2b. a larger batch: reclaims/s beside the provider's own round trips for the same work
-  // (get by name, get by id, destroy per sandbox, as many at a time as the sweep has lanes:
+  // (get by name, destroy per sandbox, as many at a time as the sweep has lanes:
   // what a reclaim asks of it).
   const lanes = controller.ctx.config.sweepLanes;
   const floorN = Math.min(400, opts.reclaims);
@@ -243,7 +243,7 @@ try {
   t = Date.now();
   s = await sweepCreationIntents(controller.ctx, "bench");
   secs = (Date.now() - t) / 1000;
-  say(`   2b. ${s.reclaimed} of ${opts.reclaims} abandoned intents reclaimed and ${s.destroyed} destroyed in ${secs.toFixed(2)} s: ${(s.reclaimed / secs).toFixed(0)} reclaims/s (floor: the provider's own get by name + get by id + destroy, ${lanes} at a time, ${floorPerSec.toFixed(0)} sandboxes/s; ×${(floorPerSec / Math.max(1e-9, s.reclaimed / secs)).toFixed(1)})`);
+  say(`   2b. ${s.reclaimed} of ${opts.reclaims} abandoned intents reclaimed and ${s.destroyed} destroyed in ${secs.toFixed(2)} s: ${(s.reclaimed / secs).toFixed(0)} reclaims/s (floor: the provider's own get by name + destroy, ${lanes} at a time, ${floorPerSec.toFixed(0)} sandboxes/s; ×${(floorPerSec / Math.max(1e-9, s.reclaimed / secs)).toFixed(1)})`);
   await controller.stop("bench");
 
   // ── 3. engine ──

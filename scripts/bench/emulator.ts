@@ -80,7 +80,8 @@ export async function plantAbandoned(admin: EmulatorAdminClient, n: number, inst
 
 /**
  * Sandboxes/s of the provider's own round trips for what a reclaim asks of it (get by name,
- * get by id, destroy), `lanes` at a time as the sweep's lanes: on `n` freshly planted ones.
+ * destroy: the teardown acts on the sandbox the reclaim found), `lanes` at a time as the
+ * sweep's lanes: on `n` freshly planted ones.
  */
 export async function reclaimFloor(admin: EmulatorAdminClient, provider: DaytonaProvider, o: { n: number; lanes: number; instanceId: string; companyId: string }): Promise<number> {
   const set = await plantAbandoned(admin, o.n, o.instanceId, o.companyId);
@@ -92,7 +93,6 @@ export async function reclaimFloor(admin: EmulatorAdminClient, provider: Daytona
         const one = set[cursor++]!;
         const found = await provider.getByName(one.name);
         if (!found) throw new Error(`planted ${one.name} not found`);
-        await provider.getById(found.id);
         await provider.destroy(found.id);
       }
     }),

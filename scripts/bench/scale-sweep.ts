@@ -74,7 +74,7 @@ export async function sweepFigures(url: string, raw: pg.Pool, emulatorDbUrl: str
     out.push(unitFigure("sweep: live creators' intents judged/s", size, judged / (pass.oursMedianMs / 1000), "intents/s", `median pass; raw scan ${(backlog / (pass.rawMedianMs / 1000)).toFixed(0)} rows/s`));
     await raw.query(`DELETE FROM sandbox_creation_intents WHERE instance_id = $1 AND status = 'pending'`, [OUR_INSTANCE]);
 
-    // Reclaims: the provider's own round trips for a reclaim (get by name, get by id, destroy;
+    // Reclaims: the provider's own round trips for a reclaim (get by name, destroy;
     // as many at a time as the sweep has lanes), then abandoned intents of an exited creator.
     const floorPerSec = await reclaimFloor(admin, provider, { n: FLOOR_N, lanes: sweepLanes, instanceId: OUR_INSTANCE, companyId: "co-0001" });
     const dead = evidenceIdentity(await exitedProcessIdentity());
@@ -97,7 +97,7 @@ export async function sweepFigures(url: string, raw: pg.Pool, emulatorDbUrl: str
     const secs = (performance.now() - t) / 1000;
     if (s.reclaimed !== RECLAIMS || s.destroyed !== RECLAIMS) throw new Error(`reclaimed ${s.reclaimed} and destroyed ${s.destroyed} of ${RECLAIMS} abandoned intents`);
     out.push(
-      unitFigure("sweep: reclaims/s", size, RECLAIMS / secs, "reclaims/s", `${RECLAIMS} abandoned intents, ${sweepLanes} lanes; floor: the provider's own get by name + get by id + destroy ${floorPerSec.toFixed(0)}/s (×${(floorPerSec / (RECLAIMS / secs)).toFixed(2)})`),
+      unitFigure("sweep: reclaims/s", size, RECLAIMS / secs, "reclaims/s", `${RECLAIMS} abandoned intents, ${sweepLanes} lanes; floor: the provider's own get by name + destroy ${floorPerSec.toFixed(0)}/s (×${(floorPerSec / (RECLAIMS / secs)).toFixed(2)})`),
     );
   } finally {
     await controller.stop("bench");

@@ -45,14 +45,18 @@ type RecordRow = {
   createdAt: Date | null;
 };
 
-/** Gathers the records and asks the engine whether this instance owns the sandbox. */
+/**
+ * Gathers the records and asks the engine whether this instance owns the sandbox.
+ * `writing`: records the caller's transaction writes with this proof (they commit together).
+ */
 export async function judgeOwnership(
   db: Tx,
   instanceId: string,
   sandbox: SandboxRef,
   actingRecord: SandboxOwnershipEvidence["actingRecord"] = null,
+  writing: readonly OwnershipRecord[] = [],
 ): Promise<{ evidence: SandboxOwnershipEvidence; verdict: SandboxOwnershipResult }> {
-  const records = (await loadOwnershipRecords(db, [sandbox])).get(sandbox.id) ?? [];
+  const records = [...((await loadOwnershipRecords(db, [sandbox])).get(sandbox.id) ?? []), ...writing];
   const evidence = ownershipEvidence(instanceId, sandbox, records, actingRecord);
   return { evidence, verdict: judgeSandboxOwnership(evidence) };
 }

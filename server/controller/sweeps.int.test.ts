@@ -1,5 +1,5 @@
 import crypto from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Identity } from "../engine";
 import { currentProcessIdentity } from "../process/identity";
 import { exitedProcessIdentity } from "../process/exited";
@@ -75,7 +75,14 @@ afterAll(() => h.close());
 describe("creation-intent sweep", () => {
   it("reclaims an abandoned intent's sandbox by exact name and labels, and destroys it", async () => {
     const seed = await seedIntent({ creator: dead });
+    const byName = vi.spyOn(c.ctx.provider, "getByName");
+    const byId = vi.spyOn(c.ctx.provider, "getById");
     const [summary] = await c.sweep("test");
+    // The teardown acts on the sandbox the reclaim found: one lookup by name, none by id after it.
+    expect(byName.mock.calls.filter(([name]) => name === seed.name)).toHaveLength(1);
+    expect(byId.mock.calls.filter(([id]) => id === seed.sandboxId)).toHaveLength(0);
+    byName.mockRestore();
+    byId.mockRestore();
     expect(summary!.reclaimed).toBeGreaterThanOrEqual(1);
     expect(await intentStatus(seed.id)).toBe("reclaimed");
     expect(await sandboxState(seed.sandboxId!)).toMatch(DELETED);
@@ -95,6 +102,30 @@ describe("creation-intent sweep", () => {
     ]);
     expect(proofs[1]!.evidence).toMatchObject({ kind: "creation_intent", inspection: { found: true } });
     expect(proofs[1]!.output).toMatchObject({ kind: "creation_intent", verdict: "reclaim" });
+    // The ownership proof the destroy acted through (§2.9), stored with the lease before the destroy.
+    const owned = await h.db.db.proof.findMany({ where: { leaseId: lease.id, kind: "sandbox_ownership" } });
+    expect(owned.map((p) => [p.verdict, p.sandboxId])).toEqual([["owned", seed.sandboxId]]);
+    expect(owned[0]!.evidence).toMatchObject({
+      sandbox: { id: seed.sandboxId, name: seed.name },
+      actingRecord: { type: "lease", id: lease.id },
+      records: expect.arrayContaining([expect.objectContaining({ type: "intent", id: seed.id }), expect.objectContaining({ type: "lease", id: lease.id, providerLeaseId: seed.sandboxId })]),
+    });
+    expect(owned[0]!.evaluatedAt.getTime()).toBeLessThanOrEqual(lease.endedAt!.getTime());
+  });
+
+  it("refuses the teardown of a reclaimed sandbox that another record of this instance names with other labels", async () => {
+    const seed = await seedIntent({ creator: dead });
+    // An older lease of this instance by the same exact name, for another company: the sandbox is not provably the intent's alone.
+    await h.db.db.environmentLease.create({
+      data: { instanceId: "inst-a", companyId: "co-2", provider: "emulator", sandboxName: seed.name, acquisitionOutcome: "created", status: "expired" },
+    });
+    await c.sweep("test");
+    expect(await intentStatus(seed.id)).toBe("reclaimed");
+    expect(await sandboxState(seed.sandboxId!)).toBe("started");
+    const lease = await h.db.db.environmentLease.findUniqueOrThrow({ where: { intentId: seed.id } });
+    expect(lease).toMatchObject({ status: "failed", cleanupStatus: "ownership_mismatch", lastCleanupError: expect.stringContaining("labels_mismatch") });
+    const refused = await h.db.db.proof.findMany({ where: { leaseId: lease.id, kind: "sandbox_ownership" } });
+    expect(refused.map((p) => [p.verdict, p.reason])).toEqual([["refused", "labels_mismatch"]]);
   });
 
   it("leaves a live creator's, another host's and an unidentified creator's sandboxes alone", async () => {

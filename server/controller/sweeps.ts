@@ -8,11 +8,12 @@ import { normaliseLabels } from "../providers/labels";
 import type { ControllerContext } from "./context";
 import { evidenceIdentity } from "./context";
 import { intentEvidence, judgeExit, pageProbes, probeFor } from "./observe";
-import type { SandboxRef } from "../sandboxes/evidence";
+import { ownershipRecordsOf, type SandboxRef } from "../sandboxes/evidence";
+import type { SandboxView } from "../providers/types";
 import { judgeOwnership } from "./ownership";
 import { json, proofData, recordProof } from "./records";
 import { creationIntent, teardownFence } from "./rules";
-import { claimFields, teardownLease, type ClaimedLease, type TeardownOutcome } from "./teardown";
+import { claimFields, teardownLease, type HandedOverLease, type TeardownOutcome } from "./teardown";
 import { isUuid, UUID_PATTERN } from "../lib/ids";
 
 /**
@@ -132,7 +133,7 @@ async function exitedCreators(ctx: ControllerContext, companies?: string[]): Pro
 export async function sweepCreationIntents(ctx: ControllerContext, trigger = "interval", companies?: string[]): Promise<SweepSummary> {
   const pass = await openPass(ctx, "creation_intents", trigger);
   const s = summary("creation_intents", pass.id);
-  const toTearDown: Array<Required<ClaimedLease>> = [];
+  const toTearDown: Array<HandedOverLease> = [];
   let error: string | null = null;
   // A pool of lanes fed by the pager: a due row is judged under its lock and, when reclaimed,
   // its sandbox torn down in the same lane, while the pager reads on (no barrier per page).
@@ -176,7 +177,7 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
 }
 
 /** Tears down a lease its reclaim created already claimed (no sweep can take it in between). */
-async function tearDownClaimed(ctx: ControllerContext, claimed: Required<ClaimedLease>, s: SweepSummary): Promise<void> {
+async function tearDownClaimed(ctx: ControllerContext, claimed: HandedOverLease, s: SweepSummary): Promise<void> {
   const result = await teardownLease(ctx, claimed.lease.id, claimed);
   if (result.outcome === "destroyed" || result.outcome === "already_gone") s.destroyed += 1;
 }
@@ -229,14 +230,18 @@ async function lockPending(tx: Prisma.TransactionClient, id: string): Promise<(P
   return rows[0] ?? null;
 }
 
-type Inspection = { ok: true; inspection: NonNullable<CreationIntentEvidence["inspection"]>; sandboxId: string | null } | { ok: false; error: string };
+type Inspection =
+  | { ok: true; inspection: NonNullable<CreationIntentEvidence["inspection"]>; sandboxId: string | null; sandbox: SandboxView | null }
+  | { ok: false; error: string };
 
 /** Asks the provider for the sandbox by exact creation name (§2.5 step 3). */
 async function inspect(ctx: ControllerContext, creationName: string): Promise<Inspection> {
   try {
     const found = await ctx.provider.getByName(creationName);
-    if (found && found.state !== "destroyed") return { ok: true, sandboxId: found.id, inspection: { found: true, sandbox: { name: found.name, labels: normaliseLabels(found.labels) } } };
-    return { ok: true, sandboxId: null, inspection: { found: false } };
+    if (found && found.state !== "destroyed") {
+      return { ok: true, sandboxId: found.id, sandbox: found, inspection: { found: true, sandbox: { name: found.name, labels: normaliseLabels(found.labels) } } };
+    }
+    return { ok: true, sandboxId: null, sandbox: null, inspection: { found: false } };
   } catch (err) {
     return { ok: false, error: ProviderError.is(err) ? err.message : String(err) };
   }
@@ -248,7 +253,7 @@ async function inspect(ctx: ControllerContext, creationName: string): Promise<In
  * others skip the row at once instead of each asking the provider for it too (asking first,
  * unlocked, multiplied the provider's calls by the number of controllers).
  */
-async function judgeIntent(ctx: ControllerContext, row: PendingIntent, s: SweepSummary): Promise<Required<ClaimedLease> | null> {
+async function judgeIntent(ctx: ControllerContext, row: PendingIntent, s: SweepSummary): Promise<HandedOverLease | null> {
   const id = row.id;
   return ctx.db.$transaction(
     async (tx) => {
@@ -293,7 +298,7 @@ async function judgeIntent(ctx: ControllerContext, row: PendingIntent, s: SweepS
         count(s, id, { verdict: "inspect_failed", reason: "provider_error" });
         return null;
       }
-      const { inspection, sandboxId } = looked;
+      const { inspection, sandboxId, sandbox } = looked;
       const { evidence, verdict } = creationIntent(ctx.config, { ...base, inspection });
       count(s, id, verdict);
       proofs.push(proofData(verdict, evidence, ctx.identity.bootId, { ...links, sandboxId }));
@@ -309,6 +314,7 @@ async function judgeIntent(ctx: ControllerContext, row: PendingIntent, s: SweepS
           lastInspection,
           nextAttemptAt: due.nextAttemptAt ?? null,
           now,
+          observed: sandbox,
         });
       }
       await tx.proof.createMany({ data: proofs });
@@ -344,7 +350,7 @@ export const LATE_MATERIALISATION_WINDOW_MS = 30 * 60_000;
  * appeared is reclaimed only with the ownership proof (the intent names it, labels match);
  * otherwise it goes to manual reconciliation untouched. Either way the proof is stored.
  */
-async function relookResolvedAbsent(ctx: ControllerContext, s: SweepSummary, toTearDown: Array<Required<ClaimedLease>>, companies?: string[]) {
+async function relookResolvedAbsent(ctx: ControllerContext, s: SweepSummary, toTearDown: Array<HandedOverLease>, companies?: string[]) {
   const since = new Date(Date.now() - LATE_MATERIALISATION_WINDOW_MS);
   const pages = pagesById(
     (after): Promise<SandboxCreationIntent[]> =>
@@ -377,7 +383,7 @@ async function relookResolvedAbsent(ctx: ControllerContext, s: SweepSummary, toT
   }
 }
 
-async function reclaimLate(ctx: ControllerContext, id: string, found: SandboxRef, s: SweepSummary): Promise<Required<ClaimedLease> | null> {
+async function reclaimLate(ctx: ControllerContext, id: string, found: SandboxRef, s: SweepSummary): Promise<HandedOverLease | null> {
   return ctx.db.$transaction(async (tx) => {
     const rows = await tx.$queryRaw<Array<{ operation_id: string }>>`
       SELECT operation_id FROM sandbox_creation_intents
@@ -434,8 +440,10 @@ async function reclaimWrites(
     lastInspection: object;
     nextAttemptAt: Date | null;
     now: Date;
+    /** The sandbox just found by the intent's exact name: its teardown's ownership proof is judged and stored here. */
+    observed?: SandboxView | null;
   },
-): Promise<Required<ClaimedLease>> {
+): Promise<HandedOverLease> {
   const attemptId = crypto.randomUUID();
   // When the rows are written (what Prisma's now() defaults and @updatedAt gave): after the provider answered.
   const at = new Date();
@@ -465,6 +473,15 @@ async function reclaimWrites(
     updatedAt: at,
     endedAt: null,
   };
+  // The ownership proof (§2.9) the teardown acts through, on the sandbox just found: the
+  // stored records that name it and the lease written with this proof (one commit, or neither).
+  let observed: HandedOverLease["observed"];
+  if (r.observed) {
+    const sandbox = r.observed;
+    const { evidence, verdict: ownership } = await judgeOwnership(tx, ctx.config.instanceId, sandbox, { type: "lease", id: lease.id }, ownershipRecordsOf(null, [lease]));
+    r.proofs.push(proofData(ownership, evidence, ctx.identity.bootId, { leaseId: lease.id, runId: r.runId, sandboxId: sandbox.id }));
+    observed = { sandbox, ownership };
+  }
   const proofs = r.proofs.map((p) => ({ ...p, id: crypto.randomUUID() }));
   const updated = await tx.$executeRaw`
     WITH p AS (
@@ -481,7 +498,7 @@ async function reclaimWrites(
       last_inspected_at = ${r.now}::timestamptz, attempts = attempts + 1, next_attempt_at = COALESCE(${r.nextAttemptAt}::timestamptz, next_attempt_at), updated_at = ${at}::timestamptz
     WHERE operation_id = ${intent.id}`;
   if (updated !== 1) throw new Error(`reclaim of intent ${intent.id}: the intent row was not updated`);
-  return { attemptId, lease };
+  return observed ? { attemptId, lease, observed } : { attemptId, lease };
 }
 
 async function existingRunId(tx: Prisma.TransactionClient, intent: SandboxCreationIntent): Promise<string | null> {
