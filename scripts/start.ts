@@ -16,7 +16,7 @@ import { childEnv, env } from "../server/env";
 import { buildIsCurrent } from "./lib/build";
 import { emulatorUrl } from "../server/emulator/config";
 import { controllerArgs } from "../server/controller/program";
-import { nodeBin, portFree, prettyLogLine, runToEnd, startService, stopService, tsxArgs, waitForHttp, webServerArgs, type Service } from "./lib/processes";
+import { nodeBin, portFree, prettyLogLine, runToEnd, startService, stopService, tsxArgs, waitForHttp, WEB_SERVER_ENV, webServerArgs, type Service } from "./lib/processes";
 
 const say = (line: string) => process.stdout.write(`runwarden: ${line}\n`);
 const services: Service[] = [];
@@ -87,7 +87,7 @@ async function main() {
     "web",
     process.execPath,
     webServerArgs(port, env.HOSTNAME),
-    { env: childEnv({ ...childVars, NODE_ENV: "production" }) },
+    { env: childEnv({ ...childVars, ...WEB_SERVER_ENV, NODE_ENV: "production" }) },
   );
   watch(web);
   let webDead = false;

@@ -19,7 +19,7 @@ import { childEnv } from "../../server/env";
 import { buildIsCurrent } from "../lib/build";
 import { CHROMIUM_ARGS, findChromium, HOW_TO_GET_CHROMIUM } from "../lib/chromium";
 import { freePort } from "../../server/emulator/sandbox-host";
-import { nodeBin, runToEnd, stopService, waitForHttp, webServerArgs } from "../lib/processes";
+import { nodeBin, runToEnd, stopService, waitForHttp, WEB_SERVER_ENV, webServerArgs } from "../lib/processes";
 import { quantile, unitFigure, type Figure } from "./measure";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
@@ -46,7 +46,7 @@ export async function startWeb(databaseUrl: string, vars: Record<string, string>
   await ensureCurrentBuild();
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, webServerArgs(port, "127.0.0.1"), {
-    env: childEnv({ DATABASE_URL: databaseUrl, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1", LOG_LEVEL: "warn", RUNWARDEN_PG_PORT: undefined, ...vars }),
+    env: childEnv({ ...WEB_SERVER_ENV, DATABASE_URL: databaseUrl, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1", LOG_LEVEL: "warn", RUNWARDEN_PG_PORT: undefined, ...vars }),
     detached: true,
     stdio: ["ignore", "ignore", "pipe"],
   });
