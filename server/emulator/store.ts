@@ -50,13 +50,18 @@ CREATE TABLE IF NOT EXISTS emulator_fault (
 );
 `;
 
-/** Ends every transition due at $2 (lazy, so it survives an emulator restart); RETURNING the rows changed. */
+/**
+ * Ends every transition due at $2 (lazy, so it survives an emulator restart); RETURNING the rows
+ * changed. Rows another statement holds are skipped, not waited for: every request settles, and
+ * concurrent settles that waited on each other's rows deadlocked (PostgreSQL aborted one: a 500
+ * for a GET in the bench's reclaims). A skipped row is settled by its holder or the next request.
+ */
 const SETTLE_SQL = `UPDATE emulator_sandbox SET
     state = CASE state WHEN 'creating' THEN 'started' WHEN 'starting' THEN 'started' WHEN 'stopping' THEN 'stopped' WHEN 'destroying' THEN 'destroyed' ELSE state END,
     updated_at = transition_until,
     destroyed_at = CASE WHEN state = 'destroying' THEN transition_until ELSE destroyed_at END,
     transition_until = NULL
-  WHERE transition_until IS NOT NULL AND transition_until <= $2 RETURNING *`;
+  WHERE id IN (SELECT id FROM emulator_sandbox WHERE transition_until IS NOT NULL AND transition_until <= $2 FOR UPDATE SKIP LOCKED) RETURNING *`;
 
 export interface SandboxRow {
   seq: string;
