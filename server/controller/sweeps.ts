@@ -476,13 +476,14 @@ async function reclaimWrites(
   // The ownership proof (§2.9) the teardown acts through, on the sandbox just found: the
   // stored records that name it and the lease written with this proof (one commit, or neither).
   let observed: HandedOverLease["observed"];
+  const written = [...r.proofs];
   if (r.observed) {
     const sandbox = r.observed;
     const { evidence, verdict: ownership } = await judgeOwnership(tx, ctx.config.instanceId, sandbox, { type: "lease", id: lease.id }, ownershipRecordsOf(null, [lease]));
-    r.proofs.push(proofData(ownership, evidence, ctx.identity.bootId, { leaseId: lease.id, runId: r.runId, sandboxId: sandbox.id }));
+    written.push(proofData(ownership, evidence, ctx.identity.bootId, { leaseId: lease.id, runId: r.runId, sandboxId: sandbox.id }));
     observed = { sandbox, ownership };
   }
-  const proofs = r.proofs.map((p) => ({ ...p, id: crypto.randomUUID() }));
+  const proofs = written.map((p) => ({ ...p, id: crypto.randomUUID() }));
   const updated = await tx.$executeRaw`
     WITH p AS (
       INSERT INTO proofs (id, kind, verdict, code, reason, checks, evidence, output, run_id, claim_id, intent_id, lease_id, sandbox_id, evaluated_by, evaluated_at)
