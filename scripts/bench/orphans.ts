@@ -27,6 +27,9 @@ import { buildLabels } from "../../server/providers/labels";
 import { createRunnerClient } from "../../server/providers/runner";
 import { judgeInventory, refreshInventory } from "../../server/sandboxes/inventory";
 import { listOrphans } from "../../server/sandboxes/list";
+import { previewReclaim } from "../../server/sandboxes/dry-run";
+import { executeReclaim } from "../../server/sandboxes/reclaim";
+import { confirmWord } from "../../server/shared/confirm";
 import { observerOf, type Observer } from "../../server/services/observer";
 import { orphansPageFigures } from "./web";
 import { admin } from "../lib/admin";
@@ -36,6 +39,9 @@ const say = (line = "") => process.stdout.write(`${line}\n`);
 const ALL = { all: true } as const;
 const COMPANIES = 10;
 const PAGE = 100;
+/** The most sandboxes one reclaim takes (reclaimInput). */
+const RECLAIM_BATCH = 100;
+const BENCH_ACTOR = { id: "bench", role: "admin" };
 const mb = () => Math.round(process.memoryUsage().rss / 1024 / 1024);
 const heapMb = () => Math.round(process.memoryUsage().heapUsed / 1024 / 1024);
 
@@ -59,7 +65,8 @@ export async function runOrphansBench(options: { sizes: number[]; reps: number; 
     try {
       for (const size of options.sizes) {
         const instanceId = `inst-orphans-${size}`;
-        const observer = await plantOrphans(db, emulator.url, instanceId, size);
+        const service = await plantOrphans(db, emulator.url, instanceId, size);
+        const observer = observerOf(service);
         say(`\n── ${size.toLocaleString("en")} sandboxes of ${instanceId} planted in the emulator (half reclaimable, half unrecorded)`);
 
         // The inventory's own pass: what the page no longer does per poll.
@@ -110,6 +117,29 @@ export async function runOrphansBench(options: { sizes: number[]; reps: number; 
         if (options.browser) {
           for (const f of await orphansPageFigures(appUrl, size, { RUNWARDEN_INSTANCE_ID: instanceId, EMULATOR_URL: emulator.url, EMULATOR_API_KEY: "emulator-key" })) show(f);
         }
+        // An operator's reclaim of a full batch (100, the most at once), one sandbox at a time
+        // as before, then as many at once as a sweep has lanes; each after its own dry run.
+        const reclaimable = (await raw.query<{ sandbox_id: string }>(
+          `SELECT sandbox_id FROM sandbox_inventory WHERE instance_id = $1 AND verdict = 'reclaimable' ORDER BY sandbox_id LIMIT ${2 * RECLAIM_BATCH}`,
+          [instanceId],
+        )).rows.map((r) => r.sandbox_id);
+        for (const [label, lanes, ids] of [
+          ["one at a time (before)", 1, reclaimable.slice(0, RECLAIM_BATCH)],
+          [`${service.config.sweepLanes} at a time`, service.config.sweepLanes, reclaimable.slice(RECLAIM_BATCH)],
+        ] as const) {
+          if (ids.length === 0) continue;
+          const plan = await previewReclaim(db, observer, ALL, instanceId, BENCH_ACTOR, { dryRun: true, sandboxIds: [...ids] });
+          const t = performance.now();
+          const done = await executeReclaim(db, { ...service, config: { ...service.config, sweepLanes: lanes } }, ALL, instanceId, BENCH_ACTOR, {
+            dryRun: false,
+            planId: plan.planId,
+            sandboxIds: [...ids],
+            confirm: confirmWord(ids.length),
+          });
+          const ms = performance.now() - t;
+          if (done.counts.destroyed !== ids.length) throw new Error(`the reclaim destroyed ${done.counts.destroyed} of ${ids.length}: ${JSON.stringify(done.counts)}`);
+          show(unitFigure(`operator reclaim, ${label}`, size, ids.length / (ms / 1000), "sandboxes/s", `${ids.length} orphans in ${ms.toFixed(0)} ms, the dry run before it not counted`));
+        }
       }
     } finally {
       await raw.end();
@@ -138,8 +168,8 @@ async function oldPoll(db: Db, observer: Observer, instanceId: string) {
   return orphans.slice(0, PAGE);
 }
 
-/** `size` sandboxes of one instance in the emulator; half named by an ended lease of a finished run (reclaimable). */
-async function plantOrphans(db: Db, emulatorUrl: string, instanceId: string, size: number): Promise<Observer> {
+/** `size` sandboxes of one instance in the emulator; half named by an ended lease of a finished run (reclaimable). The service context the orphans page's actions get. */
+async function plantOrphans(db: Db, emulatorUrl: string, instanceId: string, size: number): Promise<ControllerContext> {
   await db.instance.create({ data: { id: instanceId, name: instanceId } });
   const runs: Array<{ id: string; companyId: string }> = [];
   for (let c = 0; c < COMPANIES; c++) {
@@ -179,6 +209,6 @@ async function plantOrphans(db: Db, emulatorUrl: string, instanceId: string, siz
     log: pino({ level: "silent" }),
     drain: new AbortController(),
   };
-  return observerOf(ctx);
+  return ctx;
 }
 

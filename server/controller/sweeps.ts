@@ -15,6 +15,7 @@ import { json, proofData, recordProof } from "./records";
 import { creationIntent, teardownFence } from "./rules";
 import { claimFields, teardownLease, type HandedOverLease, type TeardownOutcome } from "./teardown";
 import { isUuid, UUID_PATTERN } from "../lib/ids";
+import { inLanes } from "../lib/lanes";
 
 /**
  * The sweeps of DOMAIN.md §2.5 and §2.6. Each pages through its rows in a stable id
@@ -166,7 +167,7 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
     if (!stop()) for await (const page of pagesById((after) => readPending(ctx, after, { companies }), stop, { readAhead: true })) await feed(page, fed);
     await lanes.drain();
     if (!ctx.drain.signal.aborted) await relookResolvedAbsent(ctx, s, toTearDown, companies);
-    await inParallel(toTearDown, ctx.config.sweepLanes, (claimed) => tearDownClaimed(ctx, claimed, s));
+    await inLanes(toTearDown, ctx.config.sweepLanes, (claimed) => tearDownClaimed(ctx, claimed, s));
   } catch (err) {
     error = err instanceof Error ? err.message : String(err);
     ctx.log.error({ err: error }, "creation-intent sweep failed");
@@ -180,14 +181,6 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
 async function tearDownClaimed(ctx: ControllerContext, claimed: HandedOverLease, s: SweepSummary): Promise<void> {
   const result = await teardownLease(ctx, claimed.lease.id, claimed);
   if (result.outcome === "destroyed" || result.outcome === "already_gone") s.destroyed += 1;
-}
-
-async function inParallel<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await work(items[next++]!);
-  });
-  await Promise.all(lanes);
 }
 
 /**
@@ -369,7 +362,7 @@ async function relookResolvedAbsent(ctx: ControllerContext, s: SweepSummary, toT
   );
   for await (const page of pages) {
     s.pages += 1;
-    await inParallel(page, ctx.config.sweepLanes, async (intent) => {
+    await inLanes(page, ctx.config.sweepLanes, async (intent) => {
       let found;
       try {
         found = await ctx.provider.getByName(intent.creationName);
@@ -594,7 +587,7 @@ async function tearDownDue(ctx: ControllerContext, s: SweepSummary, companies?: 
   );
   for await (const page of pages) {
     s.pages += 1;
-    await inParallel(page, ctx.config.sweepLanes, async ({ id }) => {
+    await inLanes(page, ctx.config.sweepLanes, async ({ id }) => {
       const result: TeardownOutcome = await teardownLease(ctx, id);
       if (result.outcome === "not_claimed") return;
       count(s, id, { verdict: result.outcome, reason: "reason" in result ? result.reason : null });

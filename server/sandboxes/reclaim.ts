@@ -7,6 +7,7 @@ import type { Db } from "../db/client";
 import { AppError } from "../errors";
 import { normaliseLabels } from "../providers/labels";
 import type { SandboxView } from "../providers/types";
+import { inLanes } from "../lib/lanes";
 import { inScope, type CompanyScope } from "../shared/roles";
 import { observerOf } from "../services/observer";
 import { counts, PLAN_ACTION, PLAN_TTL_MS, planSchema, RECLAIM_ACTION, type reclaimInput, type ReclaimOutput, type ReclaimResult } from "./dry-run";
@@ -40,16 +41,31 @@ export async function executeReclaim(db: Db, service: ControllerContext, scope: 
   const plan = parsed.data;
   const planned = new Map(plan.destroy.map((d) => [d.sandboxId, d]));
 
-  const results: ReclaimResult[] = [];
-  for (const id of input.sandboxIds) {
+  // As many sandboxes at once as a sweep has lanes (each is its own lookup, proof and
+  // teardown); one at a time, 100 kept an operator waiting seconds. An unexpected error
+  // fails its own sandbox, so every result, that one too, reaches the audit entry below.
+  const results: ReclaimResult[] = new Array<ReclaimResult>(input.sandboxIds.length);
+  await inLanes(input.sandboxIds, service.config.sweepLanes, async (id, i) => {
     // A plan made by someone who sees more companies is carried out only within this scope.
     const p = planned.get(id);
     if (!p || !inScope(scope, p.companyId)) {
-      results.push({ sandboxId: id, name: null, companyId: null, verdict: null, outcome: "refused", reason: "the dry run did not list it for destruction", hourlyCost: null, accruedCost: null, leaseId: null });
-      continue;
+      results[i] = { sandboxId: id, name: null, companyId: null, verdict: null, outcome: "refused", reason: "the dry run did not list it for destruction", hourlyCost: null, accruedCost: null, leaseId: null };
+      return;
     }
-    results.push(await reclaimOne(db, service, instanceId, p));
-  }
+    results[i] = await reclaimOne(db, service, instanceId, p).catch(
+      (err: unknown): ReclaimResult => ({
+        sandboxId: id,
+        name: p.name,
+        companyId: p.companyId,
+        verdict: null,
+        outcome: "failed",
+        reason: `unexpected error: ${err instanceof Error ? err.message : String(err)}`,
+        hourlyCost: null,
+        accruedCost: null,
+        leaseId: null,
+      }),
+    );
+  });
   const c = counts(results);
   await forgetSandboxes(db, instanceId, results.filter((r) => r.outcome === "destroyed" || r.outcome === "already_gone").map((r) => r.sandboxId));
   await writeAudit(db, actor, {
