@@ -51,17 +51,28 @@ CREATE TABLE IF NOT EXISTS emulator_fault (
 `;
 
 /**
- * Ends every transition due at $2 (lazy, so it survives an emulator restart); RETURNING the rows
- * changed. Rows another statement holds are skipped, not waited for: every request settles, and
- * concurrent settles that waited on each other's rows deadlocked (PostgreSQL aborted one: a 500
- * for a GET in the bench's reclaims). A skipped row is settled by its holder or the next request.
+ * A statement of its own (no transaction) sent again when PostgreSQL aborted it as a deadlock
+ * victim: nothing of it was committed. Every request settles the due transitions, and two
+ * settles over the same rows can deadlock: the reclaim bench got a 500 ("deadlock detected")
+ * for a GET (stack from the emulator's stderr, 2026-12-03).
  */
+async function againOnDeadlock<T>(statement: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await statement();
+    } catch (err) {
+      if (i >= attempts || (err as { code?: string }).code !== "40P01") throw err;
+    }
+  }
+}
+
+/** Ends every transition due at $2 (lazy, so it survives an emulator restart); RETURNING the rows changed. */
 const SETTLE_SQL = `UPDATE emulator_sandbox SET
     state = CASE state WHEN 'creating' THEN 'started' WHEN 'starting' THEN 'started' WHEN 'stopping' THEN 'stopped' WHEN 'destroying' THEN 'destroyed' ELSE state END,
     updated_at = transition_until,
     destroyed_at = CASE WHEN state = 'destroying' THEN transition_until ELSE destroyed_at END,
     transition_until = NULL
-  WHERE id IN (SELECT id FROM emulator_sandbox WHERE transition_until IS NOT NULL AND transition_until <= $2 FOR UPDATE SKIP LOCKED) RETURNING *`;
+  WHERE transition_until IS NOT NULL AND transition_until <= $2 RETURNING *`;
 
 export interface SandboxRow {
   seq: string;
@@ -175,7 +186,7 @@ export class EmulatorStore {
   async findWithFaults(idOrName: string, now: Date): Promise<{ row: SandboxRow | null; rules: FaultRule[] }> {
     // `settle` first, in the same statement: the rows it changed are read as it left them
     // (a statement sees its own CTE's changes only through RETURNING), the others as stored.
-    const { rows } = await this.pool.query<SandboxRow & { fault_rules: FaultRow[] | null }>({
+    const { rows } = await againOnDeadlock(() => this.pool.query<SandboxRow & { fault_rules: FaultRow[] | null }>({
       // Named: prepared once per connection, so PostgreSQL plans it once, not on every request.
       name: "emulator_find_with_faults",
       text: `WITH settled AS (${SETTLE_SQL})
@@ -188,7 +199,7 @@ export class EmulatorStore {
          ) a WHERE (id = $1 OR name = $1) AND ${this.visible("$2", "$3")}
          ORDER BY (id = $1) DESC, (destroyed_at IS NULL) DESC, seq DESC LIMIT 1) s ON true`,
       values: [idOrName, now, String(this.destroyedRetentionMs)],
-    });
+    }));
     const { fault_rules: rules, ...row } = mustRow(rows[0]);
     // json_agg gives timestamps as text; the rows' own columns keep their types.
     return { row: row.id === null ? null : (row as SandboxRow), rules: (rules ?? []).map((r) => faultRule({ ...r, created_at: new Date(r.created_at) })) };
@@ -298,7 +309,7 @@ export class EmulatorStore {
 
   /** Ends every transition that is due (lazy, so it survives an emulator restart); returns the rows changed. */
   async settle(now: Date): Promise<SandboxRow[]> {
-    const { rows } = await this.pool.query<SandboxRow>(SETTLE_SQL.replaceAll("$2", "$1"), [now]);
+    const { rows } = await againOnDeadlock(() => this.pool.query<SandboxRow>(SETTLE_SQL.replaceAll("$2", "$1"), [now]));
     return rows;
   }
 
