@@ -95,6 +95,15 @@ export function prettyLogLine(line: string): string {
 }
 
 /**
+ * glibc's allocator for the dashboard's server: two arenas instead of eight per core, and
+ * allocations of 1 MB or more mapped and unmapped on their own (glibc otherwise raises that
+ * threshold to the largest block freed, up to 32 MB: a sign-in's scrypt block then stays in an
+ * arena). Measured with a sign-in and four pages (`next start`, signed-in operator): RSS 265–279
+ * → 229–234 MB; no change in request times within noise.
+ */
+export const WEB_SERVER_ENV = { MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "1048576" } as const;
+
+/**
  * The dashboard's production server as `npm start` runs it. A 2 MB young generation (V8's
  * default is 16 MB per semi-space) keeps the server's RSS lower for a few more minor
  * collections: most of what a request allocates dies young either way (issue 13).
@@ -105,15 +114,6 @@ export function prettyLogLine(line: string): string {
  * /orphans at 10 k: heap committed 300 → 142 MB, RSS over the pre-tab figure +194 → +25 MB;
  * the cost, 13 full collections instead of 6 (+0.43 s of GC over the minute, under 1 % of a core).
  */
-/**
- * glibc's allocator for the dashboard's server: two arenas instead of eight per core, and
- * allocations of 1 MB or more mapped and unmapped on their own (glibc otherwise raises that
- * threshold to the largest block freed, up to 32 MB: a sign-in's scrypt block then stays in an
- * arena). Measured with a sign-in and four pages (`next start`, signed-in operator): RSS 265–279
- * → 229–234 MB; no change in request times within noise.
- */
-export const WEB_SERVER_ENV = { MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "1048576" } as const;
-
 export function webServerArgs(port: number, host: string): string[] {
   return ["--max-semi-space-size=2", "--heap-growing-percent=50", nodeBin("next/dist/bin/next"), "start", "-p", String(port), "-H", host];
 }
