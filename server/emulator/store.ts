@@ -52,9 +52,9 @@ CREATE TABLE IF NOT EXISTS emulator_fault (
 
 /**
  * A statement of its own (no transaction) sent again when PostgreSQL aborted it as a deadlock
- * victim: nothing of it was committed. Every request settles the due transitions, and two
- * settles over the same rows can deadlock: the reclaim bench got a 500 ("deadlock detected")
- * for a GET (stack from the emulator's stderr, 2026-12-03).
+ * victim: nothing of it was committed. Two settles over the same rows can deadlock: the
+ * reclaim bench got a 500 ("deadlock detected") for a GET when every lookup settled every due
+ * row (stack from the emulator's stderr, 2026-12-03); lists and the sweeper still do.
  */
 async function againOnDeadlock<T>(statement: () => Promise<T>, attempts = 3): Promise<T> {
   for (let i = 1; ; i++) {
@@ -66,13 +66,16 @@ async function againOnDeadlock<T>(statement: () => Promise<T>, attempts = 3): Pr
   }
 }
 
-/** Ends every transition due at $2 (lazy, so it survives an emulator restart); RETURNING the rows changed. */
-const SETTLE_SQL = `UPDATE emulator_sandbox SET
+/**
+ * Ends the transitions due at `now` (a parameter) among the rows `scope` selects (all when
+ * unset), lazily, so it survives an emulator restart; RETURNING the rows changed.
+ */
+const settleSql = (now: string, scope = "true") => `UPDATE emulator_sandbox SET
     state = CASE state WHEN 'creating' THEN 'started' WHEN 'starting' THEN 'started' WHEN 'stopping' THEN 'stopped' WHEN 'destroying' THEN 'destroyed' ELSE state END,
     updated_at = transition_until,
     destroyed_at = CASE WHEN state = 'destroying' THEN transition_until ELSE destroyed_at END,
     transition_until = NULL
-  WHERE transition_until IS NOT NULL AND transition_until <= $2 RETURNING *`;
+  WHERE transition_until IS NOT NULL AND transition_until <= ${now} AND (${scope}) RETURNING *`;
 
 export interface SandboxRow {
   seq: string;
@@ -184,12 +187,14 @@ export class EmulatorStore {
    * set (every call of a reclaim sweep) needs nothing else (issue 13: it took 2 more queries).
    */
   async findWithFaults(idOrName: string, now: Date): Promise<{ row: SandboxRow | null; rules: FaultRule[] }> {
-    // `settle` first, in the same statement: the rows it changed are read as it left them
-    // (a statement sees its own CTE's changes only through RETURNING), the others as stored.
+    // The rows this lookup can return are settled first, in the same statement: the rows it
+    // changed are read as it left them (a statement sees its own CTE's changes only through
+    // RETURNING), the others as stored. Only those rows: settling every due row on every
+    // lookup made concurrent lookups wait on each other's row locks, and deadlock (issue 13).
     const { rows } = await againOnDeadlock(() => this.pool.query<SandboxRow & { fault_rules: FaultRow[] | null }>({
       // Named: prepared once per connection, so PostgreSQL plans it once, not on every request.
       name: "emulator_find_with_faults",
-      text: `WITH settled AS (${SETTLE_SQL})
+      text: `WITH settled AS (${settleSql("$2", "id = $1 OR name = $1")})
        SELECT s.*, (SELECT json_agg(f ORDER BY f.seq) FROM emulator_fault f WHERE f.times IS NULL OR f.used < f.times) AS fault_rules
        FROM (SELECT 1) one LEFT JOIN LATERAL (
          SELECT * FROM (
@@ -309,7 +314,7 @@ export class EmulatorStore {
 
   /** Ends every transition that is due (lazy, so it survives an emulator restart); returns the rows changed. */
   async settle(now: Date): Promise<SandboxRow[]> {
-    const { rows } = await againOnDeadlock(() => this.pool.query<SandboxRow>(SETTLE_SQL.replaceAll("$2", "$1"), [now]));
+    const { rows } = await againOnDeadlock(() => this.pool.query<SandboxRow>(settleSql("$1"), [now]));
     return rows;
   }
 
