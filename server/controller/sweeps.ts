@@ -1,6 +1,6 @@
 import crypto from "node:crypto";
 import { z } from "zod";
-import { Prisma, type Db, type EnvironmentLease, type SandboxCreationIntent } from "../db/client";
+import { Prisma, prepared, type Db, type EnvironmentLease, type SandboxCreationIntent } from "../db/client";
 import { asIdentity, type CreationIntentEvidence, type TeardownFenceEvidence, type Verdict } from "../engine";
 import { pagesById } from "../lib/pages";
 import { ProviderError } from "../providers/errors";
@@ -214,12 +214,12 @@ export function lanePool<T>(limit: number, work: (item: T) => Promise<void>): { 
 /** Under the row's lock, the intent as stored, whether a lease names it and the run it names (if that run exists). */
 async function lockPending(tx: Prisma.TransactionClient, id: string): Promise<(PendingIntent & { existingRunId: string | null }) | null> {
   // Probe and qualification acquires name runs that never existed (and ids that are no uuid).
-  const rows = await tx.$queryRaw<Array<PendingIntent & { existingRunId: string | null }>>`
+  const rows = await tx.$queryRaw<Array<PendingIntent & { existingRunId: string | null }>>(prepared(Prisma.sql`
     SELECT ${INTENT_COLUMNS}, EXISTS (SELECT 1 FROM environment_leases l WHERE l.intent_id = i.operation_id) AS committed,
       (SELECT r.id::text FROM runs r WHERE r.id = CASE WHEN i.run_id ~* ${UUID_PATTERN.source} THEN i.run_id::uuid END) AS "existingRunId"
     FROM sandbox_creation_intents i
     WHERE i.operation_id = ${id} AND i.status = 'pending'::"IntentStatus"
-    FOR UPDATE OF i SKIP LOCKED`;
+    FOR UPDATE OF i SKIP LOCKED`));
   return rows[0] ?? null;
 }
 
@@ -477,7 +477,7 @@ async function reclaimWrites(
     observed = { sandbox, ownership };
   }
   const proofs = written.map((p) => ({ ...p, id: crypto.randomUUID() }));
-  const updated = await tx.$executeRaw`
+  const updated = await tx.$executeRaw(prepared(Prisma.sql`
     WITH p AS (
       INSERT INTO proofs (id, kind, verdict, code, reason, checks, evidence, output, run_id, claim_id, intent_id, lease_id, sandbox_id, evaluated_by, evaluated_at)
       SELECT x.id, x.kind, x.verdict, x.code, x.reason, x.checks, x.evidence, x.output, x."runId", x."claimId", x."intentId", x."leaseId", x."sandboxId", x."evaluatedBy", ${at}::timestamptz
@@ -490,7 +490,7 @@ async function reclaimWrites(
         'created'::"AcquisitionOutcome", 'pending_cleanup'::"LeaseStatus", ${lease.cleanupStatus}, ${attemptId}, ${JSON.stringify(claim.claimRecord)}::jsonb, ${lease.fencedUntil}::timestamptz, ${at}::timestamptz, ${at}::timestamptz))
     UPDATE sandbox_creation_intents SET status = 'reclaimed'::"IntentStatus", resolved_at = ${r.now}::timestamptz, last_inspection = ${JSON.stringify(r.lastInspection)}::jsonb,
       last_inspected_at = ${r.now}::timestamptz, attempts = attempts + 1, next_attempt_at = COALESCE(${r.nextAttemptAt}::timestamptz, next_attempt_at), updated_at = ${at}::timestamptz
-    WHERE operation_id = ${intent.id}`;
+    WHERE operation_id = ${intent.id}`));
   if (updated !== 1) throw new Error(`reclaim of intent ${intent.id}: the intent row was not updated`);
   return observed ? { attemptId, lease, observed } : { attemptId, lease };
 }
