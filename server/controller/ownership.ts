@@ -45,6 +45,30 @@ type RecordRow = {
   createdAt: Date | null;
 };
 
+/** One sandbox to judge: the record acting on it, and records the caller's transaction writes with the proof. */
+export interface OwnershipQuestion {
+  sandbox: SandboxRef;
+  actingRecord?: SandboxOwnershipEvidence["actingRecord"];
+  writing?: readonly OwnershipRecord[];
+}
+
+/**
+ * Gathers the records of several sandboxes in one round trip and asks the engine, for each,
+ * whether this instance owns it; answers in the questions' order.
+ */
+export async function judgeOwnerships(
+  db: Tx,
+  instanceId: string,
+  questions: readonly OwnershipQuestion[],
+): Promise<Array<{ evidence: SandboxOwnershipEvidence; verdict: SandboxOwnershipResult }>> {
+  const stored = await loadOwnershipRecords(db, questions.map((q) => q.sandbox));
+  return questions.map((q) => {
+    const records = [...(stored.get(q.sandbox.id) ?? []), ...(q.writing ?? [])];
+    const evidence = ownershipEvidence(instanceId, q.sandbox, records, q.actingRecord ?? null);
+    return { evidence, verdict: judgeSandboxOwnership(evidence) };
+  });
+}
+
 /**
  * Gathers the records and asks the engine whether this instance owns the sandbox.
  * `writing`: records the caller's transaction writes with this proof (they commit together).
@@ -56,7 +80,7 @@ export async function judgeOwnership(
   actingRecord: SandboxOwnershipEvidence["actingRecord"] = null,
   writing: readonly OwnershipRecord[] = [],
 ): Promise<{ evidence: SandboxOwnershipEvidence; verdict: SandboxOwnershipResult }> {
-  const records = [...((await loadOwnershipRecords(db, [sandbox])).get(sandbox.id) ?? []), ...writing];
-  const evidence = ownershipEvidence(instanceId, sandbox, records, actingRecord);
-  return { evidence, verdict: judgeSandboxOwnership(evidence) };
+  const [judged] = await judgeOwnerships(db, instanceId, [{ sandbox, actingRecord, writing }]);
+  if (!judged) throw new Error(`no ownership judgement for sandbox ${sandbox.id}`);
+  return judged;
 }

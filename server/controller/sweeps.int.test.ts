@@ -7,6 +7,7 @@ import { buildLabels, creationName } from "../providers/labels";
 import { evidenceIdentity } from "./context";
 import type { Controller } from "./controller";
 import { json } from "./records";
+import { reclaimBatching } from "./sweeps";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 import { recordPendingCleanupStates } from "../test/db";
 
@@ -150,6 +151,33 @@ describe("creation-intent sweep", () => {
     }
   });
 
+  it("judges each row of one batch on its own: a reclaim, a wait for the settle deadline, an absent sandbox and a foreign one", async () => {
+    // Adjacent in id order, so one batch (one transaction, one write for its reclaims) holds them all.
+    expect(reclaimBatching(c.ctx.config.sweepLanes).batchSize).toBeGreaterThanOrEqual(4);
+    const ours = await seedIntent({ creator: dead }, "0009-batch-a-ours");
+    const early = await seedIntent({ creator: dead, sandboxLabels: null, settleInMs: 60_000 }, "0009-batch-b-early");
+    const absent = await seedIntent({ creator: dead, sandboxLabels: null, settleInMs: -1 }, "0009-batch-c-absent");
+    const foreignCompany = await seedIntent({ creator: dead, sandboxLabels: { instance: "inst-a", company: "co-2" } }, "0009-batch-d-foreign");
+    await c.sweep("test");
+    expect(await intentStatus(ours.id)).toBe("reclaimed");
+    expect(await sandboxState(ours.sandboxId!)).toMatch(DELETED);
+    expect(await intentStatus(early.id)).toBe("pending");
+    expect(await intentStatus(absent.id)).toBe("resolved_absent");
+    expect(await intentStatus(foreignCompany.id)).toBe("manual_reconciliation");
+    expect(await sandboxState(foreignCompany.sandboxId!)).toBe("started");
+    const verdicts = async (id: string) => (await h.db.db.proof.findMany({ where: { intentId: id, kind: "creation_intent" }, orderBy: { evaluatedAt: "asc" } })).map((p) => p.verdict);
+    // Each: the proof that its creator exited made it due, then the inspection's.
+    expect(await verdicts(ours.id)).toEqual(["inspect", "reclaim"]);
+    expect(await verdicts(early.id)).toEqual(["inspect", "stay_pending"]);
+    expect(await verdicts(absent.id)).toEqual(["inspect", "resolve_absent"]);
+    expect(await verdicts(foreignCompany.id)).toEqual(["inspect", "manual_reconciliation"]);
+    // Only the reclaim has a lease, with its ownership proof.
+    const lease = await h.db.db.environmentLease.findFirstOrThrow({ where: { intentId: ours.id } });
+    expect(lease).toMatchObject({ status: "expired", cleanupStatus: "destroyed" });
+    expect(await h.db.db.proof.findFirst({ where: { kind: "sandbox_ownership", leaseId: lease.id } })).toMatchObject({ verdict: "owned", sandboxId: ours.sandboxId });
+    expect(await h.db.db.environmentLease.count({ where: { intentId: { in: [early.id, absent.id, foreignCompany.id] } } })).toBe(0);
+  });
+
   it("never lists or touches another instance's sandboxes that have no intent here", async () => {
     const decoy = await h.emu.admin.plant({ name: "rw-create-decoy-other-instance", labels: buildLabels({ instanceId: "inst-b", companyId: "co-1", operationId: "decoy" }) });
     await c.sweep("test");
@@ -228,20 +256,25 @@ describe("creation-intent sweep", () => {
     expect(await intentStatus(abandoned.id)).toBe("reclaimed");
   });
 
-  it("destroys a page's orphan before it reads the next page", async () => {
-    // Page 1 holds an abandoned intent; the last page holds another. Before issue 13 both
-    // sandboxes were destroyed only after the whole pass.
-    const first = await seedIntent({ creator: dead }, "0001-abandoned-first");
-    for (let i = 0; i < 12; i++) await seedIntent({ creator: self() }, `0002-live-${String(i).padStart(2, "0")}`);
-    const last = await seedIntent({ creator: dead }, "zzzz-abandoned-last");
-    // The last row is slow to inspect: the first orphan goes while the pass is still at work
-    // (since the lanes, both rows are in flight at once; the order comes from this delay).
-    await h.emu.admin.setFault({ match: { name: last.name }, fault: { kind: "latency", ms: 1000 }, times: 1 });
+  it("destroys the orphans of other batches while one sandbox is slow to inspect: a slow lookup holds back only its own batch", async () => {
+    // Before issue 13 every sandbox was destroyed only after the whole pass. Due rows are judged
+    // a batch at a time (one transaction), so a slow lookup holds back its own batch's rows only.
+    const { batchSize } = reclaimBatching(c.ctx.config.sweepLanes);
+    const slow = await seedIntent({ creator: dead }, "0001-abandoned-slow");
+    const rest = [];
+    for (let i = 0; i < batchSize * 2; i++) rest.push(await seedIntent({ creator: dead }, `0002-abandoned-${String(i).padStart(2, "0")}`));
+    for (let i = 0; i < 12; i++) await seedIntent({ creator: self() }, `0003-live-${String(i).padStart(2, "0")}`);
+    await h.emu.admin.setFault({ match: { name: slow.name }, fault: { kind: "latency", ms: 1000 }, times: 1 });
     await c.sweep("test");
-    const leaseOfFirst = await h.db.db.environmentLease.findFirstOrThrow({ where: { intentId: first.id } });
-    const judgedLast = await h.db.db.proof.findFirstOrThrow({ where: { kind: "creation_intent", intentId: last.id }, orderBy: { evaluatedAt: "desc" } });
-    expect(leaseOfFirst.endedAt).not.toBeNull();
-    expect(leaseOfFirst.endedAt!.getTime()).toBeLessThanOrEqual(judgedLast.evaluatedAt.getTime());
+    expect(await intentStatus(slow.id)).toBe("reclaimed");
+    const slowJudged = await h.db.db.proof.findFirstOrThrow({ where: { kind: "creation_intent", verdict: "reclaim", intentId: slow.id } });
+    // In id order, the slow row's batch is it and the next batchSize - 1 rows; the rows after those are in other batches.
+    for (const other of rest.slice(batchSize - 1)) {
+      const lease = await h.db.db.environmentLease.findFirstOrThrow({ where: { intentId: other.id } });
+      expect(lease).toMatchObject({ status: "expired", cleanupStatus: "destroyed" });
+      expect(lease.endedAt!.getTime()).toBeLessThanOrEqual(slowJudged.evaluatedAt.getTime());
+    }
+    for (const other of rest) expect(await intentStatus(other.id)).toBe("reclaimed");
   });
 
   it("keeps its lanes working across page boundaries: a slow reclaim on the first page holds back no later page", async () => {

@@ -10,7 +10,7 @@ import { evidenceIdentity } from "./context";
 import { intentEvidence, judgeExit, pageProbes, probeFor } from "./observe";
 import { ownershipRecordsOf, type SandboxRef } from "../sandboxes/evidence";
 import type { SandboxView } from "../providers/types";
-import { judgeOwnership } from "./ownership";
+import { judgeOwnership, judgeOwnerships } from "./ownership";
 import { json, proofData, recordProof } from "./records";
 import { creationIntent, teardownFence } from "./rules";
 import { claimFields, teardownLease, type HandedOverLease, type TeardownOutcome } from "./teardown";
@@ -136,11 +136,13 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
   const s = summary("creation_intents", pass.id);
   const toTearDown: Array<HandedOverLease> = [];
   let error: string | null = null;
-  // A pool of lanes fed by the pager: a due row is judged under its lock and, when reclaimed,
-  // its sandbox torn down in the same lane, while the pager reads on (no barrier per page).
-  const lanes = lanePool<PendingIntent>(ctx.config.sweepLanes, async (intent) => {
-    const claimed = await judgeIntent(ctx, intent, s);
-    if (claimed) await tearDownClaimed(ctx, claimed, s);
+  // A pool of lanes fed by the pager: due rows are judged a batch at a time under their locks
+  // and the sandboxes reclaimed torn down in the same lane, while the pager reads on (no
+  // barrier per page). At most `sweepLanes` provider calls are in flight.
+  const { batchSize, batchLanes } = reclaimBatching(ctx.config.sweepLanes);
+  const lanes = lanePool<PendingIntent[]>(batchLanes, async (batch) => {
+    const claimed = await judgeIntents(ctx, batch, s);
+    await inLanes(claimed, batchSize, (c) => tearDownClaimed(ctx, c, s));
   });
   try {
     const probe = pageProbes(ctx);
@@ -149,12 +151,18 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
     const feed = async (page: PendingIntent[], skip: ReadonlySet<string>) => {
       s.pages += 1;
       const now = new Date();
+      let batch: PendingIntent[] = [];
       for (const intent of page) {
         if (intent.creatorBootId !== null && skip.has(intent.creatorBootId)) continue;
         const { verdict } = creationIntent(ctx.config, intentEvidence(ctx, intent, intent.committed, now, probe));
         if (verdict.verdict === "wait") count(s, intent.id, verdict);
-        else await lanes.push(intent);
+        else batch.push(intent);
+        if (batch.length === batchSize) {
+          await lanes.push(batch);
+          batch = [];
+        }
       }
+      if (batch.length > 0) await lanes.push(batch);
     };
     const stop = () => ctx.drain.signal.aborted;
     const exited = await exitedCreators(ctx, companies);
@@ -211,16 +219,30 @@ export function lanePool<T>(limit: number, work: (item: T) => Promise<void>): { 
   };
 }
 
-/** Under the row's lock, the intent as stored, whether a lease names it and the run it names (if that run exists). */
-async function lockPending(tx: Prisma.TransactionClient, id: string): Promise<(PendingIntent & { existingRunId: string | null }) | null> {
+/**
+ * Batches of due intents: `batchSize` rows judged in one transaction (one lock, one ownership
+ * read, one write for all its reclaims: issue 13, a transaction per row made the database
+ * round trips most of a reclaim's cost), `batchLanes` batches at once, so that at most
+ * `sweepLanes` provider calls are in flight.
+ */
+export function reclaimBatching(sweepLanes: number): { batchSize: number; batchLanes: number } {
+  const batchSize = Math.min(RECLAIM_BATCH, sweepLanes);
+  return { batchSize, batchLanes: Math.max(1, Math.floor(sweepLanes / batchSize)) };
+}
+const RECLAIM_BATCH = 4;
+
+type LockedIntent = PendingIntent & { existingRunId: string | null };
+
+/** Under the rows' locks, the intents as stored, whether a lease names each and the run it names (if that run exists). */
+async function lockPending(tx: Prisma.TransactionClient, ids: readonly string[]): Promise<LockedIntent[]> {
   // Probe and qualification acquires name runs that never existed (and ids that are no uuid).
-  const rows = await tx.$queryRaw<Array<PendingIntent & { existingRunId: string | null }>>(prepared(Prisma.sql`
+  return tx.$queryRaw<LockedIntent[]>(prepared(Prisma.sql`
     SELECT ${INTENT_COLUMNS}, EXISTS (SELECT 1 FROM environment_leases l WHERE l.intent_id = i.operation_id) AS committed,
       (SELECT r.id::text FROM runs r WHERE r.id = CASE WHEN i.run_id ~* ${UUID_PATTERN.source} THEN i.run_id::uuid END) AS "existingRunId"
     FROM sandbox_creation_intents i
-    WHERE i.operation_id = ${id} AND i.status = 'pending'::"IntentStatus"
+    WHERE i.operation_id = ANY(${ids}::text[]) AND i.status = 'pending'::"IntentStatus"
+    ORDER BY i.operation_id
     FOR UPDATE OF i SKIP LOCKED`));
-  return rows[0] ?? null;
 }
 
 type Inspection =
@@ -241,94 +263,104 @@ async function inspect(ctx: ControllerContext, creationName: string): Promise<In
 }
 
 /**
- * Judges one due intent under the row's lock; returns the id of a lease to tear down, if any.
- * The provider is asked while the lock is held: with several controllers on one backlog, the
- * others skip the row at once instead of each asking the provider for it too (asking first,
+ * Judges a batch of due intents under their rows' locks; returns the leases to tear down.
+ * The provider is asked while the locks are held: with several controllers on one backlog, the
+ * others skip the rows at once instead of each asking the provider for them too (asking first,
  * unlocked, multiplied the provider's calls by the number of controllers).
  */
-async function judgeIntent(ctx: ControllerContext, row: PendingIntent, s: SweepSummary): Promise<HandedOverLease | null> {
-  const id = row.id;
+async function judgeIntents(ctx: ControllerContext, rows: readonly PendingIntent[], s: SweepSummary): Promise<HandedOverLease[]> {
   return ctx.db.$transaction(
     async (tx) => {
-      const intent = await lockPending(tx, id);
-      if (!intent) return null; // another controller holds it, or it was resolved
+      const locked = await lockPending(tx, rows.map((r) => r.id)); // the others: another controller holds them, or they were resolved
       const now = new Date();
-      const { evidence: base, verdict: first } = creationIntent(ctx.config, intentEvidence(ctx, intent, intent.committed, now));
-      const links = { intentId: id, runId: intent.existingRunId };
-
-      switch (first.verdict) {
-        case "wait":
-          count(s, id, first);
-          return null;
-        case "commit":
-          count(s, id, first);
-          await recordProof(tx, first, base, ctx.identity.bootId, links);
-          await tx.sandboxCreationIntent.update({ where: { id }, data: { status: "committed", resolvedAt: now } });
-          return null;
-        case "inspect":
-          break;
-        default:
-          throw new Error(`creation_intent without inspection gave ${first.verdict}`);
-      }
-
-      // Written with the decision below, in one round trip each (the proofs, the intent).
-      const proofs: Prisma.ProofCreateManyInput[] = [];
-      const due: { nextAttemptAt?: Date } = {};
-      if (intent.nextAttemptAt > now) {
-        // Due only because its creator exited (§2.5 step 2): that proof is recorded on its own.
-        proofs.push(proofData(first, base, ctx.identity.bootId, links));
-        due.nextAttemptAt = now;
-      }
-
-      const looked = await inspect(ctx, intent.creationName);
-      if (!looked.ok) {
-        // The provider could not be asked: nothing is decided, the intent is tried again.
-        if (proofs.length > 0) await tx.proof.createMany({ data: proofs });
-        await tx.sandboxCreationIntent.update({
-          where: { id },
-          data: { ...due, attempts: { increment: 1 }, lastInspection: json({ error: looked.error, at: now.toISOString() }), lastInspectedAt: now },
-        });
-        count(s, id, { verdict: "inspect_failed", reason: "provider_error" });
-        return null;
-      }
-      const { inspection, sandboxId, sandbox } = looked;
-      const { evidence, verdict } = creationIntent(ctx.config, { ...base, inspection });
-      count(s, id, verdict);
-      proofs.push(proofData(verdict, evidence, ctx.identity.bootId, { ...links, sandboxId }));
-      const lastInspection = { ...inspection, at: now.toISOString(), sandboxId };
-      if (verdict.verdict === "reclaim") {
-        s.reclaimed += 1;
-        return reclaimWrites(tx, ctx, intent, {
-          proofs,
-          runId: links.runId,
-          leaseIntentId: id,
-          sandboxId,
-          cleanupStatus: "reclaimed_from_intent",
-          lastInspection,
-          nextAttemptAt: due.nextAttemptAt ?? null,
-          now,
-          observed: sandbox,
-        });
-      }
-      await tx.proof.createMany({ data: proofs });
-      const inspected = { ...due, lastInspection: json(lastInspection), lastInspectedAt: now, attempts: { increment: 1 } };
-
-      switch (verdict.verdict) {
-        case "manual_reconciliation":
-          await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, status: "manual_reconciliation", resolvedAt: now } });
-          return null;
-        case "stay_pending": {
-          // Look again a few times before the settle deadline (a late create can still land).
-          const retryIn = Math.min(30_000, Math.max(1_000, (intent.settleDeadline.getTime() - now.getTime()) / 4));
-          await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, nextAttemptAt: new Date(now.getTime() + retryIn) } });
-          return null;
+      const asked: Array<{ intent: LockedIntent; base: CreationIntentEvidence; links: { intentId: string; runId: string | null }; proofs: Prisma.ProofCreateManyInput[]; due: { nextAttemptAt?: Date } }> = [];
+      for (const intent of locked) {
+        const id = intent.id;
+        const { evidence: base, verdict: first } = creationIntent(ctx.config, intentEvidence(ctx, intent, intent.committed, now));
+        const links = { intentId: id, runId: intent.existingRunId };
+        switch (first.verdict) {
+          case "wait":
+            count(s, id, first);
+            continue;
+          case "commit":
+            count(s, id, first);
+            await recordProof(tx, first, base, ctx.identity.bootId, links);
+            await tx.sandboxCreationIntent.update({ where: { id }, data: { status: "committed", resolvedAt: now } });
+            continue;
+          case "inspect":
+            break;
+          default:
+            throw new Error(`creation_intent without inspection gave ${first.verdict}`);
         }
-        case "resolve_absent":
-          await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, status: "resolved_absent", resolvedAt: now } });
-          return null;
-        default:
-          throw new Error(`unexpected creation_intent verdict ${verdict.verdict}`);
+        // Written with the decision below (the proofs, the intent).
+        const proofs: Prisma.ProofCreateManyInput[] = [];
+        const due: { nextAttemptAt?: Date } = {};
+        if (intent.nextAttemptAt > now) {
+          // Due only because its creator exited (§2.5 step 2): that proof is recorded on its own.
+          proofs.push(proofData(first, base, ctx.identity.bootId, links));
+          due.nextAttemptAt = now;
+        }
+        asked.push({ intent, base, links, proofs, due });
       }
+
+      // Every sandbox of the batch asked for at once (the batch is at most `sweepLanes` long).
+      const looked = await Promise.all(asked.map((a) => inspect(ctx, a.intent.creationName)));
+      const reclaims: Reclaim[] = [];
+      for (const [i, { intent, base, links, proofs, due }] of asked.entries()) {
+        const id = intent.id;
+        const answer = looked[i];
+        if (!answer) throw new Error(`no inspection for intent ${id}`);
+        if (!answer.ok) {
+          // The provider could not be asked: nothing is decided, the intent is tried again.
+          if (proofs.length > 0) await tx.proof.createMany({ data: proofs });
+          await tx.sandboxCreationIntent.update({
+            where: { id },
+            data: { ...due, attempts: { increment: 1 }, lastInspection: json({ error: answer.error, at: now.toISOString() }), lastInspectedAt: now },
+          });
+          count(s, id, { verdict: "inspect_failed", reason: "provider_error" });
+          continue;
+        }
+        const { inspection, sandboxId, sandbox } = answer;
+        const { evidence, verdict } = creationIntent(ctx.config, { ...base, inspection });
+        count(s, id, verdict);
+        proofs.push(proofData(verdict, evidence, ctx.identity.bootId, { ...links, sandboxId }));
+        const lastInspection = { ...inspection, at: now.toISOString(), sandboxId };
+        if (verdict.verdict === "reclaim") {
+          s.reclaimed += 1;
+          reclaims.push({
+            intent,
+            proofs,
+            runId: links.runId,
+            leaseIntentId: id,
+            sandboxId,
+            cleanupStatus: "reclaimed_from_intent",
+            lastInspection,
+            nextAttemptAt: due.nextAttemptAt ?? null,
+            now,
+            observed: sandbox,
+          });
+          continue;
+        }
+        await tx.proof.createMany({ data: proofs });
+        const inspected = { ...due, lastInspection: json(lastInspection), lastInspectedAt: now, attempts: { increment: 1 } };
+        switch (verdict.verdict) {
+          case "manual_reconciliation":
+            await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, status: "manual_reconciliation", resolvedAt: now } });
+            continue;
+          case "stay_pending": {
+            // Look again a few times before the settle deadline (a late create can still land).
+            const retryIn = Math.min(30_000, Math.max(1_000, (intent.settleDeadline.getTime() - now.getTime()) / 4));
+            await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, nextAttemptAt: new Date(now.getTime() + retryIn) } });
+            continue;
+          }
+          case "resolve_absent":
+            await tx.sandboxCreationIntent.update({ where: { id }, data: { ...inspected, status: "resolved_absent", resolvedAt: now } });
+            continue;
+          default:
+            throw new Error(`unexpected creation_intent verdict ${verdict.verdict}`);
+        }
+      }
+      return reclaims.length > 0 ? reclaimWrites(tx, ctx, reclaims) : [];
     },
     { timeout: 60_000, maxWait: 10_000 },
   );
@@ -398,85 +430,112 @@ async function reclaimLate(ctx: ControllerContext, id: string, found: SandboxRef
     // The lease names the intent only when the intent has none yet (a committed one kept its own).
     const committed = await tx.environmentLease.count({ where: { intentId: id } });
     s.reclaimed += 1;
-    return reclaimWrites(tx, ctx, intent, {
-      proofs: [proofData(verdict, evidence, ctx.identity.bootId, links)],
-      runId,
-      leaseIntentId: committed === 0 ? id : null,
-      sandboxId: found.id,
-      cleanupStatus: "reclaimed_late_materialisation",
-      lastInspection,
-      nextAttemptAt: null,
-      now,
-    });
+    const [claimed] = await reclaimWrites(tx, ctx, [
+      {
+        intent,
+        proofs: [proofData(verdict, evidence, ctx.identity.bootId, links)],
+        runId,
+        leaseIntentId: committed === 0 ? id : null,
+        sandboxId: found.id,
+        cleanupStatus: "reclaimed_late_materialisation",
+        lastInspection,
+        nextAttemptAt: null,
+        now,
+      },
+    ]);
+    return claimed ?? null;
   });
 }
 
+/** One intent's reclaim, as `reclaimWrites` takes it. */
+interface Reclaim {
+  intent: Pick<SandboxCreationIntent, "id" | "instanceId" | "companyId" | "creationName">;
+  proofs: Prisma.ProofCreateManyInput[];
+  runId: string | null;
+  /** The intent the lease names (null: a committed lease already names it). */
+  leaseIntentId: string | null;
+  sandboxId: string | null;
+  cleanupStatus: "reclaimed_from_intent" | "reclaimed_late_materialisation";
+  lastInspection: object;
+  nextAttemptAt: Date | null;
+  now: Date;
+  /** The sandbox just found by the intent's exact name: its teardown's ownership proof is judged and stored here. */
+  observed?: SandboxView | null;
+}
+
 /**
- * The reclaim both intent paths share (a pending intent's, a late materialisation's), its
- * writes in one statement (issue 13: three round trips before): the proofs; a pending_cleanup
+ * The reclaim both intent paths share (a pending intent's, a late materialisation's): the
+ * writes of a batch of reclaims in one statement (issue 13: three round trips per reclaim
+ * before): the proofs; for each intent a pending_cleanup
  * lease, claimed for this controller's teardown in the same transaction (§2.6: an attempt id,
  * the claimer, a fence; a crash before the teardown leaves a fence whose claimer exited, which
  * the teardown sweep releases), so the teardown needs no claim of its own; and the intent
  * marked reclaimed.
  */
-async function reclaimWrites(
-  tx: Prisma.TransactionClient,
-  ctx: ControllerContext,
-  intent: Pick<SandboxCreationIntent, "id" | "instanceId" | "companyId" | "creationName">,
-  r: {
-    proofs: Prisma.ProofCreateManyInput[];
-    runId: string | null;
-    /** The intent the lease names (null: a committed lease already names it). */
-    leaseIntentId: string | null;
-    sandboxId: string | null;
-    cleanupStatus: "reclaimed_from_intent" | "reclaimed_late_materialisation";
-    lastInspection: object;
-    nextAttemptAt: Date | null;
-    now: Date;
-    /** The sandbox just found by the intent's exact name: its teardown's ownership proof is judged and stored here. */
-    observed?: SandboxView | null;
-  },
-): Promise<HandedOverLease> {
-  const attemptId = crypto.randomUUID();
+async function reclaimWrites(tx: Prisma.TransactionClient, ctx: ControllerContext, reclaims: readonly Reclaim[]): Promise<HandedOverLease[]> {
   // When the rows are written (what Prisma's now() defaults and @updatedAt gave): after the provider answered.
   const at = new Date();
-  const claim = claimFields(ctx, attemptId, r.now);
-  const lease: EnvironmentLease = {
-    id: crypto.randomUUID(),
-    runId: r.runId,
-    instanceId: intent.instanceId,
-    companyId: intent.companyId,
-    intentId: r.leaseIntentId,
-    provider: ctx.providerTarget,
-    providerLeaseId: r.sandboxId,
-    sandboxName: intent.creationName,
-    remoteCwd: null,
-    turn: null,
-    acquisitionOutcome: "created",
-    status: "pending_cleanup",
-    cleanupStatus: r.cleanupStatus,
-    cleanupAttempts: 0,
-    nextCleanupAt: null,
-    lastCleanupError: null,
-    claimAttemptId: claim.claimAttemptId,
-    claimRecord: claim.claimRecord as Prisma.JsonValue,
-    fencedUntil: claim.fencedUntil,
-    terminationReceipt: null,
-    createdAt: at,
-    updatedAt: at,
-    endedAt: null,
-  };
-  // The ownership proof (§2.9) the teardown acts through, on the sandbox just found: the
-  // stored records that name it and the lease written with this proof (one commit, or neither).
-  let observed: HandedOverLease["observed"];
-  const written = [...r.proofs];
-  if (r.observed) {
-    const sandbox = r.observed;
-    const { evidence, verdict: ownership } = await judgeOwnership(tx, ctx.config.instanceId, sandbox, { type: "lease", id: lease.id }, ownershipRecordsOf(null, [lease]));
-    written.push(proofData(ownership, evidence, ctx.identity.bootId, { leaseId: lease.id, runId: r.runId, sandboxId: sandbox.id }));
-    observed = { sandbox, ownership };
+  const made = reclaims.map((r) => {
+    const attemptId = crypto.randomUUID();
+    const claim = claimFields(ctx, attemptId, r.now);
+    const lease: EnvironmentLease = {
+      id: crypto.randomUUID(),
+      runId: r.runId,
+      instanceId: r.intent.instanceId,
+      companyId: r.intent.companyId,
+      intentId: r.leaseIntentId,
+      provider: ctx.providerTarget,
+      providerLeaseId: r.sandboxId,
+      sandboxName: r.intent.creationName,
+      remoteCwd: null,
+      turn: null,
+      acquisitionOutcome: "created",
+      status: "pending_cleanup",
+      cleanupStatus: r.cleanupStatus,
+      cleanupAttempts: 0,
+      nextCleanupAt: null,
+      lastCleanupError: null,
+      claimAttemptId: claim.claimAttemptId,
+      claimRecord: claim.claimRecord as Prisma.JsonValue,
+      fencedUntil: claim.fencedUntil,
+      terminationReceipt: null,
+      createdAt: at,
+      updatedAt: at,
+      endedAt: null,
+    };
+    return { r, attemptId, lease, handed: { attemptId, lease } as HandedOverLease };
+  });
+  // The ownership proofs (§2.9) the teardowns act through, on the sandboxes just found: the
+  // stored records that name each and the lease written with its proof (one commit, or neither).
+  const written = reclaims.flatMap((r) => r.proofs);
+  const observing = made.flatMap((m) => (m.r.observed ? [{ m, sandbox: m.r.observed }] : []));
+  const judged = await judgeOwnerships(
+    tx,
+    ctx.config.instanceId,
+    observing.map(({ m, sandbox }) => ({ sandbox, actingRecord: { type: "lease" as const, id: m.lease.id }, writing: ownershipRecordsOf(null, [m.lease]) })),
+  );
+  for (const [i, { m, sandbox }] of observing.entries()) {
+    const j = judged[i];
+    if (!j) throw new Error(`no ownership judgement for sandbox ${sandbox.id}`);
+    written.push(proofData(j.verdict, j.evidence, ctx.identity.bootId, { leaseId: m.lease.id, runId: m.r.runId, sandboxId: sandbox.id }));
+    m.handed.observed = { sandbox, ownership: j.verdict };
   }
   const proofs = written.map((p) => ({ ...p, id: crypto.randomUUID() }));
+  const leases = made.map(({ lease }) => ({
+    id: lease.id,
+    runId: lease.runId,
+    instanceId: lease.instanceId,
+    companyId: lease.companyId,
+    intentId: lease.intentId,
+    provider: lease.provider,
+    providerLeaseId: lease.providerLeaseId,
+    sandboxName: lease.sandboxName,
+    cleanupStatus: lease.cleanupStatus,
+    claimAttemptId: lease.claimAttemptId,
+    claimRecord: lease.claimRecord,
+    fencedUntil: lease.fencedUntil,
+  }));
+  const intents = reclaims.map((r) => ({ id: r.intent.id, now: r.now, lastInspection: r.lastInspection, nextAttemptAt: r.nextAttemptAt }));
   const updated = await tx.$executeRaw(prepared(Prisma.sql`
     WITH p AS (
       INSERT INTO proofs (id, kind, verdict, code, reason, checks, evidence, output, run_id, claim_id, intent_id, lease_id, sandbox_id, evaluated_by, evaluated_at)
@@ -486,13 +545,16 @@ async function reclaimWrites(
     l AS (
       INSERT INTO environment_leases (id, run_id, instance_id, company_id, intent_id, provider, provider_lease_id, sandbox_name, acquisition_outcome, status, cleanup_status,
         claim_attempt_id, claim_record, fenced_until, created_at, updated_at)
-      VALUES (${lease.id}::uuid, ${lease.runId}::uuid, ${lease.instanceId}, ${lease.companyId}, ${lease.intentId}, ${lease.provider}, ${lease.providerLeaseId}, ${lease.sandboxName},
-        'created'::"AcquisitionOutcome", 'pending_cleanup'::"LeaseStatus", ${lease.cleanupStatus}, ${attemptId}, ${JSON.stringify(claim.claimRecord)}::jsonb, ${lease.fencedUntil}::timestamptz, ${at}::timestamptz, ${at}::timestamptz))
-    UPDATE sandbox_creation_intents SET status = 'reclaimed'::"IntentStatus", resolved_at = ${r.now}::timestamptz, last_inspection = ${JSON.stringify(r.lastInspection)}::jsonb,
-      last_inspected_at = ${r.now}::timestamptz, attempts = attempts + 1, next_attempt_at = COALESCE(${r.nextAttemptAt}::timestamptz, next_attempt_at), updated_at = ${at}::timestamptz
-    WHERE operation_id = ${intent.id}`));
-  if (updated !== 1) throw new Error(`reclaim of intent ${intent.id}: the intent row was not updated`);
-  return observed ? { attemptId, lease, observed } : { attemptId, lease };
+      SELECT x.id, x."runId", x."instanceId", x."companyId", x."intentId", x.provider, x."providerLeaseId", x."sandboxName",
+        'created'::"AcquisitionOutcome", 'pending_cleanup'::"LeaseStatus", x."cleanupStatus", x."claimAttemptId", x."claimRecord", x."fencedUntil", ${at}::timestamptz, ${at}::timestamptz
+      FROM jsonb_to_recordset(${JSON.stringify(leases)}::jsonb) AS x(id uuid, "runId" uuid, "instanceId" text, "companyId" text, "intentId" text, provider text,
+        "providerLeaseId" text, "sandboxName" text, "cleanupStatus" text, "claimAttemptId" text, "claimRecord" jsonb, "fencedUntil" timestamptz))
+    UPDATE sandbox_creation_intents i SET status = 'reclaimed'::"IntentStatus", resolved_at = x.now, last_inspection = x."lastInspection",
+      last_inspected_at = x.now, attempts = i.attempts + 1, next_attempt_at = COALESCE(x."nextAttemptAt", i.next_attempt_at), updated_at = ${at}::timestamptz
+    FROM jsonb_to_recordset(${JSON.stringify(intents)}::jsonb) AS x(id text, now timestamptz, "lastInspection" jsonb, "nextAttemptAt" timestamptz)
+    WHERE i.operation_id = x.id`));
+  if (updated !== reclaims.length) throw new Error(`reclaim of intents ${reclaims.map((r) => r.intent.id).join(", ")}: ${updated} of ${reclaims.length} intent rows updated`);
+  return made.map((m) => m.handed);
 }
 
 async function existingRunId(tx: Prisma.TransactionClient, intent: SandboxCreationIntent): Promise<string | null> {
