@@ -1,5 +1,5 @@
 import crypto from "node:crypto";
-import type { EnvironmentLease } from "../db/client";
+import { executeSql, prepared, Prisma, type EnvironmentLease } from "../db/client";
 import type { SandboxOwnershipResult } from "../engine";
 import { ProviderError } from "../providers/errors";
 import type { SandboxView } from "../providers/types";
@@ -131,10 +131,13 @@ export async function teardownLease(ctx: ControllerContext, leaseId: string, cla
     }
     const endedAt = new Date();
     const receipt = { outcome, sandboxId: sandbox?.id ?? lease.providerLeaseId, sandboxName: lease.sandboxName, attemptId, by: ctx.identity.bootId, at: endedAt.toISOString() };
-    const { count } = await ctx.db.environmentLease.updateMany({
-      where: { id: leaseId, claimAttemptId: attemptId },
-      data: { status: "expired", cleanupStatus: outcome, terminationReceipt: json(receipt), fencedUntil: null, endedAt },
-    });
+    const count = await executeSql(
+      ctx.db,
+      prepared(Prisma.sql`
+        UPDATE environment_leases SET status = 'expired'::"LeaseStatus", cleanup_status = ${outcome}, termination_receipt = ${JSON.stringify(receipt)}::jsonb,
+          fenced_until = NULL, ended_at = ${endedAt}::timestamptz, updated_at = ${endedAt}::timestamptz
+        WHERE id = ${leaseId}::uuid AND claim_attempt_id = ${attemptId}`),
+    );
     if (count === 1 && lease.runId) await appendEvent(ctx.db, lease.runId, "sandbox_destroyed", ctx.identity.bootId, { leaseId, ...receipt });
     return { outcome, leaseId };
   } catch (err) {

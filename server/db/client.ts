@@ -44,7 +44,18 @@ export function createDb(url: string, options: { max?: number } = {}): Db {
 export async function readRows<T extends object>(db: Db | Prisma.TransactionClient, sql: Prisma.Sql): Promise<T[]> {
   const pool = pools.get(db as Db);
   if (!pool || pool.ended) return db.$queryRaw<T[]>(sql);
-  return (await pool.query<T>(sql.text, sql.values)).rows;
+  return (await pool.query<T>({ name: preparedNames.get(sql.text), text: sql.text, values: sql.values })).rows;
+}
+
+/**
+ * One write statement of its own sent straight to the client's `pg` pool, as `readRows`
+ * reads; the number of rows it changed. For the sweeps' per-sandbox writes (issue 13: the
+ * teardown's final update through Prisma cost more in the controller than in PostgreSQL).
+ */
+export async function executeSql(db: Db | Prisma.TransactionClient, sql: Prisma.Sql): Promise<number> {
+  const pool = pools.get(db as Db);
+  if (!pool || pool.ended) return db.$executeRaw(sql);
+  return (await pool.query({ name: preparedNames.get(sql.text), text: sql.text, values: sql.values })).rowCount ?? 0;
 }
 
 export * from "./generated/client";
