@@ -14,7 +14,7 @@ import path from "node:path";
 import { evidenceIdentity } from "../server/controller/context";
 import { FAST_CONTROLLER_ENV, launchController, type ControllerProcessHandle } from "../server/controller/launch";
 import { json } from "../server/controller/records";
-import { sweepCreationIntents } from "../server/controller/sweeps";
+import { reclaimBatching, sweepCreationIntents } from "../server/controller/sweeps";
 import { createDb } from "../server/db/client";
 import { openDatabase } from "../server/db/embedded";
 import { migrate } from "../server/db/migrate";
@@ -114,7 +114,7 @@ const transitions = transitionMs === undefined ? DEFAULT_TRANSITION_MS : { creat
 const emulator = opts.inProcessEmulator ? await startEmulator({ port: 0, databaseUrl: emuUrl, transitionMs: transitions }) : await emulatorProcess(emuUrl, transitions);
 
 const admin = new EmulatorAdminClient(emulator.url, "emulator-key");
-// The sweep's lanes each hold a connection while the provider answers (main.ts sizes a controller's pool the same way).
+// Sized as main.ts sizes a controller's pool (the lanes, their teardowns, the pager).
 const db = createDb(appUrl, { max: env.RUNWARDEN_SWEEP_LANES + 8 });
 const procs: ControllerProcessHandle[] = [];
 
@@ -209,7 +209,7 @@ try {
     }
     await db.sandboxCreationIntent.createMany({ data: rows });
   };
-  say(`\n2. sweep throughput (one controller, in-process sweep, ${controller.ctx.config.sweepLanes} lanes, pages of ${controller.ctx.config.pageSize})`);
+  say(`\n2. sweep throughput (one controller, in-process sweep, ${controller.ctx.config.sweepLanes} provider calls at once in batches of ${reclaimBatching(controller.ctx.config.sweepLanes).batchSize}, pages of ${controller.ctx.config.pageSize})`);
   const waiting = 5000;
   await seed(waiting, evidenceIdentity(identity), false);
   // One warm-up pass, then the median of 5 (as the --scale figures): a first pass runs cold code.

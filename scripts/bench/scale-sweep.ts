@@ -8,7 +8,7 @@
 import pg from "pg";
 import { evidenceIdentity } from "../../server/controller/context";
 import { json } from "../../server/controller/records";
-import { sweepCreationIntents } from "../../server/controller/sweeps";
+import { reclaimBatching, sweepCreationIntents } from "../../server/controller/sweeps";
 import { createDb } from "../../server/db/client";
 import { DEFAULT_TRANSITION_MS } from "../../server/emulator/context";
 import { EmulatorAdminClient } from "../../server/emulator/admin-client";
@@ -22,7 +22,7 @@ const RECLAIMS = 500;
 const FLOOR_N = 200;
 
 export async function sweepFigures(url: string, raw: pg.Pool, emulatorDbUrl: string, size: number): Promise<Figure[]> {
-  // The lanes each hold a connection while the provider answers (main.ts sizes a controller's pool the same way).
+  // Sized as main.ts sizes a controller's pool (the lanes, their teardowns, the pager).
   const db = createDb(url, { max: env.RUNWARDEN_SWEEP_LANES + 8 });
   // In its own process, as npm start and the default bench run it.
   const emulator = await emulatorProcess(emulatorDbUrl, DEFAULT_TRANSITION_MS);
@@ -97,7 +97,7 @@ export async function sweepFigures(url: string, raw: pg.Pool, emulatorDbUrl: str
     const secs = (performance.now() - t) / 1000;
     if (s.reclaimed !== RECLAIMS || s.destroyed !== RECLAIMS) throw new Error(`reclaimed ${s.reclaimed} and destroyed ${s.destroyed} of ${RECLAIMS} abandoned intents`);
     out.push(
-      unitFigure("sweep: reclaims/s", size, RECLAIMS / secs, "reclaims/s", `${RECLAIMS} abandoned intents, ${sweepLanes} lanes; floor: the provider's own get by name + destroy ${floorPerSec.toFixed(0)}/s (×${(floorPerSec / (RECLAIMS / secs)).toFixed(2)})`),
+      unitFigure("sweep: reclaims/s", size, RECLAIMS / secs, "reclaims/s", `${RECLAIMS} abandoned intents, ${sweepLanes} provider calls at once (batches of ${reclaimBatching(sweepLanes).batchSize}); floor: the provider's own get by name + destroy ${floorPerSec.toFixed(0)}/s (×${(floorPerSec / (RECLAIMS / secs)).toFixed(2)})`),
     );
   } finally {
     await controller.stop("bench");
