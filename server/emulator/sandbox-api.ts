@@ -128,6 +128,10 @@ async function listSandboxes(ctx: EmulatorContext, url: URL) {
 
 async function sandboxOp(ctx: EmulatorContext, idOrName: string, op: "get" | "delete" | "start" | "stop") {
   const { store, config } = ctx;
+  // A DELETE of a sandbox at rest while no fault rule is set (every teardown of a reclaim
+  // sweep) is one statement, with no lookup before it (issue 13); anything else, the paths below.
+  const direct = op === "delete" ? await deleteNow(ctx, idOrName) : null;
+  if (direct) return afterChange(ctx, "delete", direct);
   const { row: found, rules } = await store.findWithFaults(idOrName, new Date());
   // No rule set (the usual case): nothing can delay or fail this call, so the row just read is
   // the answer to a GET, and a DELETE is one statement. With rules, the full path below.
@@ -172,6 +176,10 @@ async function sandboxOp(ctx: EmulatorContext, idOrName: string, op: "get" | "de
       }
     }
   });
+  return afterChange(ctx, op, out);
+}
+
+async function afterChange(ctx: EmulatorContext, op: "delete" | "start" | "stop", out: ReturnType<typeof toApi>) {
   // A stopped or deleted sandbox keeps no process running, detached ones included.
   if (op === "stop" || op === "delete") await killSandboxProcesses(ctx.hostOf(out));
   // Off the event loop: a synchronous rm held every other request up (a reclaim sweep's

@@ -211,9 +211,10 @@ export class EmulatorStore {
   }
 
   /**
-   * DELETE of a live sandbox not changing state, in one statement: the row `find` would pick,
-   * locked, renamed and set destroying (or destroyed). Null when there is nothing such to
-   * delete (gone, destroyed, mid-transition): the caller takes the locked path for the error.
+   * DELETE of a live sandbox not changing state while no fault rule is set, in one statement:
+   * the row `find` would pick, locked, renamed and set destroying (or destroyed). Null when
+   * there is nothing such to delete (gone, destroyed, mid-transition, a transition due but not
+   * yet settled) or a rule is set: the caller takes the locked path, which settles first.
    */
   async deleteNow(idOrName: string, now: Date, transitionUntil: Date | null): Promise<SandboxRow | null> {
     const { rows } = await this.pool.query<SandboxRow>({
@@ -224,6 +225,7 @@ export class EmulatorStore {
        WHERE id = (SELECT id FROM emulator_sandbox WHERE (id = $1 OR name = $1) AND ${this.visible("$2", "$3")}
                    ORDER BY (id = $1) DESC, (destroyed_at IS NULL) DESC, seq DESC LIMIT 1 FOR UPDATE)
          AND destroyed_at IS NULL AND state NOT IN (${Object.keys(TRANSITIONS).map((t) => `'${t}'`).join(", ")})
+         AND NOT EXISTS (SELECT 1 FROM emulator_fault f WHERE f.times IS NULL OR f.used < f.times)
        RETURNING *`,
       values: [idOrName, now, String(this.destroyedRetentionMs), transitionUntil ? "destroying" : "destroyed", transitionUntil, String(now.getTime())],
     });
