@@ -1,4 +1,4 @@
-import { Prisma, prepared, type Db } from "../db/client";
+import type { Db, Prisma } from "../db/client";
 import { judgeSandboxOwnership, type OwnershipRecord, type SandboxOwnershipEvidence, type SandboxOwnershipResult } from "../engine";
 import { ownershipEvidence, ownershipRecordsOf, type SandboxRef } from "../sandboxes/evidence";
 
@@ -15,7 +15,7 @@ export async function loadOwnershipRecords(db: Tx, sandboxes: readonly SandboxRe
   const out = new Map<string, OwnershipRecord[]>();
   if (sandboxes.length === 0) return out;
   // One round trip for both kinds (issue 13: a teardown read them in two); leases oldest first.
-  const rows = await db.$queryRaw<RecordRow[]>(prepared(Prisma.sql`
+  const rows = await db.$queryRaw<RecordRow[]>`
     SELECT * FROM (
       SELECT 'intent' AS type, operation_id AS id, instance_id AS "instanceId", company_id AS "companyId", creation_name AS "creationName",
         NULL::text AS "providerLeaseId", NULL::text AS "sandboxName", NULL::text AS "intentId", NULL::timestamptz AS "createdAt"
@@ -23,7 +23,7 @@ export async function loadOwnershipRecords(db: Tx, sandboxes: readonly SandboxRe
       UNION ALL
       SELECT 'lease', id::text, instance_id, company_id, NULL, provider_lease_id, sandbox_name, intent_id, created_at
       FROM environment_leases WHERE provider_lease_id = ANY(${ids}::text[]) OR sandbox_name = ANY(${names}::text[])
-    ) r ORDER BY r.type, r."createdAt", r.id`));
+    ) r ORDER BY r.type, r."createdAt", r.id`;
   const intents = rows.filter((r) => r.type === "intent").map((r) => ({ id: r.id, instanceId: r.instanceId, companyId: r.companyId, creationName: r.creationName ?? "" }));
   const leases = rows.filter((r) => r.type === "lease");
   for (const s of sandboxes) {

@@ -236,13 +236,13 @@ type LockedIntent = PendingIntent & { existingRunId: string | null };
 /** Under the rows' locks, the intents as stored, whether a lease names each and the run it names (if that run exists). */
 async function lockPending(tx: Prisma.TransactionClient, ids: readonly string[]): Promise<LockedIntent[]> {
   // Probe and qualification acquires name runs that never existed (and ids that are no uuid).
-  return tx.$queryRaw<LockedIntent[]>(prepared(Prisma.sql`
+  return tx.$queryRaw<LockedIntent[]>`
     SELECT ${INTENT_COLUMNS}, EXISTS (SELECT 1 FROM environment_leases l WHERE l.intent_id = i.operation_id) AS committed,
       (SELECT r.id::text FROM runs r WHERE r.id = CASE WHEN i.run_id ~* ${UUID_PATTERN.source} THEN i.run_id::uuid END) AS "existingRunId"
     FROM sandbox_creation_intents i
     WHERE i.operation_id = ANY(${ids}::text[]) AND i.status = 'pending'::"IntentStatus"
     ORDER BY i.operation_id
-    FOR UPDATE OF i SKIP LOCKED`));
+    FOR UPDATE OF i SKIP LOCKED`;
 }
 
 type Inspection =
@@ -503,7 +503,7 @@ async function reclaimWrites(tx: Prisma.TransactionClient, ctx: ControllerContex
       updatedAt: at,
       endedAt: null,
     };
-    return { r, attemptId, lease, handed: { attemptId, lease } as HandedOverLease };
+    return { r, lease, handed: { attemptId, lease } as HandedOverLease };
   });
   // The ownership proofs (§2.9) the teardowns act through, on the sandboxes just found: the
   // stored records that name each and the lease written with its proof (one commit, or neither).

@@ -134,15 +134,15 @@ async function sandboxOp(ctx: EmulatorContext, idOrName: string, op: "get" | "de
   if (direct) return afterChange(ctx, "delete", direct);
   const { row: found, rules } = await store.findWithFaults(idOrName, new Date());
   // No rule set (the usual case): nothing can delay or fail this call, so the row just read is
-  // the answer to a GET, and a DELETE is one statement. With rules, the full path below.
+  // the answer to a GET. With rules, the full path below; a DELETE that was not done above takes
+  // the locked path (its error, or a transition that was due and is settled now).
   const quiet = rules.length === 0;
   if (!quiet) await ctx.faultFor("sandbox", found ? subjectOf(found.name, found.labels) : subjectOf(idOrName, {}), null, rules);
   if (op === "get") {
     if (quiet && found) return toApi(ctx, found);
     return toApi(ctx, await ctx.requireSandbox(idOrName));
   }
-  const fast = quiet && found && op === "delete" ? await deleteNow(ctx, idOrName) : null;
-  const out = fast ?? await store.transaction(async (tx) => {
+  const out = await store.transaction(async (tx) => {
     const row = await ctx.requireSandbox(idOrName, tx, true);
     const now = new Date();
     const ms = config.transitionMs;
