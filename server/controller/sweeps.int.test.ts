@@ -27,6 +27,8 @@ interface IntentSeed {
   sandboxLabels?: { instance: string; company: string } | null;
   nextAttemptInMs?: number;
   settleInMs?: number;
+  /** The run the intent was for (default: a probe's name, no run). */
+  runId?: string;
 }
 
 async function seedIntent(seed: IntentSeed, id: string = crypto.randomUUID()) {
@@ -37,7 +39,7 @@ async function seedIntent(seed: IntentSeed, id: string = crypto.randomUUID()) {
       id,
       instanceId: "inst-a",
       companyId: "co-1",
-      runId: `probe-${id}`,
+      runId: seed.runId ?? `probe-${id}`,
       creationName: name,
       labels: json({ instance: "inst-a", company: "co-1", operation: id }),
       creator: seed.creator ? json(seed.creator) : undefined,
@@ -112,6 +114,24 @@ describe("creation-intent sweep", () => {
       records: expect.arrayContaining([expect.objectContaining({ type: "intent", id: seed.id }), expect.objectContaining({ type: "lease", id: lease.id, providerLeaseId: seed.sandboxId })]),
     });
     expect(owned[0]!.evaluatedAt.getTime()).toBeLessThanOrEqual(lease.endedAt!.getTime());
+  });
+
+  it("records one sandbox_destroyed on the run of a reclaimed sandbox, with the lease's receipt, beside a reclaim of no run in the same batch", async () => {
+    const { db } = h.db;
+    await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
+    const run = await db.run.create({
+      data: { instanceId: "inst-a", companyId: "co-1", taskId: "reclaimed-run", agent: "a", provider: "codex", target: "remote", sandboxMode: "warm", status: "failed" },
+    });
+    const [ofRun, ofNone] = await Promise.all([seedIntent({ creator: dead, runId: run.id }), seedIntent({ creator: dead })]);
+    await c.sweep("test");
+    const lease = await db.environmentLease.findUniqueOrThrow({ where: { intentId: ofRun!.id } });
+    expect(lease).toMatchObject({ status: "expired", runId: run.id, cleanupStatus: "destroyed", fencedUntil: null });
+    expect(lease.terminationReceipt).toMatchObject({ outcome: "destroyed", sandboxId: ofRun!.sandboxId, attemptId: lease.claimAttemptId, by: c.ctx.identity.bootId });
+    const events = await db.runEvent.findMany({ where: { runId: run.id, type: "sandbox_destroyed" } });
+    expect(events.map((e) => e.data)).toEqual([{ leaseId: lease.id, ...(lease.terminationReceipt as object) }]);
+    expect(await db.environmentLease.findUniqueOrThrow({ where: { intentId: ofNone!.id } })).toMatchObject({ status: "expired", runId: null, cleanupStatus: "destroyed" });
+    expect(await sandboxState(ofRun!.sandboxId!)).toMatch(DELETED);
+    expect(await sandboxState(ofNone!.sandboxId!)).toMatch(DELETED);
   });
 
   it("refuses the teardown of a reclaimed sandbox that another record of this instance names with other labels", async () => {

@@ -13,7 +13,7 @@ import type { SandboxView } from "../providers/types";
 import { judgeOwnership, judgeOwnerships } from "./ownership";
 import { json, proofData, recordProof } from "./records";
 import { creationIntent, teardownFence } from "./rules";
-import { claimFields, teardownLease, type HandedOverLease, type TeardownOutcome } from "./teardown";
+import { claimFields, teardownHandedOver, teardownLease, type HandedOverLease, type TeardownOutcome } from "./teardown";
 import { isUuid, UUID_PATTERN } from "../lib/ids";
 import { inLanes } from "../lib/lanes";
 
@@ -142,7 +142,7 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
   const { batchSize, batchLanes } = reclaimBatching(ctx.config.sweepLanes);
   const lanes = lanePool<PendingIntent[]>(batchLanes, async (batch) => {
     const claimed = await judgeIntents(ctx, batch, s);
-    await inLanes(claimed, batchSize, (c) => tearDownClaimed(ctx, c, s));
+    if (claimed.length > 0) countDestroyed(s, await teardownHandedOver(ctx, claimed));
   });
   try {
     const probe = pageProbes(ctx);
@@ -187,8 +187,11 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
 
 /** Tears down a lease its reclaim created already claimed (no sweep can take it in between). */
 async function tearDownClaimed(ctx: ControllerContext, claimed: HandedOverLease, s: SweepSummary): Promise<void> {
-  const result = await teardownLease(ctx, claimed.lease.id, claimed);
-  if (result.outcome === "destroyed" || result.outcome === "already_gone") s.destroyed += 1;
+  countDestroyed(s, [await teardownLease(ctx, claimed.lease.id, claimed)]);
+}
+
+function countDestroyed(s: SweepSummary, results: readonly TeardownOutcome[]) {
+  for (const r of results) if (r.outcome === "destroyed" || r.outcome === "already_gone") s.destroyed += 1;
 }
 
 /**

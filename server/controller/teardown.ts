@@ -1,5 +1,5 @@
 import crypto from "node:crypto";
-import { executeSql, prepared, Prisma, type EnvironmentLease } from "../db/client";
+import { prepared, Prisma, readRows, type EnvironmentLease } from "../db/client";
 import type { SandboxOwnershipResult } from "../engine";
 import { ProviderError } from "../providers/errors";
 import type { SandboxView } from "../providers/types";
@@ -8,7 +8,7 @@ import { evidenceIdentity } from "./context";
 import { crashPoint } from "./crash";
 import { describeOwnership } from "../sandboxes/evidence";
 import { judgeOwnership } from "./ownership";
-import { appendEvent, json, recordProof } from "./records";
+import { json, recordProof } from "./records";
 
 export type TeardownOutcome =
   | { outcome: "destroyed" | "already_gone"; leaseId: string }
@@ -72,6 +72,39 @@ export interface ObservedSandbox {
 export type HandedOverLease = ClaimedLease & { lease: EnvironmentLease };
 
 export async function teardownLease(ctx: ControllerContext, leaseId: string, claimed?: ClaimedLease): Promise<TeardownOutcome> {
+  const acted = await actOnLease(ctx, leaseId, claimed);
+  if ("done" in acted) return acted.done;
+  const [outcome] = await finishTeardowns(ctx, [acted.finishing]);
+  if (!outcome) throw new Error(`teardown of lease ${leaseId} recorded no outcome`);
+  return outcome;
+}
+
+/**
+ * The leases a sweep's reclaim batch handed over, torn down at once: each as `teardownLease`
+ * does, with the final writes of those the provider destroyed in one statement (issue 13: one
+ * statement per sandbox was most of what a reclaim cost PostgreSQL after the batch's own).
+ */
+export async function teardownHandedOver(ctx: ControllerContext, handed: readonly HandedOverLease[]): Promise<TeardownOutcome[]> {
+  const acted = await Promise.all(handed.map((h) => actOnLease(ctx, h.lease.id, h)));
+  const finishing = acted.flatMap((a) => ("finishing" in a ? [a.finishing] : []));
+  const finished = finishing.length > 0 ? await finishTeardowns(ctx, finishing) : [];
+  return [...acted.flatMap((a) => ("done" in a ? [a.done] : [])), ...finished];
+}
+
+/** A teardown whose provider part is done, waiting for its final write (its fence still renewed). */
+interface Finishing {
+  leaseId: string;
+  attemptId: string;
+  runId: string | null;
+  cleanupAttempts: number;
+  outcome: "destroyed" | "already_gone";
+  receipt: { outcome: "destroyed" | "already_gone"; sandboxId: string | null; sandboxName: string | null; attemptId: string; by: string; at: string };
+  endedAt: Date;
+  stopRenewing(): void;
+}
+
+/** Claims (unless handed over), proves ownership and destroys; everything but the final write of a success. */
+async function actOnLease(ctx: ControllerContext, leaseId: string, claimed?: ClaimedLease): Promise<{ done: TeardownOutcome } | { finishing: Finishing }> {
   // `claimed`: the caller claimed the lease in the transaction that made it due (an operator's
   // reclaim, a sweep's), so no sweep could take it in between. A sweep's reclaim hands over the
   // lease it created: no second read (the provider calls and the final update still check the
@@ -83,18 +116,18 @@ export async function teardownLease(ctx: ControllerContext, leaseId: string, cla
           .findFirst({ where: { id: leaseId, status: "pending_cleanup", claimAttemptId: claimed.attemptId } })
           .then((lease) => (lease ? { attemptId: claimed.attemptId, lease } : null))
       : await claimLease(ctx, leaseId);
-  if (!claim) return { outcome: "not_claimed", leaseId };
+  if (!claim) return { done: { outcome: "not_claimed", leaseId } };
   const { attemptId, lease } = claim;
   const observed = claimed?.lease ? (claimed.observed ?? null) : null;
   crashPoint(ctx, "during_teardown_claim", { leaseId });
 
-  // Renew the fence while the provider works, so a slow destroy is not taken over.
+  // Renew the fence while the provider works (and until the final write), so a slow destroy is not taken over.
   const renew = setInterval(() => {
     void ctx.db.environmentLease
       .updateMany({ where: { id: leaseId, claimAttemptId: attemptId }, data: { fencedUntil: new Date(Date.now() + ctx.config.fenceMs) } })
       .catch(() => {});
   }, Math.max(1000, Math.floor(ctx.config.fenceMs / 3)));
-
+  let handedOn = false;
   try {
     // By the id the lease recorded (a name can be reused after a delete, and an old lease may
     // have none); the ownership proof below still requires the name to match.
@@ -125,34 +158,62 @@ export async function teardownLease(ctx: ControllerContext, leaseId: string, cla
           data: { status: "failed", cleanupStatus: "ownership_mismatch", lastCleanupError: reason, fencedUntil: null, endedAt: new Date() },
         });
         ctx.log.warn({ leaseId, reason }, "teardown refused: sandbox not provably ours");
-        return { outcome: "refused", leaseId, reason };
+        return { done: { outcome: "refused", leaseId, reason } };
       }
       outcome = (await ctx.provider.destroy(sandbox.id)).outcome;
     }
     const endedAt = new Date();
     const receipt = { outcome, sandboxId: sandbox?.id ?? lease.providerLeaseId, sandboxName: lease.sandboxName, attemptId, by: ctx.identity.bootId, at: endedAt.toISOString() };
-    const count = await executeSql(
+    handedOn = true;
+    return {
+      finishing: { leaseId, attemptId, runId: lease.runId, cleanupAttempts: lease.cleanupAttempts, outcome, receipt, endedAt, stopRenewing: () => clearInterval(renew) },
+    };
+  } catch (err) {
+    return { done: await recordFailure(ctx, leaseId, attemptId, lease.cleanupAttempts, err) };
+  } finally {
+    if (!handedOn) clearInterval(renew);
+  }
+}
+
+/**
+ * Marks the leases `expired` with their receipts in one statement, each only while its attempt
+ * still holds it, and appends `sandbox_destroyed` to the runs of those it marked. A failure of
+ * the write counts as a failed attempt of each (the teardown is tried again).
+ */
+async function finishTeardowns(ctx: ControllerContext, items: readonly Finishing[]): Promise<TeardownOutcome[]> {
+  try {
+    const rows = items.map((f) => ({ id: f.leaseId, attemptId: f.attemptId, outcome: f.outcome, receipt: f.receipt, at: f.endedAt }));
+    const marked = await readRows<{ id: string }>(
       ctx.db,
       prepared(Prisma.sql`
-        UPDATE environment_leases SET status = 'expired'::"LeaseStatus", cleanup_status = ${outcome}, termination_receipt = ${JSON.stringify(receipt)}::jsonb,
-          fenced_until = NULL, ended_at = ${endedAt}::timestamptz, updated_at = ${endedAt}::timestamptz
-        WHERE id = ${leaseId}::uuid AND claim_attempt_id = ${attemptId}`),
+        UPDATE environment_leases l SET status = 'expired'::"LeaseStatus", cleanup_status = x.outcome, termination_receipt = x.receipt,
+          fenced_until = NULL, ended_at = x.at, updated_at = x.at
+        FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(id uuid, "attemptId" text, outcome text, receipt jsonb, at timestamptz)
+        WHERE l.id = x.id AND l.claim_attempt_id = x."attemptId" AND l.id = ANY(${rows.map((r) => r.id)}::uuid[])
+        RETURNING l.id::text AS id`),
     );
-    if (count === 1 && lease.runId) await appendEvent(ctx.db, lease.runId, "sandbox_destroyed", ctx.identity.bootId, { leaseId, ...receipt });
-    return { outcome, leaseId };
+    const landed = new Set(marked.map((m) => m.id));
+    const events = items.flatMap((f) => (f.runId && landed.has(f.leaseId) ? [{ runId: f.runId, type: "sandbox_destroyed", bootId: ctx.identity.bootId, data: json({ leaseId: f.leaseId, ...f.receipt }) }] : []));
+    if (events.length > 0) await ctx.db.runEvent.createMany({ data: events });
+    return items.map((f) => ({ outcome: f.outcome, leaseId: f.leaseId }));
   } catch (err) {
-    const message = ProviderError.is(err) ? err.message : err instanceof Error ? err.message : String(err);
-    const attempts = lease.cleanupAttempts + 1;
-    const backoffMs = Math.min(5 * 60_000, 2_000 * 2 ** Math.min(attempts, 8));
-    await ctx.db.environmentLease.updateMany({
-      where: { id: leaseId, claimAttemptId: attemptId },
-      data: { cleanupAttempts: attempts, lastCleanupError: message, nextCleanupAt: new Date(Date.now() + backoffMs), fencedUntil: null, cleanupStatus: "retrying" },
-    });
-    ctx.log.warn({ leaseId, err: message, attempts }, "teardown failed; will retry");
-    return { outcome: "failed", leaseId, error: message };
+    return Promise.all(items.map((f) => recordFailure(ctx, f.leaseId, f.attemptId, f.cleanupAttempts, err)));
   } finally {
-    clearInterval(renew);
+    for (const f of items) f.stopRenewing();
   }
+}
+
+/** A failed attempt: counted, with a back-off, back to `pending_cleanup` for the next sweep. */
+async function recordFailure(ctx: ControllerContext, leaseId: string, attemptId: string, cleanupAttempts: number, err: unknown): Promise<TeardownOutcome> {
+  const message = ProviderError.is(err) ? err.message : err instanceof Error ? err.message : String(err);
+  const attempts = cleanupAttempts + 1;
+  const backoffMs = Math.min(5 * 60_000, 2_000 * 2 ** Math.min(attempts, 8));
+  await ctx.db.environmentLease.updateMany({
+    where: { id: leaseId, claimAttemptId: attemptId },
+    data: { cleanupAttempts: attempts, lastCleanupError: message, nextCleanupAt: new Date(Date.now() + backoffMs), fencedUntil: null, cleanupStatus: "retrying" },
+  });
+  ctx.log.warn({ leaseId, err: message, attempts }, "teardown failed; will retry");
+  return { outcome: "failed", leaseId, error: message };
 }
 
 /** Marks a run's held leases for cleanup and tears them down now (one attempt each). */
