@@ -35,27 +35,17 @@ export function createDb(url: string, options: { max?: number } = {}): Db {
 }
 
 /**
- * One read statement sent straight to the client's `pg` pool, as `pg` types its columns
- * (uuid and enums as text, timestamptz as Date, int8 as text). Issue 13: on the dashboard's
- * hottest reads (`runs.list`, `runs.count`) Prisma's `$queryRaw` cost 0.2–0.4 ms on top of a
- * statement of under 1 ms. Inside a transaction (a client without a pool), or after
+ * One statement sent straight to the client's `pg` pool (a read, or a write's RETURNING
+ * rows), as `pg` types its columns (uuid and enums as text, timestamptz as Date, int8 as
+ * text). Issue 13: on the dashboard's hottest reads (`runs.list`, `runs.count`) and the
+ * teardowns' final write, Prisma's `$queryRaw` cost 0.2–0.4 ms on top of a statement of
+ * under 1 ms. Inside a transaction (a client without a pool), or after
  * `$disconnect` ended the pool, it is `$queryRaw`.
  */
 export async function readRows<T extends object>(db: Db | Prisma.TransactionClient, sql: Prisma.Sql): Promise<T[]> {
   const pool = pools.get(db as Db);
   if (!pool || pool.ended) return db.$queryRaw<T[]>(sql);
   return (await pool.query<T>({ name: preparedNames.get(sql.text), text: sql.text, values: sql.values })).rows;
-}
-
-/**
- * One write statement of its own sent straight to the client's `pg` pool, as `readRows`
- * reads; the number of rows it changed. For the sweeps' per-sandbox writes (issue 13: the
- * teardown's final update through Prisma cost more in the controller than in PostgreSQL).
- */
-export async function executeSql(db: Db | Prisma.TransactionClient, sql: Prisma.Sql): Promise<number> {
-  const pool = pools.get(db as Db);
-  if (!pool || pool.ended) return db.$executeRaw(sql);
-  return (await pool.query({ name: preparedNames.get(sql.text), text: sql.text, values: sql.values })).rowCount ?? 0;
 }
 
 export * from "./generated/client";
