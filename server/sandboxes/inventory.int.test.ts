@@ -26,6 +26,8 @@ let service: ControllerContext;
 /** Every listing of the provider by labels this file's services make. */
 let listings = 0;
 let failListing = false;
+/** A sandbox name the provider answers for with labels that cannot be read (an unexpected error in the reclaim). */
+let unreadable: string | null = null;
 let runId = "";
 
 const services = () => servicesOf(service);
@@ -58,6 +60,17 @@ beforeAll(async () => {
       value: (...args: Parameters<ControllerContext["provider"]["listPagesByLabels"]>) => {
         listings += 1;
         return failListing ? unreachable() : base.provider.listPagesByLabels(...args);
+      },
+    },
+    getByName: {
+      value: async (...args: Parameters<ControllerContext["provider"]["getByName"]>) => {
+        const found = await base.provider.getByName(...args);
+        if (!found || args[0] !== unreadable) return found;
+        return Object.defineProperty({ ...found }, "labels", {
+          get() {
+            throw new Error("labels unreadable");
+          },
+        });
       },
     },
   }) as ControllerContext["provider"];
@@ -125,6 +138,31 @@ describe("orphans inventory", () => {
     // A destroy takes its sandbox off the page at once, not at the next pass.
     const now = await listOrphans(h.db.db, services().observer, all, "inst-a", {}, later(pass.listedAt, 300));
     expect(now.items.map((r) => r.id)).not.toContain(kept!.id);
+  });
+
+  it("an unexpected error on one sandbox fails that one alone: the others are destroyed and every result reaches the audit entry", async () => {
+    const [bad, good] = [await orphan("bad"), await orphan("good")];
+    await refreshInventory(h.db.db, services().observer, "inst-a");
+    const c = caller();
+    const plan = await c.orphans.reclaim({ dryRun: true, sandboxIds: [bad.id, good.id] });
+    expect(plan.counts.would_destroy).toBe(2);
+    unreadable = bad.name;
+    const done = await c.orphans
+      .reclaim({ dryRun: false, planId: plan.planId, sandboxIds: [bad.id, good.id], confirm: confirmWord(2) })
+      .finally(() => (unreadable = null));
+    expect(done.results.map((r) => [r.sandboxId, r.outcome])).toEqual([
+      [bad.id, "failed"],
+      [good.id, "destroyed"],
+    ]);
+    expect(done.results[0]!.reason).toBe("unexpected error: labels unreadable");
+    expect(await alive()).toContain(bad.id);
+    expect(await alive()).not.toContain(good.id);
+    const audit = await h.db.db.auditEntry.findFirstOrThrow({ where: { action: "orphans.reclaim", targetId: plan.planId }, orderBy: { id: "desc" } });
+    expect(audit.outcome).toBe("error");
+    expect((audit.detail as { results: { sandboxId: string; outcome: string }[] }).results.map((r) => [r.sandboxId, r.outcome])).toEqual([
+      [bad.id, "failed"],
+      [good.id, "destroyed"],
+    ]);
   });
 
   it("a stale inventory row never leads to a destroy: the dry run judges a fresh read, and the page judges its rows now", async () => {
