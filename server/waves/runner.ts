@@ -40,6 +40,8 @@ export interface WaveRunOptions extends WaveOptions {
   retries: number;
   /** Test-only: a deliberately broken rule for the controllers (RUNWARDEN_TEST_BREAK_RULE). */
   breakRule?: Env["RUNWARDEN_TEST_BREAK_RULE"];
+  /** Tests: each turn's length in the controllers (RUNWARDEN_TURN_MS; default 400 ms). */
+  turnMs?: number;
   /** An emulator to use; otherwise the configured one if it answers, else one in-process. */
   emulatorUrl?: string;
   /** After the tasks settle, how long the sweeps get to finish the cleanup (default 20 s). */
@@ -152,6 +154,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
         RUNWARDEN_CONTROLLER_HOME: dir,
         RUNWARDEN_CONCURRENCY: String(plan.concurrency),
         RUNWARDEN_TEST_BREAK_RULE: options.breakRule,
+        ...(options.turnMs !== undefined ? { RUNWARDEN_TURN_MS: String(options.turnMs) } : {}),
         ...extra,
       });
       controller = p;
@@ -225,9 +228,20 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       }
       const kill = records[next];
       if (!armed && kill && target && elapsed - target.readyAtMs >= kill.afterReadyMs) {
-        // A kill lands on work in flight on the controller it targets, never on an idle one.
+        // A kill lands on work in flight on the controller it targets, never on an idle one:
+        // a run in session, on the sandbox it holds (a per-turn run between turns, its
+        // sandbox given back, has no session to interrupt).
         const inFlight = target.bootId
-          ? await db.run.findFirst({ where: { waveId: id, executorBootId: target.bootId, status: "running", phase: "session_open" }, select: { id: true } })
+          ? await db.run.findFirst({
+              where: {
+                waveId: id,
+                executorBootId: target.bootId,
+                status: "running",
+                phase: "session_open",
+                OR: [{ target: "local" }, { leases: { some: { status: "active" } } }],
+              },
+              select: { id: true },
+            })
           : null;
         if (inFlight) {
           next += 1;

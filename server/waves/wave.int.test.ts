@@ -199,9 +199,19 @@ describe("kills land where the plan puts them (issue 17)", () => {
 
 describe("a deliberately broken rule makes the matching check fail", () => {
   it("staged restarts admitted only on resumed leases (seed 000's bug) → R2", { timeout: 120_000 }, async () => {
+    // The drain must find a run inside a turn, on its sandbox (a per-turn run between turns
+    // has given it back and restarts on a fresh one, which no rule compares): turns of 1.5 s,
+    // against the ~0.4 s between two of them, and a second drain after the first restart.
     const report = await wave(
-      { tasks: [task("t01", { sandboxMode: "per_turn", turns: 6 }), task("t02", { sandboxMode: "per_turn", turns: 6 })], kills: [{ kind: "K2", atMs: 1500 }], concurrency: 2 },
-      { breakRule: "staged_requires_resumed" },
+      {
+        tasks: [task("t01", { sandboxMode: "per_turn", turns: 4 }), task("t02", { sandboxMode: "per_turn", turns: 4 })],
+        kills: [
+          { kind: "K2", atMs: 1500 },
+          { kind: "K2", atMs: 1000 },
+        ],
+        concurrency: 2,
+      },
+      { breakRule: "staged_requires_resumed", turnMs: 1500 },
     );
     expect(report.passed).toBe(false);
     const r2 = report.tasks.filter((t) => !t.checks.R2.ok);
