@@ -30,7 +30,7 @@ import { DaytonaProvider } from "../server/providers/daytona";
 import { buildLabels, creationName } from "../server/providers/labels";
 import { submitRun } from "../server/runs/submit";
 import { admin as adminSql } from "./lib/admin";
-import { benchController, emulatorProcess, plantAbandoned, reclaimFloor } from "./bench/emulator";
+import { abandonIntents, benchController, emulatorProcess, reclaimFloor } from "./bench/emulator";
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -236,10 +236,7 @@ try {
   const lanes = controller.ctx.config.sweepLanes;
   const floorN = Math.min(400, opts.reclaims);
   const floorPerSec = await reclaimFloor(admin, provider, { n: floorN, lanes, instanceId: "inst-bench", companyId: "co-1" });
-  const batch = await plantAbandoned(admin, opts.reclaims, "inst-bench", "co-1");
-  await db.sandboxCreationIntent.createMany({
-    data: batch.map(({ id, name }) => ({ id, instanceId: "inst-bench", companyId: "co-1", runId: `probe-${id}`, creationName: name, labels: json({}), creator: json(dead), settleDeadline: new Date(Date.now() + 60_000), nextAttemptAt: new Date(Date.now() + 30 * 60_000) })),
-  });
+  await abandonIntents(db, admin, opts.reclaims, "inst-bench", "co-1", dead);
   t = Date.now();
   s = await sweepCreationIntents(controller.ctx, "bench");
   secs = (Date.now() - t) / 1000;

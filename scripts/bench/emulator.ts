@@ -15,7 +15,9 @@ import { childEnv, env } from "../../server/env";
 import pino from "pino";
 import { controllerConfig } from "../../server/controller/config";
 import { Controller } from "../../server/controller/controller";
+import { json } from "../../server/controller/records";
 import type { Db } from "../../server/db/client";
+import type { Identity } from "../../server/engine";
 import { DaytonaProvider } from "../../server/providers/daytona";
 import { createRunnerClient } from "../../server/providers/runner";
 import { currentProcessIdentity } from "../../server/process/identity";
@@ -76,6 +78,27 @@ export async function plantAbandoned(admin: EmulatorAdminClient, n: number, inst
     }),
   );
   return out;
+}
+
+/**
+ * `n` creation intents abandoned by an exited `creator`, each with its sandbox planted: due
+ * for a reclaim at the next sweep (the creator's exit makes them due before their deadline).
+ */
+export async function abandonIntents(db: Db, admin: EmulatorAdminClient, n: number, instanceId: string, companyId: string, creator: Identity): Promise<void> {
+  const planted = await plantAbandoned(admin, n, instanceId, companyId);
+  await db.sandboxCreationIntent.createMany({
+    data: planted.map(({ id, name }) => ({
+      id,
+      instanceId,
+      companyId,
+      runId: `probe-${id}`,
+      creationName: name,
+      labels: json({}),
+      creator: json(creator),
+      settleDeadline: new Date(Date.now() + 60_000),
+      nextAttemptAt: new Date(Date.now() + 30 * 60_000),
+    })),
+  });
 }
 
 /**

@@ -7,14 +7,13 @@
  */
 import pg from "pg";
 import { evidenceIdentity } from "../../server/controller/context";
-import { json } from "../../server/controller/records";
 import { reclaimBatching, sweepCreationIntents } from "../../server/controller/sweeps";
 import { createDb } from "../../server/db/client";
 import { DEFAULT_TRANSITION_MS } from "../../server/emulator/context";
 import { EmulatorAdminClient } from "../../server/emulator/admin-client";
 import { env } from "../../server/env";
 import { exitedProcessIdentity } from "../../server/process/exited";
-import { benchController, emulatorProcess, plantAbandoned, reclaimFloor } from "./emulator";
+import { abandonIntents, benchController, emulatorProcess, reclaimFloor } from "./emulator";
 import { compare, unitFigure, type Figure } from "./measure";
 import { OUR_INSTANCE } from "./scale-data";
 
@@ -81,22 +80,7 @@ export async function sweepFigures(url: string, raw: pg.Pool, emulatorDbUrl: str
 
     // Reclaims: abandoned intents of an exited creator, planted as sandboxes in the emulator.
     const dead = evidenceIdentity(await exitedProcessIdentity());
-    const abandon = async (n: number) => {
-      const batch = await plantAbandoned(admin, n, OUR_INSTANCE, "co-0001");
-      await db.sandboxCreationIntent.createMany({
-        data: batch.map(({ id, name }) => ({
-          id,
-          instanceId: OUR_INSTANCE,
-          companyId: "co-0001",
-          runId: `probe-${id}`,
-          creationName: name,
-          labels: json({}),
-          creator: json(dead),
-          settleDeadline: new Date(Date.now() + 60_000),
-          nextAttemptAt: new Date(Date.now() + 30 * 60_000),
-        })),
-      });
-    };
+    const abandon = (n: number) => abandonIntents(db, admin, n, OUR_INSTANCE, "co-0001", dead);
     // A warm-up pass first, untimed (as the list figures' warm-up, and as section 2 of the
     // default bench precedes its 2b): the emulator process is new at each size, and its first
     // requests and the reclaim path's first calls are compiled while they run.

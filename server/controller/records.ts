@@ -3,9 +3,23 @@ import type { Verdict } from "../engine";
 
 type Tx = Db | Prisma.TransactionClient;
 
+export interface RunEventInput {
+  runId: string;
+  type: string;
+  bootId: string | null;
+  data?: Record<string, unknown>;
+}
+
+const eventRow = (e: RunEventInput) => ({ runId: e.runId, type: e.type, bootId: e.bootId, data: (e.data ?? undefined) as Prisma.InputJsonValue | undefined });
+
 /** Appends to a run's timeline. */
 export async function appendEvent(db: Tx, runId: string, type: string, bootId: string | null, data?: Record<string, unknown>) {
-  await db.runEvent.create({ data: { runId, type, bootId, data: (data ?? undefined) as Prisma.InputJsonValue | undefined } });
+  await db.runEvent.create({ data: eventRow({ runId, type, bootId, data }) });
+}
+
+/** Appends several events (of one run or many) in one insert. */
+export async function appendEvents(db: Tx, events: readonly RunEventInput[]) {
+  if (events.length > 0) await db.runEvent.createMany({ data: events.map(eventRow) });
 }
 
 export interface ProofLinks {

@@ -142,7 +142,7 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
   const { batchSize, batchLanes } = reclaimBatching(ctx.config.sweepLanes);
   const lanes = lanePool<PendingIntent[]>(batchLanes, async (batch) => {
     const claimed = await judgeIntents(ctx, batch, s);
-    if (claimed.length > 0) countDestroyed(s, await teardownHandedOver(ctx, claimed));
+    countDestroyed(s, await teardownHandedOver(ctx, claimed));
   });
   try {
     const probe = pageProbes(ctx);
@@ -548,20 +548,12 @@ async function reclaimWrites(tx: Prisma.TransactionClient, ctx: ControllerContex
 export interface ReclaimRows {
   at: Date;
   proofs: Array<Prisma.ProofCreateManyInput & { id: string }>;
-  leases: Array<{
-    id: string;
-    runId: string | null;
-    instanceId: string;
-    companyId: string;
-    intentId: string | null;
-    provider: string;
-    providerLeaseId: string | null;
-    sandboxName: string | null;
-    cleanupStatus: string | null;
-    claimAttemptId: string | null;
-    claimRecord: Prisma.JsonValue;
-    fencedUntil: Date | null;
-  }>;
+  leases: Array<
+    Pick<
+      EnvironmentLease,
+      "id" | "runId" | "instanceId" | "companyId" | "intentId" | "provider" | "providerLeaseId" | "sandboxName" | "cleanupStatus" | "claimAttemptId" | "claimRecord" | "fencedUntil"
+    >
+  >;
   intents: Array<{ id: string; now: Date; lastInspection: unknown; nextAttemptAt: Date | null }>;
 }
 

@@ -8,7 +8,7 @@ import { evidenceIdentity } from "./context";
 import { crashPoint } from "./crash";
 import { describeOwnership } from "../sandboxes/evidence";
 import { judgeOwnership } from "./ownership";
-import { json, recordProof } from "./records";
+import { appendEvents, json, recordProof } from "./records";
 
 export type TeardownOutcome =
   | { outcome: "destroyed" | "already_gone"; leaseId: string }
@@ -193,8 +193,10 @@ async function finishTeardowns(ctx: ControllerContext, items: readonly Finishing
         RETURNING l.id::text AS id`),
     );
     const landed = new Set(marked.map((m) => m.id));
-    const events = items.flatMap((f) => (f.runId && landed.has(f.leaseId) ? [{ runId: f.runId, type: "sandbox_destroyed", bootId: ctx.identity.bootId, data: json({ leaseId: f.leaseId, ...f.receipt }) }] : []));
-    if (events.length > 0) await ctx.db.runEvent.createMany({ data: events });
+    await appendEvents(
+      ctx.db,
+      items.flatMap((f) => (f.runId && landed.has(f.leaseId) ? [{ runId: f.runId, type: "sandbox_destroyed", bootId: ctx.identity.bootId, data: { leaseId: f.leaseId, ...f.receipt } }] : [])),
+    );
     return items.map((f) => ({ outcome: f.outcome, leaseId: f.leaseId }));
   } catch (err) {
     return Promise.all(items.map((f) => recordFailure(ctx, f.leaseId, f.attemptId, f.cleanupAttempts, err)));
