@@ -1,7 +1,7 @@
 import { ensureInstance } from "../db/installation";
 import type { ControllerContext } from "./context";
 import { executeRun } from "./execute";
-import { isRunLost } from "./fence";
+import { isRunLost, type RunFence } from "./fence";
 import { appendEvent } from "./records";
 import { claimInterruptedRuns, countFailedAttempt, recoverRun } from "./recovery";
 import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "./sweeps";
@@ -104,8 +104,8 @@ export class Controller {
     const slots = this.freeSlots();
     if (slots === 0) return;
     for (const { run, status } of await claimInterruptedRuns(this.ctx, slots)) {
-      this.track(run.id, async () => {
-        if (await recoverRun(this.ctx, run, status)) await executeRun(this.ctx, run.id);
+      this.track(run, async () => {
+        if (await recoverRun(this.ctx, run, status)) await executeRun(this.ctx, run);
       });
     }
   }
@@ -113,7 +113,7 @@ export class Controller {
   private async claimQueued(): Promise<void> {
     const slots = this.freeSlots();
     if (slots === 0) return;
-    const rows = await this.ctx.db.$queryRaw<Array<{ id: string }>>`
+    const rows = await this.ctx.db.$queryRaw<Array<{ id: string; executorEpoch: number }>>`
       UPDATE runs SET status = 'starting'::"RunStatus", executor_boot_id = ${this.ctx.identity.bootId}, executor_epoch = executor_epoch + 1, heartbeat_at = now(), updated_at = now()
       WHERE id IN (
         SELECT id FROM runs
@@ -121,14 +121,16 @@ export class Controller {
         ORDER BY created_at, id
         LIMIT ${slots}
         FOR UPDATE SKIP LOCKED)
-      RETURNING id`;
-    for (const { id } of rows) {
-      await appendEvent(this.ctx.db, id, "claimed", this.ctx.identity.bootId);
-      this.track(id, () => executeRun(this.ctx, id));
+      RETURNING id, executor_epoch AS "executorEpoch"`;
+    for (const claimed of rows) {
+      await appendEvent(this.ctx.db, claimed.id, "claimed", this.ctx.identity.bootId);
+      this.track(claimed, () => executeRun(this.ctx, claimed));
     }
   }
 
-  private track(runId: string, work: () => Promise<void>): void {
+  /** Runs the work on a run claimed at `claimed.executorEpoch`; every write it makes is fenced on that epoch. */
+  private track(claimed: RunFence, work: () => Promise<void>): void {
+    const runId = claimed.id;
     const task = work()
       .catch(async (err: unknown) => {
         if (isRunLost(err)) {
@@ -139,10 +141,10 @@ export class Controller {
         // A failed attempt is counted and judged (§2.8): the run is let go with a back-off so
         // recovery (a "hot" restart) takes it up with proof, or it ends with Retry.
         this.ctx.log.error({ runId, err: err instanceof Error ? err.stack : String(err) }, "run task failed");
-        await countFailedAttempt(this.ctx, runId, err).catch(async (countErr: unknown) => {
+        await countFailedAttempt(this.ctx, claimed, err).catch(async (countErr: unknown) => {
           this.ctx.log.error({ runId, err: String(countErr) }, "recovery attempt could not be counted");
           await this.ctx.db.run
-            .updateMany({ where: { id: runId, executorBootId: this.ctx.identity.bootId }, data: { executorBootId: null } })
+            .updateMany({ where: { id: runId, executorBootId: this.ctx.identity.bootId, executorEpoch: claimed.executorEpoch }, data: { executorBootId: null } })
             .catch(() => {});
         });
       })

@@ -8,9 +8,9 @@ import { crashPoint } from "./crash";
 import { writeRunnerRoot } from "./home";
 import { judgeTurnResult, type TurnResultEvidence } from "../engine";
 import { finishRunFailed, finishRunSucceeded, handleStartupFailure } from "./outcome";
-import { appendEvent, json, recordProof } from "./records";
-import { assertCurrent, fenced } from "./fence";
-import { releaseRunLeases } from "./teardown";
+import { appendEvent, json } from "./records";
+import { assertCurrent, fenced, rereadOwnRun, RunLost, whileCurrent, type RunFence } from "./fence";
+import { markRunLeases, takeDownLeases } from "./teardown";
 
 /**
  * Executes a run from wherever its phase says it stands, so a fresh start and a
@@ -19,10 +19,12 @@ import { releaseRunLeases } from "./teardown";
  * A per-turn run acquires a fresh sandbox for each turn; a warm run keeps one.
  * Between steps a drain suspends the run instead of going on.
  */
-export async function executeRun(ctx: ControllerContext, runId: string): Promise<void> {
+export async function executeRun(ctx: ControllerContext, claimed: RunFence): Promise<void> {
   for (;;) {
-    const run = await ctx.db.run.findUniqueOrThrow({ where: { id: runId } });
-    if (run.executorBootId !== ctx.identity.bootId) return; // another controller took it over
+    // Each step reads the run for its phase; the fence stays the epoch this controller
+    // claimed (§2.10), never whoever holds the run now.
+    const run = await rereadOwnRun(ctx, claimed);
+    if (run.executorBootId !== ctx.identity.bootId) throw new RunLost(claimed.id, claimed.executorEpoch);
     if (ctx.drain.signal.aborted) return suspendRun(ctx, run);
 
     switch (run.phase ?? "acquiring") {
@@ -125,7 +127,7 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
   }
   crashPoint(ctx, "after_runner_start", { runId: run.id });
   if (ctx.drain.signal.aborted) {
-    await suspendRun(ctx, await ctx.db.run.findUniqueOrThrow({ where: { id: run.id } }));
+    await suspendRun(ctx, await rereadOwnRun(ctx, run));
     return "failed";
   }
 
@@ -134,8 +136,9 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
     throw err;
   });
   if (!opened.ok) {
-    const fresh = await ctx.db.run.findUniqueOrThrow({ where: { id: run.id } });
-    await handleStartupFailure(ctx, fresh, {
+    // Fenced on the epoch this controller claimed: a controller stalled past the silence
+    // window during session.open finds the run taken over and records nothing (issue 31).
+    await handleStartupFailure(ctx, await rereadOwnRun(ctx, run), {
       definite: opened.definite,
       providerFailure: opened.definite ? opened.providerFailure : null,
       message: opened.message,
@@ -178,11 +181,15 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
   const evidence: TurnResultEvidence = { kind: "turn_result", expectedSeq: seq, record: { seq: command.seq, exitCode: command.exitCode ?? null } };
   const judgement = judgeTurnResult(evidence);
   if (judgement.verdict === "turn_failed") {
-    // A failed turn is a proof (issue 12 item 1); the run rests where its verdict says.
-    await recordProof(ctx.db, judgement, evidence, ctx.identity.bootId, { runId: run.id, leaseId: lease.id, sandboxId: lease.providerLeaseId });
+    // A failed turn is a proof (issue 12 item 1); the run rests where its verdict says. The
+    // proof and its event land with the fenced ending, or not at all (§2.10).
     await fenced(ctx, run).update({ where: { id: run.id }, data: { lastRunnerState: json(state), lastRunnerStateAt: new Date() } });
-    await appendEvent(ctx.db, run.id, "turn_failed", ctx.identity.bootId, { ...log, checks: judgement.checks });
-    await finishRunFailed(ctx, run, judgement, `turn ${seq}: the agent command exited ${command.exitCode ?? "without a code"}`);
+    await finishRunFailed(ctx, run, judgement, `turn ${seq}: the agent command exited ${command.exitCode ?? "without a code"}`, {
+      landing: {
+        proofs: [{ verdict: judgement, evidence, links: { leaseId: lease.id, sandboxId: lease.providerLeaseId } }],
+        events: [{ type: "turn_failed", data: { ...log, checks: judgement.checks } }],
+      },
+    });
     return false;
   }
   const checkpoint = {
@@ -193,19 +200,23 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
     remoteCwd: lease.remoteCwd,
     at: new Date().toISOString(),
   };
-  await fenced(ctx, run).update({
-    where: { id: run.id },
-    data: { turnsDone: seq, checkpoint: json(checkpoint), lastRunnerState: json(state), lastRunnerStateAt: new Date() },
+  // A per-turn run's next turn runs in a fresh sandbox with this session staged for
+  // attachment: this one is taken out of service in the transaction that records the turn
+  // (§2.10), so a controller that took the run over meanwhile never has its runner stopped or
+  // its sandbox destroyed, and a kill before the teardown leaves a lease the sweep finishes.
+  const givesBack = run.sandboxMode === "per_turn" && seq < run.turnsPlanned;
+  const marked = await whileCurrent(ctx, run, async (tx) => {
+    await tx.run.update({
+      where: { id: run.id },
+      data: { turnsDone: seq, checkpoint: json(checkpoint), lastRunnerState: json(state), lastRunnerStateAt: new Date() },
+    });
+    await appendEvent(tx, run.id, "turn_done", ctx.identity.bootId, log);
+    if (!givesBack) return [];
+    await appendEvent(tx, run.id, "turn_sandbox_released", ctx.identity.bootId, { turn: seq, leaseId: lease.id });
+    return markRunLeases(tx, run.id);
   });
-  await appendEvent(ctx.db, run.id, "turn_done", ctx.identity.bootId, log);
   crashPoint(ctx, "after_turn", { runId: run.id });
-
-  if (run.sandboxMode === "per_turn" && seq < run.turnsPlanned) {
-    // The next turn runs in a fresh sandbox with this session staged for attachment.
-    await ctx.runner.stop(lease.providerLeaseId!).catch(() => null);
-    await releaseRunLeases(ctx, run.id);
-    await appendEvent(ctx.db, run.id, "turn_sandbox_released", ctx.identity.bootId, { turn: seq, leaseId: lease.id });
-  }
+  if (givesBack) await takeDownLeases(ctx, run.id, marked);
   return true;
 }
 

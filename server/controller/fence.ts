@@ -47,3 +47,26 @@ export async function assertCurrentIn(tx: Prisma.TransactionClient, run: RunFenc
   const { count } = await tx.run.updateMany({ where: { id: run.id, executorEpoch: run.executorEpoch }, data: { heartbeatAt: new Date() } });
   if (count === 0) throw new RunLost(run.id, run.executorEpoch);
 }
+
+/**
+ * Work that must land only while `run`'s epoch is current: one transaction that proves the
+ * epoch first (its row lock holds it to the commit), then writes. A controller that lost the
+ * run writes nothing of it — no proof, no event, no lease change (RunLost).
+ */
+export async function whileCurrent<T>(ctx: ControllerContext, run: RunFence, work: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T> {
+  return ctx.db.$transaction(async (tx) => {
+    await assertCurrentIn(tx, run);
+    return work(tx);
+  });
+}
+
+/**
+ * A run read again during its execution, for its current phase and counters — never for its
+ * fence: the epoch stays the one this controller claimed (a fresh read would carry whoever
+ * holds the run now). RunLost when the run moved on.
+ */
+export async function rereadOwnRun(ctx: ControllerContext, run: RunFence): Promise<Run> {
+  const fresh = await ctx.db.run.findUniqueOrThrow({ where: { id: run.id } });
+  if (fresh.executorEpoch !== run.executorEpoch) throw new RunLost(run.id, run.executorEpoch);
+  return fresh;
+}

@@ -1,82 +1,101 @@
-import type { Run } from "../db/client";
+import type { Prisma, RecoveryMode, Run } from "../db/client";
 import { classifyStartupFailure, restingFailure, type StartupFailureEvidence, type Verdict } from "../engine";
 import type { ProviderFailure } from "../providers/runner";
 import type { ControllerContext } from "./context";
 import { removeRunnerRoot } from "./home";
-import { appendEvent, recordProof } from "./records";
-import { assertCurrent, fenced, type RunFence } from "./fence";
-import { releaseRunLeases } from "./teardown";
+import { appendEvent, appendEvents, recordProof, type ProofLinks, type RunEventInput } from "./records";
+import { fenced, whileCurrent, type RunFence } from "./fence";
+import { markRunLeases, takeDownLeases } from "./teardown";
+
+/** What lands with a run's ending, in the same transaction as its fenced write (§2.10): a controller that lost the run records none of it. */
+export interface Landing {
+  proofs?: ReadonlyArray<{ verdict: Verdict; evidence: unknown; links?: ProofLinks }>;
+  events?: ReadonlyArray<Omit<RunEventInput, "runId" | "bootId">>;
+}
 
 /**
  * How a run ends: from the verdict that ended it (issue 12 item 10). Code, owner, Retry and
  * next action are where the verdict rests (`restingFailure`), so the run row never
- * contradicts its proof; no caller names a code.
+ * contradicts its proof; no caller names a code. The ending is a takeover of its own (epoch
+ * + 1): whatever a stale executor still tries on the run matches nothing.
  */
-export async function finishRunFailed(ctx: ControllerContext, run: RunFence, verdict: Verdict, detail: string, extra: { recoveryState?: "blocked" | null } = {}) {
+export async function finishRunFailed(
+  ctx: ControllerContext,
+  run: RunFence,
+  verdict: Verdict,
+  detail: string,
+  extra: { recoveryState?: "blocked" | null; recoveryMode?: RecoveryMode; landing?: Landing } = {},
+) {
   const runId = run.id;
   const rest = restingFailure(verdict);
   if (!rest) throw new Error(`run ${runId}: a ${verdict.kind} verdict "${verdict.verdict}" does not end a run`);
-  // Fenced (§2.10): a controller that lost the run writes nothing and releases nothing.
-  await fenced(ctx, run).update({
-    where: { id: runId },
-    data: {
-      status: "failed",
-      outcome: "terminal_failure",
-      failureCode: rest.code,
-      failureDetail: detail,
-      owner: rest.owner,
-      canRetry: rest.canRetry,
-      nextAction: rest.nextAction,
-      recoveryState: extra.recoveryState ?? null,
-      retryAt: null,
-      recoveryNotBefore: null,
-      phase: "done",
-      finishedAt: new Date(),
-      executorBootId: null,
-    },
+  // Fenced (§2.10): a controller that lost the run writes nothing, records nothing and releases nothing.
+  const marked = await whileCurrent(ctx, run, async (tx) => {
+    await land(ctx, tx, runId, extra.landing);
+    await tx.run.update({
+      where: { id: runId },
+      data: {
+        status: "failed",
+        outcome: "terminal_failure",
+        failureCode: rest.code,
+        failureDetail: detail,
+        owner: rest.owner,
+        canRetry: rest.canRetry,
+        nextAction: rest.nextAction,
+        recoveryState: extra.recoveryState ?? null,
+        ...(extra.recoveryMode !== undefined ? { recoveryMode: extra.recoveryMode } : {}),
+        retryAt: null,
+        recoveryNotBefore: null,
+        phase: "done",
+        finishedAt: new Date(),
+        executorBootId: null,
+        executorEpoch: { increment: 1 },
+      },
+    });
+    await appendEvent(tx, runId, "run_failed", ctx.identity.bootId, { code: rest.code, proof: verdict.kind, detail });
+    return markRunLeases(tx, runId);
   });
-  await appendEvent(ctx.db, runId, "run_failed", ctx.identity.bootId, { code: rest.code, proof: verdict.kind, detail });
-  await stopRunnersQuietly(ctx, runId);
-  await releaseRunLeases(ctx, runId);
+  await takeDownLeases(ctx, runId, marked);
   removeRunnerRoot(ctx.config.home, ctx.config.instanceId, runId);
 }
 
 export async function finishRunSucceeded(ctx: ControllerContext, run: RunFence) {
   const runId = run.id;
-  // Sandboxes go first, so a succeeded run never still holds one (a crash in between
-  // leaves the run in `finishing`, which recovery completes) — once the epoch is proven ours.
-  await assertCurrent(ctx, run);
-  await stopRunnersQuietly(ctx, runId);
-  await releaseRunLeases(ctx, runId);
-  await fenced(ctx, run).update({
-    where: { id: runId },
-    data: {
-      status: "succeeded",
-      outcome: null,
-      failureCode: null,
-      failureDetail: null,
-      owner: "agent",
-      canRetry: false,
-      nextAction: null,
-      recoveryState: null,
-      phase: "done",
-      finishedAt: new Date(),
-      executorBootId: null,
-    },
+  // Sandboxes go first, so a succeeded run never still holds one (a crash in between leaves
+  // the run in `finishing`, which recovery completes). They are taken out of service in the
+  // transaction that proves the epoch ours: a newer executor never has its runner stopped.
+  const marked = await whileCurrent(ctx, run, (tx) => markRunLeases(tx, runId));
+  await takeDownLeases(ctx, runId, marked);
+  await whileCurrent(ctx, run, async (tx) => {
+    await tx.run.update({
+      where: { id: runId },
+      data: {
+        status: "succeeded",
+        outcome: null,
+        failureCode: null,
+        failureDetail: null,
+        owner: "agent",
+        canRetry: false,
+        nextAction: null,
+        recoveryState: null,
+        phase: "done",
+        finishedAt: new Date(),
+        executorBootId: null,
+        executorEpoch: { increment: 1 },
+      },
+    });
+    await appendEvent(tx, runId, "run_succeeded", ctx.identity.bootId);
   });
-  await appendEvent(ctx.db, runId, "run_succeeded", ctx.identity.bootId);
   removeRunnerRoot(ctx.config.home, ctx.config.instanceId, runId);
 }
 
-/** Stops the runner on each sandbox the run still holds; a runner already gone is fine. */
-export async function stopRunnersQuietly(ctx: ControllerContext, runId: string) {
-  const leases = await ctx.db.environmentLease.findMany({ where: { runId, status: "active" } });
-  for (const lease of leases) {
-    if (!lease.providerLeaseId) continue;
-    await ctx.runner.stop(lease.providerLeaseId).catch((err: unknown) => {
-      ctx.log.debug({ runId, err: String(err) }, "runner stop failed (ignored)");
-    });
-  }
+/** Writes a landing's proofs and events inside the caller's fenced transaction. */
+async function land(ctx: ControllerContext, tx: Prisma.TransactionClient, runId: string, landing: Landing | undefined): Promise<void> {
+  for (const p of landing?.proofs ?? []) await recordProof(tx, p.verdict, p.evidence, ctx.identity.bootId, { runId, ...p.links });
+  await appendEvents(
+    tx,
+    (landing?.events ?? []).map((e) => ({ ...e, runId, bootId: ctx.identity.bootId })),
+  );
 }
 
 export interface StartupFailure {
@@ -105,35 +124,43 @@ export async function handleStartupFailure(ctx: ControllerContext, run: Run, fai
     bindConflict: failure.bindConflict === true,
   };
   const verdict = classifyStartupFailure(evidence, { retryAfterSeconds: ctx.config.retryDelayMs / 1000 });
-  await recordProof(ctx.db, verdict, evidence, ctx.identity.bootId, { runId: run.id });
-  await appendEvent(ctx.db, run.id, "startup_failed", ctx.identity.bootId, { attempt, verdict: verdict.verdict, code: verdict.code, message: failure.message });
+  // The proof and its event land only with the fenced write they explain (§2.10).
+  const landing: Landing = {
+    proofs: [{ verdict, evidence }],
+    events: [{ type: "startup_failed", data: { attempt, verdict: verdict.verdict, code: verdict.code, message: failure.message } }],
+  };
 
   if (verdict.verdict === "retryable_failure") {
-    await assertCurrent(ctx, run);
-    await stopRunnersQuietly(ctx, run.id);
-    await releaseRunLeases(ctx, run.id);
     const retryAt = new Date(Date.now() + ctx.config.retryDelayMs);
-    await fenced(ctx, run).update({
-      where: { id: run.id },
-      data: {
-        status: "queued",
-        outcome: verdict.outcome,
-        failureCode: verdict.code,
-        failureDetail: failure.message,
-        owner: verdict.owner,
-        canRetry: verdict.canRetry,
-        nextAction: verdict.nextAction,
-        providerAttempts: attempt,
-        retryAt,
-        phase: null,
-        recoveryMode: "bootstrap_retry",
-        recoveryState: null,
-        executorBootId: null,
-      },
+    // A requeue is a takeover too (epoch + 1): the next claim starts from a fence no stale
+    // executor holds.
+    const marked = await whileCurrent(ctx, run, async (tx) => {
+      await land(ctx, tx, run.id, landing);
+      await tx.run.update({
+        where: { id: run.id },
+        data: {
+          status: "queued",
+          outcome: verdict.outcome,
+          failureCode: verdict.code,
+          failureDetail: failure.message,
+          owner: verdict.owner,
+          canRetry: verdict.canRetry,
+          nextAction: verdict.nextAction,
+          providerAttempts: attempt,
+          retryAt,
+          phase: null,
+          recoveryMode: "bootstrap_retry",
+          recoveryState: null,
+          executorBootId: null,
+          executorEpoch: { increment: 1 },
+        },
+      });
+      await appendEvent(tx, run.id, "retry_scheduled", ctx.identity.bootId, { attempt, retryAt: retryAt.toISOString(), code: verdict.code });
+      return markRunLeases(tx, run.id);
     });
-    await appendEvent(ctx.db, run.id, "retry_scheduled", ctx.identity.bootId, { attempt, retryAt: retryAt.toISOString(), code: verdict.code });
+    await takeDownLeases(ctx, run.id, marked);
     return;
   }
   await fenced(ctx, run).update({ where: { id: run.id }, data: { providerAttempts: attempt } });
-  await finishRunFailed(ctx, run, verdict, failure.message);
+  await finishRunFailed(ctx, run, verdict, failure.message, { landing });
 }

@@ -14,6 +14,7 @@ import {
   type RecoveryRouteResult,
   decideRunnerResume,
   type RunnerResumeEvidence,
+  type Verdict,
 } from "../engine";
 import { ProviderError } from "../providers/errors";
 import { PROVIDER_STATE_PATH, RUNNER_ROOT, readRunnerState, runnerProgramDigest, type RunnerState } from "../providers/runner";
@@ -23,9 +24,9 @@ import { REMOTE_CWD } from "./context";
 import { activeLease } from "./execute";
 import { readRunnerRoot } from "./home";
 import { judgeExit } from "./observe";
-import { assertCurrent, fenced } from "./fence";
+import { assertCurrent, fenced, whileCurrent, type RunFence } from "./fence";
 import { finishRunFailed } from "./outcome";
-import { appendEvent, json, recordProof } from "./records";
+import { appendEvent, appendEvents, json, recordProof, type ProofLinks } from "./records";
 import { bringSandboxUp } from "./stopped-sandbox";
 import { leaseBinding } from "./rules";
 
@@ -136,7 +137,7 @@ export async function claimInterruptedRuns(ctx: ControllerContext, limit: number
 export async function recoverRun(ctx: ControllerContext, run: Run, status: ExecutorStatus): Promise<boolean> {
   const boot = ctx.identity.bootId;
   if (status.proof) {
-    await recordProof(ctx.db, status.proof.verdict, status.proof.evidence, boot, { runId: run.id });
+    await recordRunProof(ctx, run, status.proof.verdict, status.proof.evidence);
   }
   await appendEvent(ctx.db, run.id, "recovery_started", boot, { restartKind: status.restartKind, executorWas: status.reason, phase: run.phase });
 
@@ -209,8 +210,7 @@ export async function recoverRun(ctx: ControllerContext, run: Run, status: Execu
       }
       return recoverSession(ctx, run, requireTarget(run, target), status);
     case "refused":
-      await finishRunFailed(ctx, run, route, "the run had opened its session but holds no sandbox lease", { recoveryState: "blocked" });
-      await fenced(ctx, run).update({ where: { id: run.id }, data: { recoveryMode: "ambiguous_state" } });
+      await finishRunFailed(ctx, run, route, "the run had opened its session but holds no sandbox lease", { recoveryState: "blocked", recoveryMode: "ambiguous_state" });
       return false;
     case "read_runner":
       throw new Error(`run ${run.id}: recovery asked for the runner without a sandbox to read it on`);
@@ -234,7 +234,7 @@ async function bringUpSandbox(ctx: ControllerContext, run: Run, lease: Environme
   const startAttempts = await ctx.db.runEvent.count({ where: { runId: run.id, type: "sandbox_start_attempted", data: { path: ["leaseId"], equals: lease.id } } });
   const up = await bringSandboxUp(ctx.provider, { id: sandboxId }, { startAttempts, maxStartAttempts: MAX_SANDBOX_START_ATTEMPTS });
   if (up.attempted) await appendEvent(ctx.db, run.id, "sandbox_start_attempted", boot, { leaseId: lease.id, sandboxId, restarted: up.restarted, error: up.error });
-  await recordProof(ctx.db, up.decision, up.evidence, boot, { runId: run.id, leaseId: lease.id, sandboxId });
+  await recordRunProof(ctx, run, up.decision, up.evidence, { leaseId: lease.id, sandboxId });
   switch (up.decision.verdict) {
     case "proceed":
       return "proceed";
@@ -252,7 +252,7 @@ async function bringUpSandbox(ctx: ControllerContext, run: Run, lease: Environme
 /** Routes with the engine and stores the route as a proof (one per routing step). */
 async function decideRoute(ctx: ControllerContext, run: Run, evidence: RecoveryRouteEvidence, lease: EnvironmentLease | null): Promise<RecoveryRouteResult> {
   const verdict = routeRecovery(evidence);
-  await recordProof(ctx.db, verdict, evidence, ctx.identity.bootId, { runId: run.id, leaseId: lease?.id ?? null, sandboxId: lease?.providerLeaseId ?? null });
+  await recordRunProof(ctx, run, verdict, evidence, { leaseId: lease?.id ?? null, sandboxId: lease?.providerLeaseId ?? null });
   return verdict;
 }
 
@@ -275,10 +275,12 @@ function runPhase(run: Run): RecoveryRouteEvidence["phase"] {
  * spent it ends with `native_recovery_attempts_exhausted` and Retry. A run this controller
  * no longer executes is left alone.
  */
-export async function countFailedAttempt(ctx: ControllerContext, runId: string, err: unknown, now = new Date()): Promise<void> {
+export async function countFailedAttempt(ctx: ControllerContext, claimed: RunFence, err: unknown, now = new Date()): Promise<void> {
   const boot = ctx.identity.bootId;
+  const runId = claimed.id;
   const run = await ctx.db.run.findUnique({ where: { id: runId } });
-  if (!run || run.executorBootId !== boot || !(ACTIVE as readonly string[]).includes(run.status)) return;
+  // Judged only on the epoch this controller claimed: a fresh read's epoch is whoever holds the run now.
+  if (!run || run.executorEpoch !== claimed.executorEpoch || run.executorBootId !== boot || !(ACTIVE as readonly string[]).includes(run.status)) return;
   const message = ProviderError.is(err) ? err.message : err instanceof Error ? err.message : String(err);
   const errors = Array.isArray(run.recoveryErrors) ? run.recoveryErrors.filter((e): e is string => typeof e === "string") : [];
   const evidence: RecoveryAttemptEvidence = {
@@ -291,19 +293,32 @@ export async function countFailedAttempt(ctx: ControllerContext, runId: string, 
     errors,
   };
   const verdict = judgeRecoveryAttempt(evidence);
-  await recordProof(ctx.db, verdict, evidence, boot, { runId });
-  await appendEvent(ctx.db, runId, "recovery_attempt_failed", boot, { attempts: evidence.attempts, verdict: verdict.verdict, error: message, notBefore: verdict.notBefore });
+  const landing = {
+    proofs: [{ verdict, evidence }],
+    events: [{ type: "recovery_attempt_failed", data: { attempts: evidence.attempts, verdict: verdict.verdict, error: message, notBefore: verdict.notBefore } }],
+  };
   // The last few errors are kept on the run; the proofs keep every one.
   const kept = json([...errors, message].slice(-20));
   if (verdict.verdict === "try_again") {
-    await ctx.db.run.updateMany({
-      where: { id: runId, executorBootId: boot, executorEpoch: run.executorEpoch },
-      data: { recoveryAttempts: evidence.attempts, recoveryErrors: kept, recoveryNotBefore: verdict.notBefore ? new Date(verdict.notBefore) : null, executorBootId: null },
+    // Let go with a back-off: a requeue of its own (epoch + 1), with its proof, or nothing.
+    await whileCurrent(ctx, run, async (tx) => {
+      for (const p of landing.proofs) await recordProof(tx, p.verdict, p.evidence, boot, { runId });
+      await appendEvents(tx, landing.events.map((e) => ({ ...e, runId, bootId: boot })));
+      await tx.run.update({
+        where: { id: runId },
+        data: {
+          recoveryAttempts: evidence.attempts,
+          recoveryErrors: kept,
+          recoveryNotBefore: verdict.notBefore ? new Date(verdict.notBefore) : null,
+          executorBootId: null,
+          executorEpoch: { increment: 1 },
+        },
+      });
     });
     return;
   }
   await fenced(ctx, run).update({ where: { id: runId }, data: { recoveryAttempts: evidence.attempts, recoveryErrors: kept } });
-  await finishRunFailed(ctx, run, verdict, `recovery failed ${evidence.attempts} times; last: ${message}`);
+  await finishRunFailed(ctx, run, verdict, `recovery failed ${evidence.attempts} times; last: ${message}`, { landing });
 }
 
 async function continueAs(
@@ -389,7 +404,7 @@ async function recoverBootstrap(ctx: ControllerContext, run: Run, lease: Environ
     runnerProcess,
   };
   const verdict = evaluateBootstrapRestart(evidence);
-  await recordProof(ctx.db, verdict, evidence, boot, { runId: run.id, claimId: claim.id, leaseId: lease.id, sandboxId });
+  await recordRunProof(ctx, run, verdict, evidence, { claimId: claim.id, leaseId: lease.id, sandboxId });
   await ctx.db.recoveryClaim.update({ where: { id: claim.id }, data: { disposition: verdict.verdict, decidedAt: new Date() } });
   if (state) await fenced(ctx, run).update({ where: { id: run.id }, data: { lastRunnerState: json(state), lastRunnerStateAt: new Date() } });
 
@@ -445,7 +460,7 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
       : null,
   };
   const verdict = leaseBinding(ctx.config, evidence);
-  await recordProof(ctx.db, verdict, evidence, boot, { runId: run.id, claimId: claim.id, leaseId: lease.id, sandboxId });
+  await recordRunProof(ctx, run, verdict, evidence, { claimId: claim.id, leaseId: lease.id, sandboxId });
   await ctx.db.recoveryClaim.update({ where: { id: claim.id }, data: { disposition: verdict.verdict, decidedAt: new Date() } });
 
   if (verdict.verdict !== "admitted") {
@@ -503,7 +518,7 @@ async function resumeIfDead(ctx: ControllerContext, run: Run, lease: Environment
   };
   const verdict = decideRunnerResume(evidence);
   if (verdict.verdict === "reattach") {
-    await recordProof(ctx.db, verdict, evidence, boot, { runId: run.id, leaseId: lease.id, sandboxId });
+    await recordRunProof(ctx, run, verdict, evidence, { leaseId: lease.id, sandboxId });
     return true;
   }
   const claim = await ctx.db.recoveryClaim.create({
@@ -520,7 +535,7 @@ async function resumeIfDead(ctx: ControllerContext, run: Run, lease: Environment
       decidedAt: new Date(),
     },
   });
-  await recordProof(ctx.db, verdict, evidence, boot, { runId: run.id, claimId: claim.id, leaseId: lease.id, sandboxId });
+  await recordRunProof(ctx, run, verdict, evidence, { claimId: claim.id, leaseId: lease.id, sandboxId });
   if (verdict.verdict === "refused") {
     await finishRunFailed(ctx, run, verdict, `the runner died and cannot be resumed: ${failedChecks(verdict.checks)}`, { recoveryState: "blocked" });
     return false;
@@ -534,4 +549,9 @@ async function resumeIfDead(ctx: ControllerContext, run: Run, lease: Environment
 function failedChecks(checks: ReadonlyArray<{ name: string; ok: boolean }>): string {
   const failed = checks.filter((c) => !c.ok).map((c) => c.name);
   return failed.length ? failed.join(", ") : "no check passed";
+}
+
+/** A proof about a run this controller executes lands only while its claimed epoch is current (§2.10). */
+async function recordRunProof(ctx: ControllerContext, run: RunFence, verdict: Verdict, evidence: unknown, links: Omit<ProofLinks, "runId"> = {}): Promise<void> {
+  await whileCurrent(ctx, run, (tx) => recordProof(tx, verdict, evidence, ctx.identity.bootId, { runId: run.id, ...links }));
 }

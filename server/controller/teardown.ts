@@ -218,12 +218,28 @@ async function recordFailure(ctx: ControllerContext, leaseId: string, attemptId:
   return { outcome: "failed", leaseId, error: message };
 }
 
-/** Marks a run's held leases for cleanup and tears them down now (one attempt each). */
-export async function releaseRunLeases(ctx: ControllerContext, runId: string): Promise<TeardownOutcome[]> {
-  await ctx.db.environmentLease.updateMany({
-    where: { runId, status: "active" },
-    data: { status: "pending_cleanup", cleanupStatus: "queued" },
-  });
+/**
+ * Takes a run's active leases out of service (`pending_cleanup`) inside the transaction that
+ * proves the run's epoch (§2.10, `whileCurrent`): once it commits, no executor of the run reads
+ * them as its sandbox, so stopping their runners and destroying their sandboxes touches nothing
+ * a newer executor uses; a controller that lost the run marks nothing, and so touches nothing.
+ */
+export async function markRunLeases(tx: Prisma.TransactionClient, runId: string): Promise<EnvironmentLease[]> {
+  return tx.environmentLease.updateManyAndReturn({ where: { runId, status: "active" }, data: { status: "pending_cleanup", cleanupStatus: "queued" } });
+}
+
+/**
+ * After `markRunLeases` committed: stops the runner on each lease it took out of service (a
+ * runner already gone is fine), then tears down every lease of the run pending cleanup, one
+ * attempt each (a fenced claim each, so a sweep never destroys one twice).
+ */
+export async function takeDownLeases(ctx: ControllerContext, runId: string, marked: readonly EnvironmentLease[]): Promise<TeardownOutcome[]> {
+  for (const lease of marked) {
+    if (!lease.providerLeaseId) continue;
+    await ctx.runner.stop(lease.providerLeaseId).catch((err: unknown) => {
+      ctx.log.debug({ runId, err: String(err) }, "runner stop failed (ignored)");
+    });
+  }
   const leases = await ctx.db.environmentLease.findMany({ where: { runId, status: "pending_cleanup" }, select: { id: true } });
   const results: TeardownOutcome[] = [];
   for (const { id } of leases) results.push(await teardownLease(ctx, id));
