@@ -2,6 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Prisma } from "../db/client";
 import { submitRun } from "../runs/submit";
 import type { SandboxProvider } from "../providers/types";
 import { acquireSandbox, resumeLease } from "./acquire";
@@ -161,7 +162,7 @@ describe("a stale executor writes no intent and no lease (§2.10)", () => {
     // The lease's create fails once inside the commit, as a database error (a lost
     // connection, a constraint) would, after the provider created the sandbox.
     let failed = 0;
-    type Tx = Parameters<Parameters<typeof real.$transaction>[0] & ((tx: never) => unknown)>[0];
+    type Tx = Prisma.TransactionClient;
     const failingLeaseCreate = (tx: Tx): Tx =>
       new Proxy(tx, {
         get(target, key) {
