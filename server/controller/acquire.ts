@@ -5,7 +5,7 @@ import { buildLabels, creationName } from "../providers/labels";
 import type { ControllerContext } from "./context";
 import { evidenceIdentity, REMOTE_CWD } from "./context";
 import { crashPoint } from "./crash";
-import { assertCurrentIn, isRunLost, type RunFence } from "./fence";
+import { assertCurrentIn, type RunFence } from "./fence";
 import { appendEvent, json } from "./records";
 
 export class AcquireError extends Error {
@@ -90,9 +90,11 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
   try {
     lease = await commitLease();
   } catch (err) {
-    // Taken over while the provider created: the sandbox is nobody's lease, so its intent
-    // is due now and the sweep reclaims it.
-    if (isRunLost(err)) await dueNow();
+    // Taken over while the provider created, or the commit failed for any other reason (a
+    // database error, a constraint): the paid sandbox is nobody's lease, so its intent is due
+    // now and the sweep reclaims it, instead of waiting out the intent's whole wait. A due-now
+    // write that fails too leaves the intent to its wait; the commit's error is the one thrown.
+    await dueNow().catch((dueErr: unknown) => ctx.log.warn({ runId: run.id, operationId, err: String(dueErr) }, "creation intent could not be made due"));
     throw err;
   }
   if (!lease) throw new AcquireError(`creation intent ${operationId} was resolved by a sweep before its lease committed`);

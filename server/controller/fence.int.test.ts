@@ -2,10 +2,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Prisma } from "../db/client";
 import { submitRun } from "../runs/submit";
 import type { SandboxProvider } from "../providers/types";
 import { acquireSandbox, resumeLease } from "./acquire";
 import { isRunLost } from "./fence";
+import { sweepCreationIntents } from "./sweeps";
 import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
@@ -151,6 +153,45 @@ describe("a stale executor writes no intent and no lease (§2.10)", () => {
     expect(intent.nextAttemptAt.getTime()).toBeGreaterThanOrEqual(before);
     expect(intent.nextAttemptAt.getTime()).toBeLessThanOrEqual(Date.now());
     expect((await real.getByName(intent.creationName))?.name).toBe(intent.creationName);
+  });
+
+  it("a lease commit that fails with a plain error: the intent is due at once, and the next sweep reclaims the sandbox", async () => {
+    const run = await claimedRun("fence-acquire-3");
+    const ctx = h.service();
+    const real = ctx.db;
+    // The lease's create fails once inside the commit, as a database error (a lost
+    // connection, a constraint) would, after the provider created the sandbox.
+    let failed = 0;
+    type Tx = Prisma.TransactionClient;
+    const failingLeaseCreate = (tx: Tx): Tx =>
+      new Proxy(tx, {
+        get(target, key) {
+          if (key === "environmentLease" && failed === 0) {
+            return { create: () => ((failed += 1), Promise.reject(new Error("connection terminated unexpectedly"))) };
+          }
+          return target[key as keyof Tx];
+        },
+      });
+    // defineProperty, not assignment: the client's own proxy would take an assigned property.
+    const db = Object.create(real, {
+      $transaction: { value: (fn: (tx: Tx) => Promise<unknown>) => real.$transaction((tx) => fn(failingLeaseCreate(tx))) },
+    }) as typeof real;
+    const before = Date.now();
+    expect(await rejection(acquireSandbox({ ...ctx, db }, run, null))).toBe("Error: connection terminated unexpectedly");
+    expect(failed).toBe(1);
+    expect(await h.db.db.environmentLease.count({ where: { runId: run.id } })).toBe(0);
+    const intent = await h.db.db.sandboxCreationIntent.findFirstOrThrow({ where: { runId: run.id } });
+    expect(intent.status).toBe("pending");
+    expect(intent.nextAttemptAt.getTime()).toBeGreaterThanOrEqual(before);
+    expect(intent.nextAttemptAt.getTime()).toBeLessThanOrEqual(Date.now());
+    expect((await ctx.provider.getByName(intent.creationName))?.name).toBe(intent.creationName);
+
+    // The creator (this very process) is alive: only the due time lets the sweep act now.
+    await sweepCreationIntents(ctx, "test");
+    expect((await h.db.db.sandboxCreationIntent.findUniqueOrThrow({ where: { id: intent.id } })).status).toBe("reclaimed");
+    expect(await ctx.provider.getByName(intent.creationName)).toBeNull();
+    const leases = await h.db.db.environmentLease.findMany({ where: { intentId: intent.id } });
+    expect(leases.map((l) => l.status)).toEqual(["expired"]);
   });
 
   it("taken over before it resumes a warm lease: the lease stays as it was", async () => {

@@ -5,6 +5,7 @@ import pino from "pino";
 import { currentProcessIdentity } from "../process/identity";
 import { DaytonaProvider } from "../providers/daytona";
 import { buildLabels } from "../providers/labels";
+import { ProviderError } from "../providers/errors";
 import { createRunnerClient } from "../providers/runner";
 import { retryRun } from "../runs/retry";
 import { Controller } from "./controller";
@@ -209,5 +210,82 @@ describe("recovery never loops (§2.8, issue 12 item 6)", () => {
     expect(claimed.map((c) => c.run.id)).not.toContain(run.id);
     await db.run.update({ where: { id: run.id }, data: { recoveryNotBefore: new Date(Date.now() - 1) } });
     expect((await claimInterruptedRuns(h.service(), 1000)).map((c) => c.run.id)).toContain(run.id);
+  }, 60_000);
+});
+
+describe("a warm sandbox that never starts again (issue 31 item 7c)", () => {
+  it("each recovery's resumed lease shares the sandbox's start budget: the run ends with sandbox_not_restartable, not after every recovery attempt", async () => {
+    const { db } = h.db;
+    const me = currentProcessIdentity();
+    await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
+    const drained = `drained-${crypto.randomUUID()}`;
+    await db.controllerProcess.create({
+      data: { bootId: drained, instanceId: "inst-a", pid: me.pid, startedAt: new Date(me.startedAt), hostname: me.hostname, pidSpace: me.pidSpace, stoppedAt: new Date(), stopReason: "drain" },
+    });
+    const run = await db.run.create({
+      data: {
+        instanceId: "inst-a",
+        companyId: "co-1",
+        taskId: `never-starts-${crypto.randomUUID()}`,
+        agent: "a",
+        provider: "codex",
+        target: "remote",
+        sandboxMode: "warm",
+        status: "suspended",
+        phase: "session_open",
+        turnsDone: 1,
+        turnsPlanned: 3,
+        runnerInstanceId: "ri-1",
+        sessionId: "s-1",
+        executorBootId: drained,
+      },
+    });
+    const sandbox = await h.emu.admin.plant({ name: `rw-never-starts-${run.id}`, labels: buildLabels({ instanceId: "inst-a", companyId: "co-1", runId: run.id }) });
+    const lease = await db.environmentLease.create({
+      data: { runId: run.id, instanceId: "inst-a", companyId: "co-1", provider: "emulator", providerLeaseId: sandbox.id, sandboxName: sandbox.name, remoteCwd: "/home/sandbox/work", acquisitionOutcome: "created", status: "active" },
+    });
+    await db.run.update({ where: { id: run.id }, data: { checkpoint: { turn: 1, sessionId: "s-1", leaseId: lease.id, providerLeaseId: sandbox.id, remoteCwd: "/home/sandbox/work" } } });
+    // Auto-stopped while no controller ran it; and every start the provider is asked for fails.
+    const real = h.emu.provider({ instanceId: "inst-a" });
+    await real.stop(sandbox.id);
+    let starts = 0;
+    const provider = Object.create(real, {
+      start: { value: () => ((starts += 1), Promise.reject(new ProviderError("http", `POST /sandbox/${sandbox.id}/start`, "the sandbox failed to start", { status: 500 }))) },
+    }) as typeof real;
+
+    const base = h.service().config;
+    const controller = new Controller({
+      db,
+      provider,
+      providerTarget: "emulator",
+      runner: h.emu.runner(real),
+      identity: { ...me, bootId: crypto.randomUUID() },
+      // Recovery attempts to spare: only the sandbox's own start budget may end the run.
+      config: { ...base, pollMs: 30, recoveryMaxAttempts: 6, recoveryBackoffMs: 0 },
+      log: pino({ level: "silent" }),
+    });
+    await controller.boot();
+    controller.start();
+    try {
+      const failed = await waitFor("the run to end", async () => {
+        const r = await db.run.findUniqueOrThrow({ where: { id: run.id } });
+        return r.status === "failed" ? r : null;
+      }, 30_000);
+      await controller.idle();
+      expect(failed).toMatchObject({ failureCode: "sandbox_not_restartable", canRetry: true, recoveryAttempts: 1 });
+      // Two recoveries, each on a lease of its own, and one start each: the budget of 2, spent.
+      expect(starts).toBe(2);
+      expect(await db.runEvent.count({ where: { runId: run.id, type: "sandbox_start_attempted" } })).toBe(2);
+      const resumed = await db.environmentLease.count({ where: { runId: run.id, providerLeaseId: sandbox.id, acquisitionOutcome: "resumed" } });
+      expect(resumed).toBe(2);
+      const proofs = await db.proof.findMany({ where: { runId: run.id, kind: "stopped_sandbox" }, orderBy: { evaluatedAt: "asc" } });
+      expect(proofs.map((p) => [p.verdict, (p.evidence as { startAttempts: number }).startAttempts])).toEqual([
+        ["start_sandbox", 1],
+        ["end_run", 2],
+      ]);
+      expect(proofs.at(-1)).toMatchObject({ code: "sandbox_not_restartable", reason: "start_attempts_exhausted" });
+    } finally {
+      await controller.stop("test_end");
+    }
   }, 60_000);
 });

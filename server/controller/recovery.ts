@@ -219,19 +219,36 @@ export async function recoverRun(ctx: ControllerContext, run: Run, status: Execu
   }
 }
 
-/** Start attempts recovery makes on one lease's sandbox before the run ends (issue 11). */
+/** Start attempts recovery makes on one sandbox before the run ends (issue 11). */
 const MAX_SANDBOX_START_ATTEMPTS = 2;
 
 /**
+ * The start attempts already made on this run's sandbox since it last came up, across all
+ * the run's leases on it: a warm recovery takes the sandbox up on a new `resumed` lease each
+ * time (issue 31), so a count per lease would start from zero at every recovery and a
+ * sandbox that never starts would be tried for ever. A start that brought it up ends the
+ * count (a later stop, hours on, has its own budget).
+ */
+async function sandboxStartAttempts(ctx: ControllerContext, runId: string, sandboxId: string): Promise<number> {
+  const attempts = await ctx.db.runEvent.findMany({
+    where: { runId, type: "sandbox_start_attempted", data: { path: ["sandboxId"], equals: sandboxId } },
+    orderBy: { id: "desc" },
+    select: { data: true },
+  });
+  const lastUp = attempts.findIndex((e) => (e.data as { restarted?: unknown } | null)?.restarted === true);
+  return lastUp === -1 ? attempts.length : lastUp;
+}
+
+/**
  * §2.8 applied to a stopped sandbox (issue 11): the engine's `stopped_sandbox` verdict,
- * stored as a proof, says proceed, start it again (counted per lease), wait for a
+ * stored as a proof, says proceed, start it again (counted per sandbox), wait for a
  * transition, or end the run with `sandbox_not_restartable`. A start that did not take,
  * or a transition, throws: the attempt is counted and recovery looks again after its back-off.
  */
 async function bringUpSandbox(ctx: ControllerContext, run: Run, lease: EnvironmentLease): Promise<"proceed" | "ended"> {
   const boot = ctx.identity.bootId;
   const sandboxId = lease.providerLeaseId!;
-  const startAttempts = await ctx.db.runEvent.count({ where: { runId: run.id, type: "sandbox_start_attempted", data: { path: ["leaseId"], equals: lease.id } } });
+  const startAttempts = await sandboxStartAttempts(ctx, run.id, sandboxId);
   const up = await bringSandboxUp(ctx.provider, { id: sandboxId }, { startAttempts, maxStartAttempts: MAX_SANDBOX_START_ATTEMPTS });
   if (up.attempted) await appendEvent(ctx.db, run.id, "sandbox_start_attempted", boot, { leaseId: lease.id, sandboxId, restarted: up.restarted, error: up.error });
   await recordRunProof(ctx, run, up.decision, up.evidence, { leaseId: lease.id, sandboxId });

@@ -186,7 +186,7 @@ describe("the sandbox stopped while no controller ran the run (Daytona's auto-st
     expect((await provider.getById(sandboxId))?.state).toBe("stopped");
     await controller({ RUNWARDEN_RECOVERY_BACKOFF_MS: "200", RUNWARDEN_RECOVERY_MAX_ATTEMPTS: "3" });
     const done = await settled(r.id, 90_000);
-    // Started again once (counted per lease), proven by the engine's verdict on what the provider showed after.
+    // Started again once (counted per sandbox), proven by the engine's verdict on what the provider showed after.
     expect(await h.db.db.runEvent.count({ where: { runId: r.id, type: "sandbox_start_attempted" } })).toBe(1);
     const up = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "stopped_sandbox" }, orderBy: { evaluatedAt: "asc" } });
     expect(up).toMatchObject({ verdict: "proceed" });

@@ -1,7 +1,7 @@
 import { writeAudit, type Actor } from "../audit/write";
 import { Prisma, type Db, type Run } from "../db/client";
-import { admitRetry, LIVE_RUN_STATUSES } from "../engine";
-import { AppError } from "../errors";
+import { admitRetry, assertNever, LIVE_RUN_STATUSES } from "../engine";
+import { AppError, type AppErrorCode } from "../errors";
 import { inScope, type CompanyScope } from "../shared/roles";
 
 export interface RetryResult {
@@ -21,12 +21,14 @@ export async function otherLiveRun(db: Db | Prisma.TransactionClient, run: Pick<
  * Retry (DOMAIN.md §2.7): admitted when the run ended in a terminal failure with Retry
  * and its task has no other active run. The admission and the one new run happen in
  * one transaction under the old run's row lock, so a double click, two tabs or two
- * servers all get the same successor. The old run's leases are handed to cleanup.
+ * servers all get the same successor. The old run's leases are handed to cleanup. A Retry
+ * that loses to another run of the same task (another failed run's Retry, a submit) is a
+ * refusal with an audit entry and a CONFLICT, never a 500.
  */
 export async function retryRun(db: Db, runId: string, actor: Actor, scope: CompanyScope = { all: true }): Promise<RetryResult> {
-  let outcome: RetryResult | { refused: string; companyId: string };
+  let outcome: RetryResult | Refusal;
   try {
-    outcome = await db.$transaction(async (tx): Promise<RetryResult | { refused: string; companyId: string }> => {
+    outcome = await db.$transaction(async (tx): Promise<RetryResult | Refusal> => {
       const locked = await tx.$queryRaw<Array<{ id: string; company_id: string }>>`SELECT id, company_id FROM runs WHERE id = ${runId}::uuid FOR UPDATE`;
       // Another company's run reads exactly like one that does not exist (no id guessing).
       if (locked.length === 0 || !inScope(scope, locked[0]!.company_id)) throw new AppError("NOT_FOUND", `run ${runId} does not exist`);
@@ -38,7 +40,7 @@ export async function retryRun(db: Db, runId: string, actor: Actor, scope: Compa
         await writeAudit(tx, actor, { action: "run.retry", targetType: "run", targetId: runId, companyId: run.companyId, outcome: "ok", detail: { successor: run.nextRun.id, created: false } });
         return { run: run.nextRun, created: false, leasesQueued: [] };
       }
-      if (admission.verdict === "refused") return { refused: admission.refusal, companyId: run.companyId };
+      if (admission.verdict === "refused") return { refused: admission.refusal, reason: admission.reason, companyId: run.companyId };
       const next = await tx.run.create({
         data: {
           instanceId: run.instanceId,
@@ -65,17 +67,53 @@ export async function retryRun(db: Db, runId: string, actor: Actor, scope: Compa
       return { run: next, created: true, leasesQueued: leases.map((l) => l.id) };
     });
   } catch (err) {
-    // The unique lineage index is the last word if two transactions raced past the lock.
-    if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002") {
-      const successor = await db.run.findUnique({ where: { previousRunId: runId } });
-      if (successor) return { run: successor, created: false, leasesQueued: [] };
-    }
-    throw err;
+    if (!(err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002")) throw err;
+    // The unique indexes are the last word when two transactions raced past their locks: the
+    // lineage index (a double Retry of this run: its one successor), or the task's one live
+    // run (a Retry of another failed run of the same task committed first, issue 31 item 7).
+    const successor = await db.run.findUnique({ where: { previousRunId: runId } });
+    if (successor) return { run: successor, created: false, leasesQueued: [] };
+    outcome = await raceRefusal(db, runId);
   }
   if ("refused" in outcome) {
     // Written outside the admission transaction, which had nothing to commit.
-    await writeAudit(db, actor, { action: "run.retry", targetType: "run", targetId: runId, companyId: outcome.companyId, outcome: "refused", detail: { reason: outcome.refused } });
-    throw new AppError("PRECONDITION_FAILED", outcome.refused);
+    await writeAudit(db, actor, { action: "run.retry", targetType: "run", targetId: runId, companyId: outcome.companyId, outcome: "refused", detail: { reason: outcome.refused, ...(outcome.raced ? { raced: true } : {}) } });
+    throw new AppError(refusalCode(outcome.reason), outcome.refused);
   }
   return outcome;
+}
+
+type Refusal = { refused: string; reason: RefusalReason; companyId: string; raced?: boolean };
+type RefusalReason = Extract<ReturnType<typeof admitRetry>, { verdict: "refused" }>["reason"];
+
+/** A task busy with another run is a conflict (reload and see it); the rest are not offered in the run's state. */
+function refusalCode(reason: RefusalReason): AppErrorCode {
+  switch (reason) {
+    case "task_busy":
+      return "CONFLICT";
+    case "not_terminal_failure":
+    case "scheduled_retry":
+    case "retry_not_offered":
+      return "PRECONDITION_FAILED";
+    default:
+      return assertNever(reason);
+  }
+}
+
+/**
+ * The run's Retry lost the race for its task's one live run: the engine judges it again on
+ * what is committed now (the winner's run is there to see), so the board user reads the same
+ * sentence a Retry one moment later would have read.
+ */
+async function raceRefusal(db: Db, runId: string): Promise<Refusal> {
+  const run = await db.run.findUniqueOrThrow({ where: { id: runId } });
+  const admission = admitRetry({ run, successorId: null, otherLiveRun: await otherLiveRun(db, run) });
+  if (admission.verdict === "refused") return { refused: admission.refusal, reason: admission.reason, companyId: run.companyId, raced: true };
+  // The winner's run ended already: still no second successor from this call; the user tries again.
+  return {
+    refused: `Another run of task ${run.taskId} was started at the same moment; reload the run and Retry again if it is still needed.`,
+    reason: "task_busy",
+    companyId: run.companyId,
+    raced: true,
+  };
 }

@@ -269,6 +269,47 @@ describe("runs.get and runs.evidence", () => {
 });
 
 describe("runs.retry through the router", () => {
+  it("two failed runs of one task retried at once: one successor, the other a CONFLICT a board user can read, with its audit entry, never a 500", async () => {
+    const { db } = t.current;
+    const failed = { ...base, companyId: "co-r", status: "failed" as const, outcome: "terminal_failure" as const, failureCode: REJECTED, canRetry: true };
+    // Many tasks at once, so the two Retries of a task meet inside their transactions; the
+    // first run of each task is also retried twice (a double click): it answers one successor.
+    const tasks = await Promise.all(
+      Array.from({ length: 6 }, async (_, i) => {
+        const taskId = `retry-race-${i}`;
+        const a = await db.run.create({ data: { ...failed, taskId } });
+        const b = await db.run.create({ data: { ...failed, taskId } });
+        return { taskId, a, b };
+      }),
+    );
+    const settle = (runId: string) => caller().runs.retry({ runId }).then((r) => ({ runId, ok: r }), (err: unknown) => ({ runId, err }));
+    const outcomes = await Promise.all(tasks.flatMap(({ a, b }) => [settle(a.id), settle(b.id), settle(a.id)]));
+    for (const { taskId, a, b } of tasks) {
+      const mine = outcomes.filter((o) => o.runId === a.id || o.runId === b.id);
+      const successors = await db.run.findMany({ where: { taskId, previousRunId: { not: null } } });
+      expect(successors).toHaveLength(1);
+      const successor = successors[0]!;
+      for (const o of mine) {
+        if ("ok" in o) {
+          expect(o.runId).toBe(successor.previousRunId);
+          expect(o.ok.run.id).toBe(successor.id);
+          continue;
+        }
+        // The loser's Retry: a plain refusal naming the run that holds the task.
+        expect(o.err).toBeInstanceOf(TRPCError);
+        expect((o.err as TRPCError).code).toBe("CONFLICT");
+        expect((o.err as TRPCError).message).toBe(`Task ${taskId} already has a run that is queued (${successor.id}).`);
+        expect(o.runId).not.toBe(successor.previousRunId);
+      }
+      expect(mine.filter((o) => "ok" in o && o.ok.created)).toHaveLength(1);
+      const loser = successor.previousRunId === a.id ? b : a;
+      const audits = await db.auditEntry.findMany({ where: { action: "run.retry", targetId: { in: [a.id, b.id] } } });
+      expect(audits).toHaveLength(3);
+      expect(audits.filter((e) => e.outcome === "refused").map((e) => e.targetId)).toEqual(mine.filter((o) => "err" in o).map(() => loser.id));
+      expect(audits.filter((e) => e.outcome === "ok").every((e) => e.targetId === successor.previousRunId)).toBe(true);
+    }
+  });
+
   it("makes exactly one successor under twenty concurrent calls, and says why when Retry is not offered", async () => {
     const { db } = t.current;
     const run = await db.run.create({ data: { ...base, companyId: "co-r", taskId: "retry-once", status: "failed", outcome: "terminal_failure", failureCode: REJECTED, canRetry: true } });
