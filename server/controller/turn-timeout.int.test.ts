@@ -118,17 +118,20 @@ describe("a drain while a turn is in flight", () => {
     const runner = h.emu.runner(h.emu.provider({ instanceId: "inst-a" }));
     c.start();
     const { sandboxId } = await turnInFlight(r.id, runner);
-    const t0 = Date.now();
-    await c.drain();
-    const drainMs = Date.now() - t0;
-    expect(drainMs).toBeGreaterThanOrEqual(500);
-    expect(drainMs).toBeLessThan(3_000);
-    expect(await run(r.id)).toMatchObject({ status: "suspended", recoveryState: "awaiting_runner_reattach", phase: "session_open", turnsDone: 0 });
-    // The runner was asked to suspend, and goes on with the turn (it is the runner's to record).
-    expect(await runner.readState(sandboxId)).toMatchObject({ lifecycle: "suspended", inFlight: { seq: 1 } });
-    // Not left for the other tests' controllers: the hung sandbox goes.
-    await h.db.db.run.update({ where: { id: r.id }, data: { status: "cancelled", executorBootId: null } });
-    await h.emu.provider({ instanceId: "inst-a" }).destroy(sandboxId);
+    try {
+      const t0 = Date.now();
+      await c.drain();
+      const drainMs = Date.now() - t0;
+      expect(drainMs).toBeGreaterThanOrEqual(500);
+      expect(drainMs).toBeLessThan(3_000);
+      expect(await run(r.id)).toMatchObject({ status: "suspended", recoveryState: "awaiting_runner_reattach", phase: "session_open", turnsDone: 0 });
+      // The runner was asked to suspend, and goes on with the turn (it is the runner's to record).
+      expect(await runner.readState(sandboxId)).toMatchObject({ lifecycle: "suspended", inFlight: { seq: 1 } });
+    } finally {
+      // Not left for the other tests' controllers: the hung sandbox goes.
+      await h.db.db.run.update({ where: { id: r.id }, data: { status: "cancelled", executorBootId: null } });
+      await h.emu.provider({ instanceId: "inst-a" }).destroy(sandboxId);
+    }
   }, 60_000);
 
   it("a run suspended mid-turn by a drain past its bound is recovered by the next controller: the turn is answered from the runner's record, never run twice", async () => {
