@@ -5,7 +5,12 @@
 //   runnerd start --run R --instance I --session S [--agent-command CMD] [--session-command CMD]
 //   runnerd start --resume --run R --instance I --session S   (a dead runner goes on from its own state)
 //   runnerd serve …same flags…   (launched detached by `start`; binds its ingress first)
-//   runnerd ctl session-open|reattach|turn --seq N [--prompt P]|suspend|stop|process|state [--wait-ms MS]
+//   runnerd ctl session-open|reattach|turn --seq N [--prompt P] [--timeout-ms MS]|suspend|stop|process|state [--wait-ms MS]
+//
+// Each agent command runs in its own process group. A turn given a budget (`--timeout-ms`)
+// that runs past it has its whole group killed (SIGTERM, then SIGKILL after a short grace)
+// and is recorded as processed with `timedOut: true` (exit code 124): a later call for that
+// seq, after any restart, answers from the record and never runs it again.
 //
 // Every `start` and `ctl` prints exactly one line `RUNWARDEN_RESULT {json}`: {ok:true, …} or
 // {ok:false, code, message, …}. Exit code 0 when ok, 2 for a refusal, 1 for a crash.
@@ -24,6 +29,10 @@ const RESULT_PREFIX = "RUNWARDEN_RESULT ";
 const DEFAULT_PORT = 43127;
 const OUTPUT_TAIL_BYTES = 4096;
 const BIND_CONFLICT_EXIT = 3;
+/** The exit code recorded for a turn killed at its budget (timeout(1)'s convention). */
+const TIMED_OUT_EXIT = 124;
+/** Between the SIGTERM and the SIGKILL of a timed-out turn's process group. */
+const KILL_GRACE_MS = 2_000;
 
 const home = process.env.HOME || os.homedir();
 const ROOT = process.env.RUNWARDEN_RUNNER_ROOT || path.join(home, ".runwarden", "runner");
@@ -386,11 +395,16 @@ function serveWith(initial, port, sessionCommand) {
     return { ...process.env, RUNWARDEN_RUN_ID: state.runId, RUNWARDEN_SESSION_ID: state.sessionId, ...extra };
   }
 
-  /** Runs a shell command in the work dir; combined output, bounded tail. */
-  function runCommand(command, env, stdin, onChild) {
+  /**
+   * Runs a shell command in the work dir, in its own process group (detached: a new session
+   * whose id is the shell's pid); combined output, bounded tail. With `timeoutMs`, past it the
+   * whole group is sent SIGTERM, then SIGKILL after KILL_GRACE_MS, and the result says
+   * `timedOut` once the group is gone (or was SIGKILLed).
+   */
+  function runCommand(command, env, stdin, onChild, timeoutMs) {
     return new Promise((resolve) => {
       const started = Date.now();
-      const child = spawn("/bin/sh", ["-c", command], { cwd: WORK, env, stdio: ["pipe", "pipe", "pipe"] });
+      const child = spawn("/bin/sh", ["-c", command], { cwd: WORK, env, stdio: ["pipe", "pipe", "pipe"], detached: true });
       let tail = Buffer.alloc(0);
       const keep = (chunk) => {
         tail = Buffer.concat([tail, chunk]);
@@ -401,10 +415,52 @@ function serveWith(initial, port, sessionCommand) {
       child.stdin.on("error", () => {});
       child.stdin.end(stdin ?? "");
       onChild?.(child);
+      let timedOut = false;
+      let killed = false;
+      let closed = null;
+      let settled = false;
+      const timers = [];
+      const finish = () => {
+        if (settled) return;
+        settled = true;
+        for (const t of timers) clearTimeout(t);
+        const { code, signal } = closed ?? { code: null, signal: "SIGKILL" };
+        if (timedOut) keep(Buffer.from(`\nrunnerd: the turn ran past its budget of ${timeoutMs} ms; its process group was killed\n`));
+        const text = tail.subarray(Math.max(0, tail.length - OUTPUT_TAIL_BYTES)).toString("utf8");
+        const exitCode = timedOut ? TIMED_OUT_EXIT : (code ?? (signal ? 128 : 1));
+        resolve({ exitCode, signal: signal ?? null, output: text, durationMs: Date.now() - started, timedOut });
+      };
+      if (Number(timeoutMs) > 0) {
+        timers.push(
+          setTimeout(() => {
+            timedOut = true;
+            signalGroup(child.pid, "SIGTERM");
+            timers.push(
+              setTimeout(() => {
+                killed = true;
+                signalGroup(child.pid, "SIGKILL");
+                // Recorded once the group is gone; a process that left the group (its own
+                // setsid) may hold the pipes open: after a second the record is written anyway.
+                const until = Date.now() + 1_000;
+                const settle = () => {
+                  if ((closed && !groupAlive(child.pid)) || Date.now() > until) {
+                    child.stdout.destroy();
+                    child.stderr.destroy();
+                    finish();
+                  } else timers.push(setTimeout(settle, 20));
+                };
+                settle();
+              }, KILL_GRACE_MS),
+            );
+          }, Number(timeoutMs)),
+        );
+      }
       child.on("error", (err) => keep(Buffer.from(`runnerd: ${err.message}\n`)));
       child.on("close", (code, signal) => {
-        const text = tail.subarray(Math.max(0, tail.length - OUTPUT_TAIL_BYTES)).toString("utf8");
-        resolve({ exitCode: code ?? (signal ? 128 : 1), signal: signal ?? null, output: text, durationMs: Date.now() - started });
+        closed = { code, signal };
+        // A timed-out turn is recorded once nothing of its group is left (or it was SIGKILLed).
+        if (timedOut && (killed || groupAlive(child.pid))) return; // the SIGKILL step records it
+        finish();
       });
     });
   }
@@ -421,7 +477,7 @@ function serveWith(initial, port, sessionCommand) {
     // A new session.open supersedes one whose caller gave up (its command may hang forever).
     if (opening) {
       opening.superseded = true;
-      opening.child?.kill("SIGKILL");
+      if (opening.child) signalGroup(opening.child.pid, "SIGKILL");
     }
     const attempt = { superseded: false, child: null, promise: null };
     opening = attempt;
@@ -468,11 +524,24 @@ function serveWith(initial, port, sessionCommand) {
     needLifecycle(["ready"], "runner_not_ready");
     if (seq <= state.lastControllerCommandSeq) throw new Refusal("stale_command_seq", `seq ${seq} is not after the last command ${state.lastControllerCommandSeq}`);
     if (!state.agentCommand) throw new Refusal("runner_no_agent_command", "the runner was started without --agent-command");
-    state.inFlight = { seq, startedAt: new Date().toISOString() };
+    // The turn's budget comes with its first call; later calls for the same seq only wait.
+    const timeoutMs = Number(body.timeoutMs) > 0 ? Math.floor(Number(body.timeoutMs)) : null;
+    state.inFlight = { seq, startedAt: new Date().toISOString(), timeoutMs };
     writeState(state);
     const prompt = typeof body.prompt === "string" ? body.prompt : "";
-    const promise = runCommand(state.agentCommand, agentEnv({ RUNWARDEN_TURN: String(seq), RUNWARDEN_PROMPT: prompt }), prompt).then((r) => {
-      const command = { seq, kind: "turn", processedAt: new Date().toISOString(), exitCode: r.exitCode, signal: r.signal, durationMs: r.durationMs, outputTail: r.output };
+    const agent = { child: null };
+    const promise = runCommand(state.agentCommand, agentEnv({ RUNWARDEN_TURN: String(seq), RUNWARDEN_PROMPT: prompt }), prompt, (c) => (agent.child = c), timeoutMs).then((r) => {
+      const command = {
+        seq,
+        kind: "turn",
+        processedAt: new Date().toISOString(),
+        exitCode: r.exitCode,
+        signal: r.signal,
+        durationMs: r.durationMs,
+        outputTail: r.output,
+        timedOut: r.timedOut,
+        timeoutMs,
+      };
       state.processedCommands.push(command);
       state.lastControllerCommandSeq = seq;
       state.inFlight = null;
@@ -480,7 +549,7 @@ function serveWith(initial, port, sessionCommand) {
       running = null;
       return { ok: true, state, command };
     });
-    running = { seq, promise };
+    running = { seq, promise, agent };
     return waitFor(promise, body.waitMs, pendingTurn(seq));
   }
 
@@ -493,7 +562,13 @@ function serveWith(initial, port, sessionCommand) {
     return { ok: true, state: writeState(state) };
   }
 
+  /** A stopped runner leaves no agent behind: the turn in flight (not processed) loses its group. */
+  function killRunningTurn() {
+    if (running?.agent.child) signalGroup(running.agent.child.pid, "SIGKILL");
+  }
+
   function stop() {
+    killRunningTurn();
     if (state.lifecycle !== "stopped") {
       state.lifecycle = "stopped";
       writeState(state);
@@ -538,6 +613,7 @@ function serveWith(initial, port, sessionCommand) {
   }
 
   process.on("SIGTERM", () => {
+    killRunningTurn();
     state.lifecycle = "stopped";
     writeState(state);
     process.exit(0);
@@ -561,6 +637,48 @@ function waitFor(promise, waitMs, onTimeout) {
       },
     );
   });
+}
+
+/** Signals a whole process group (its leader's pid); a group already gone is fine. */
+function signalGroup(pgid, signal) {
+  if (!pgid) return;
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * Whether any live process of the group is left. Through /proc where there is one: a member
+ * that died but was not reaped yet (its new parent, often pid 1, reaps when it gets to it) is
+ * gone, not left.
+ */
+function groupAlive(pgid) {
+  if (!pgid) return false;
+  try {
+    process.kill(-pgid, 0);
+  } catch (err) {
+    if (err.code !== "EPERM") return false;
+  }
+  let entries;
+  try {
+    entries = fs.readdirSync("/proc");
+  } catch {
+    return true;
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${e}/stat`, "utf8");
+      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      // rest[0] is the state, rest[2] the process group.
+      if (Number(rest[2]) === pgid && rest[0] !== "Z" && rest[0] !== "X") return true;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return false;
 }
 
 /** The documented provider-failure line: a JSON object line with a `providerFailure` {kind, category, message}. */
@@ -619,6 +737,7 @@ async function ctl(op, args) {
       if (op === "turn") {
         body.seq = Number(args.seq);
         body.prompt = args.prompt ?? "";
+        if (args["timeout-ms"] !== undefined) body.timeoutMs = Number(args["timeout-ms"]);
       }
       if (op === "session-open" && process.env.RUNWARDEN_SESSION_COMMAND) body.sessionCommand = process.env.RUNWARDEN_SESSION_COMMAND;
       try {

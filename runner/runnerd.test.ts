@@ -210,6 +210,65 @@ describe("runnerd", () => {
   });
 });
 
+describe("runnerd: a turn's budget (issue 31 item 6)", () => {
+  it("kills a hung turn's whole process group at its budget (a child that ignores SIGTERM included) and records it as timed out, once", async () => {
+    const sb = await sandbox();
+    const pids = path.join(sb.home, "pids");
+    // The agent starts a child that ignores SIGTERM and hangs, then hangs itself.
+    const agent = `sh -c 'trap "" TERM; echo $$ > ${pids}.child; sleep 600' & echo $$ > ${pids}.shell; sleep 600`;
+    await sb.run("start", ...ids(), "--agent-command", agent);
+    await sb.run("ctl", "session-open");
+    const started = Date.now();
+    const t = await sb.run("ctl", "turn", "--seq", "1", "--timeout-ms", "800");
+    const tookMs = Date.now() - started;
+    expect(t.result.command).toMatchObject({ seq: 1, timedOut: true, timeoutMs: 800, exitCode: 124 });
+    expect(String(t.result.command!.outputTail)).toContain("ran past its budget of 800 ms");
+    // The budget, the SIGTERM grace (the child ignores it), the SIGKILL: a few seconds at most.
+    expect(tookMs).toBeGreaterThanOrEqual(800);
+    expect(tookMs).toBeLessThan(6_000);
+    for (const f of [`${pids}.shell`, `${pids}.child`]) expect(running(Number(fs.readFileSync(f, "utf8")))).toBe(false);
+    // Durable: the record is on disk, and the seq is answered from it, never run again.
+    const onDisk = JSON.parse(fs.readFileSync(path.join(sb.root, "runner-state.json"), "utf8")) as { processedCommands: unknown[]; inFlight: unknown };
+    expect(onDisk).toMatchObject({ inFlight: null, processedCommands: [{ seq: 1, timedOut: true }] });
+    fs.rmSync(`${pids}.shell`);
+    expect((await sb.run("ctl", "turn", "--seq", "1", "--timeout-ms", "800")).result.command).toMatchObject({ seq: 1, timedOut: true });
+    expect(fs.existsSync(`${pids}.shell`)).toBe(false);
+  });
+
+  it("a turn that finishes within its budget is recorded as not timed out", async () => {
+    const sb = await sandbox();
+    await sb.run("start", ...ids(), "--agent-command", "echo quick");
+    await sb.run("ctl", "session-open");
+    const t = await sb.run("ctl", "turn", "--seq", "1", "--timeout-ms", "5000");
+    expect(t.result.command).toMatchObject({ seq: 1, exitCode: 0, timedOut: false, timeoutMs: 5000 });
+  });
+
+  it("a stopped runner leaves no agent behind", async () => {
+    const sb = await sandbox();
+    const pid = path.join(sb.home, "agent.pid");
+    await sb.run("start", ...ids(), "--agent-command", `echo $$ > ${pid}; sleep 600`);
+    await sb.run("ctl", "session-open");
+    await sb.run("ctl", "turn", "--seq", "1", "--wait-ms", "300");
+    await waitFor(() => fs.existsSync(pid) && fs.readFileSync(pid, "utf8").trim() !== "");
+    await sb.run("ctl", "stop");
+    await waitFor(() => !running(Number(fs.readFileSync(pid, "utf8"))), 3_000);
+  });
+});
+
+/** Whether a process exists and is not a zombie. */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/\) [ZX] /.test(fs.readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
 async function waitFor(fn: () => boolean, ms = 5000) {
   const until = Date.now() + ms;
   while (!fn()) {

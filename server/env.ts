@@ -58,6 +58,18 @@ const envSchema = z.object({
   RUNWARDEN_RETRY_DELAY_MS: z.coerce.number().int().min(0).default(30_000),
   /** Simulated work per agent turn. */
   RUNWARDEN_TURN_MS: z.coerce.number().int().min(0).default(500),
+  /**
+   * A turn's budget (issue 31 item 6): past it the runner kills the agent's process group and
+   * the run ends with `agent_turn_timeout` (a hung agent would keep its paid sandbox awake for
+   * ever). The controller stops waiting for the runner's record 30 s after it.
+   */
+  RUNWARDEN_TURN_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(24 * 60 * 60_000).default(30 * 60_000),
+  /**
+   * How long a drain waits for a turn in flight: past it the run is suspended where it stands
+   * (the runner goes on and records the turn; the next controller reattaches) and the drain
+   * completes.
+   */
+  RUNWARDEN_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(0).max(10 * 60_000).default(20_000),
   /** Bound on session.open before it counts as an interruption. */
   RUNWARDEN_SESSION_OPEN_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
   /** Bound on a provider create; past it the controller stops waiting and the sweep takes over. */

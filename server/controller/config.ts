@@ -1,4 +1,5 @@
 import type { Env } from "../env";
+import { TURN_DEADLINE_MARGIN_MS } from "../providers/runner";
 
 /** Everything a controller's behaviour depends on, read once from the environment. */
 export interface ControllerConfig {
@@ -13,6 +14,12 @@ export interface ControllerConfig {
   fenceMs: number;
   retryDelayMs: number;
   turnMs: number;
+  /** A turn's budget (RUNWARDEN_TURN_TIMEOUT_MS): the runner kills the agent past it. */
+  turnTimeoutMs: number;
+  /** How long past the budget the controller polls for the runner's record before it gives up. */
+  turnDeadlineMarginMs: number;
+  /** How long a drain waits for a turn in flight before it suspends the run (RUNWARDEN_DRAIN_TIMEOUT_MS). */
+  drainTimeoutMs: number;
   sessionOpenTimeoutMs: number;
   createTimeoutMs: number;
   executorTimeoutMs: number;
@@ -42,6 +49,9 @@ export function controllerConfig(env: Env, overrides: Partial<ControllerConfig> 
     fenceMs: env.RUNWARDEN_FENCE_MS,
     retryDelayMs: env.RUNWARDEN_RETRY_DELAY_MS,
     turnMs: env.RUNWARDEN_TURN_MS,
+    turnTimeoutMs: env.RUNWARDEN_TURN_TIMEOUT_MS,
+    turnDeadlineMarginMs: TURN_DEADLINE_MARGIN_MS,
+    drainTimeoutMs: env.RUNWARDEN_DRAIN_TIMEOUT_MS,
     sessionOpenTimeoutMs: env.RUNWARDEN_SESSION_OPEN_TIMEOUT_MS,
     createTimeoutMs: env.RUNWARDEN_CREATE_TIMEOUT_MS,
     executorTimeoutMs: env.RUNWARDEN_EXECUTOR_TIMEOUT_MS,

@@ -1,5 +1,6 @@
 import { ensureInstance } from "../db/installation";
 import type { ControllerContext } from "./context";
+import { DRAIN_SUSPEND_GRACE_MS } from "./drain";
 import { executeRun } from "./execute";
 import { isRunLost, type RunFence } from "./fence";
 import { appendEvent } from "./records";
@@ -159,7 +160,17 @@ export class Controller {
   async drain(): Promise<void> {
     this.ctx.log.info({ running: this.tasks.size }, "draining");
     this.ctx.drain.abort();
-    await Promise.allSettled([...this.tasks.values()]);
+    // Bounded (issue 31 item 6): a turn in flight is awaited at most RUNWARDEN_DRAIN_TIMEOUT_MS,
+    // then its run suspends where it stands; whatever is still working after a grace for those
+    // suspends is left to the next controller (its writes are fenced on the epoch, §2.10).
+    let timer: NodeJS.Timeout | null = null;
+    const bounded = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), this.ctx.config.drainTimeoutMs + DRAIN_SUSPEND_GRACE_MS);
+      timer.unref();
+    });
+    const settled = await Promise.race([Promise.allSettled([...this.tasks.values()]).then(() => true as const), bounded]);
+    if (timer) clearTimeout(timer);
+    if (!settled) this.ctx.log.warn({ running: [...this.tasks.keys()] }, "drain bound passed with runs still in flight");
     await this.stop("drain");
   }
 

@@ -1,16 +1,18 @@
 import crypto from "node:crypto";
 import type { EnvironmentLease, Run } from "../db/client";
 import { ProviderError } from "../providers/errors";
-import { isBindConflict } from "../providers/runner";
+import { isBindConflict, TurnDeadlineError, type TurnResult } from "../providers/runner";
 import { AcquireError, acquireSandbox } from "./acquire";
 import type { ControllerContext } from "./context";
 import { crashPoint } from "./crash";
 import { writeRunnerRoot } from "./home";
-import { judgeTurnResult, type TurnResultEvidence } from "../engine";
+import { judgeTurnResult } from "../engine";
 import { finishRunFailed, finishRunSucceeded, handleStartupFailure } from "./outcome";
 import { appendEvent, json } from "./records";
 import { assertCurrent, fenced, rereadOwnRun, RunLost, whileCurrent, type RunFence } from "./fence";
 import { markRunLeases, takeDownLeases } from "./teardown";
+import { drainDeadline } from "./drain";
+import { endTurnPastDeadline, turnEvidence, turnFailureDetail } from "./turn-timeout";
 
 /**
  * Executes a run from wherever its phase says it stands, so a fresh start and a
@@ -172,19 +174,42 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
   // retry it: it throws, the attempt is counted, and recovery reattaches with the runner's
   // processed commands as evidence (the runner answers a processed seq from its record,
   // never running it twice).
-  const turn = await ctx.runner.turn(lease.providerLeaseId!, seq, { prompt: `turn ${seq} of ${run.turnsPlanned} for task ${run.taskId}` });
+  // The turn has a budget (the runner kills the agent past it) and a drain waits for it at
+  // most its own bound (issue 31 item 6).
+  const bound = drainDeadline(ctx.drain.signal, ctx.config.drainTimeoutMs);
+  let turn: TurnResult;
+  try {
+    turn = await ctx.runner.turn(lease.providerLeaseId!, seq, {
+      prompt: `turn ${seq} of ${run.turnsPlanned} for task ${run.taskId}`,
+      budgetMs: ctx.config.turnTimeoutMs,
+      deadlineMarginMs: ctx.config.turnDeadlineMarginMs,
+      signal: bound.signal,
+    });
+  } catch (err) {
+    // Suspended mid-turn: the runner goes on and records the turn; recovery reattaches with
+    // that record as evidence and never runs the seq again.
+    if (bound.signal.aborted) {
+      await suspendRun(ctx, run);
+      return false;
+    }
+    if (!TurnDeadlineError.is(err)) throw err;
+    await endTurnPastDeadline(ctx, run, lease, err);
+    return false;
+  } finally {
+    bound.dispose();
+  }
   // Chaos: the turn ran in the sandbox, its checkpoint is not committed yet (issue 11).
   crashPoint(ctx, "after_turn_executed", { runId: run.id });
   const { state, command } = turn;
   // The turn log: the runner's durable record of what the agent command did.
   const log = { turn: seq, exitCode: command.exitCode ?? null, durationMs: command.durationMs ?? null, outputTail: command.outputTail ?? "" };
-  const evidence: TurnResultEvidence = { kind: "turn_result", expectedSeq: seq, record: { seq: command.seq, exitCode: command.exitCode ?? null } };
+  const evidence = turnEvidence(seq, command);
   const judgement = judgeTurnResult(evidence);
   if (judgement.verdict === "turn_failed") {
     // A failed turn is a proof (issue 12 item 1); the run rests where its verdict says. The
     // proof and its event land with the fenced ending, or not at all (§2.10).
     await fenced(ctx, run).update({ where: { id: run.id }, data: { lastRunnerState: json(state), lastRunnerStateAt: new Date() } });
-    await finishRunFailed(ctx, run, judgement, `turn ${seq}: the agent command exited ${command.exitCode ?? "without a code"}`, {
+    await finishRunFailed(ctx, run, judgement, turnFailureDetail(seq, command), {
       landing: {
         proofs: [{ verdict: judgement, evidence, links: { leaseId: lease.id, sandboxId: lease.providerLeaseId } }],
         events: [{ type: "turn_failed", data: { ...log, checks: judgement.checks } }],

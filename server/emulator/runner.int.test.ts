@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DaytonaProvider } from "../providers/daytona";
-import { bootstrapRestartPath, DEMO_MARKER_FILE, PROVIDER_STATE_PATH, WORK_DIR, readRunnerState, RUNNER_STATE_PATH, type RunnerClient } from "../providers/runner";
+import fs from "node:fs";
+import { bootstrapRestartPath, DEMO_MARKER_FILE, PROVIDER_STATE_PATH, WORK_DIR, readRunnerState, RUNNER_STATE_PATH, TurnDeadlineError, type RunnerClient } from "../providers/runner";
 import { buildLabels, creationName } from "../providers/types";
 import { startTestEmulator, type TestEmulator } from "../test/emulator";
 
@@ -133,5 +134,67 @@ describe("emulated runner", () => {
     const a = await runner.sessionOpen(sbx.id, { timeoutMs: 5000 });
     const b = await runner.sessionOpen(sbx.id, { timeoutMs: 5000 });
     expect(a.ok && b.ok && a.state).toEqual(b.ok && b.state);
+  });
+});
+
+/** Whether a process exists and is not a zombie (the emulator's sandboxes run on this host). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/\) [ZX] /.test(fs.readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+describe("a turn's budget (issue 31 item 6)", () => {
+  it("a hung agent command, and the child it spawned, are killed at the budget: the turn is recorded as timed out, once", async () => {
+    const sbx = await sandbox("op-hung");
+    // The agent starts a child that hangs too, then hangs itself; each writes its pid first.
+    const agent = "sh -c 'echo $$ > child.pid; sleep 600' & echo $$ > agent.pid; sleep 600";
+    await runner.start(sbx.id, { runId: "r6", runnerInstanceId: "ri-1", sessionId: "s-6", agentCommand: agent });
+    await runner.sessionOpen(sbx.id, { timeoutMs: 5000 });
+    const started = Date.now();
+    const turn = await runner.turn(sbx.id, 1, { budgetMs: 1000 });
+    const tookMs = Date.now() - started;
+    expect(turn.command).toMatchObject({ seq: 1, timedOut: true, timeoutMs: 1000, exitCode: 124 });
+    // The agent and its child die on the SIGTERM: no grace is waited out.
+    expect(tookMs).toBeGreaterThanOrEqual(1000);
+    expect(tookMs).toBeLessThan(3_000);
+    const pids = await Promise.all(["agent.pid", "child.pid"].map(async (f) => Number((await provider.readFile(sbx.id, `${WORK_DIR}/${f}`))?.trim())));
+    expect(pids.every((p) => p > 0)).toBe(true);
+    for (const pid of pids) expect(running(pid)).toBe(false);
+    // Durable: the state on disk says so, and the seq is answered from the record, never run again.
+    const state = await readRunnerState(provider, sbx.id);
+    expect(state).toMatchObject({ inFlight: null, lastControllerCommandSeq: 1, processedCommands: [{ seq: 1, timedOut: true }] });
+    expect((await runner.turn(sbx.id, 1, { budgetMs: 1000 })).command).toMatchObject({ seq: 1, timedOut: true });
+    expect((await readRunnerState(provider, sbx.id))?.processedCommands).toHaveLength(1);
+    // Not run again: a second run would have written its own pid.
+    expect(Number((await provider.readFile(sbx.id, `${WORK_DIR}/agent.pid`))?.trim())).toBe(pids[0]);
+  });
+
+  it("a runner that hangs does not keep the controller polling: past the budget and the margin the turn gives up with TurnDeadlineError", async () => {
+    const sbx = await sandbox("op-hung-runner");
+    const started = await runner.start(sbx.id, { runId: "r7", runnerInstanceId: "ri-1", sessionId: "s-7", agentCommand: "sleep 600" });
+    await runner.sessionOpen(sbx.id, { timeoutMs: 5000 });
+    const pid = started.process!.pid;
+    // The runner process stops answering (it is alive, but never runs again).
+    process.kill(pid, "SIGSTOP");
+    try {
+      const t0 = Date.now();
+      const err = await runner.turn(sbx.id, 1, { budgetMs: 500, deadlineMarginMs: 1000 }).catch((e: unknown) => e);
+      const tookMs = Date.now() - t0;
+      expect(TurnDeadlineError.is(err)).toBe(true);
+      expect(err).toMatchObject({ seq: 1, deadlineMs: 1500 });
+      expect(tookMs).toBeGreaterThanOrEqual(1500);
+      expect(tookMs).toBeLessThan(4_000);
+    } finally {
+      process.kill(pid, "SIGCONT");
+      await runner.stop(sbx.id).catch(() => null);
+    }
   });
 });

@@ -32,8 +32,8 @@ describe("failure catalogue (DOMAIN.md §3)", () => {
   test.each(FAILURE_CODES)("%s: a retryable failure belongs to the agent and offers no Retry; a terminal one belongs to the board", (code) => {
     const row = FAILURE_CATALOGUE[code];
     if (row.outcome === "retryable_failure") expect([row.owner, row.canRetry]).toEqual(["agent", false]);
-    // A failing agent command is the one terminal failure the agent owns (issue 11).
-    else expect(row.owner).toBe(code === "agent_command_failed" ? "agent" : "board");
+    // A failing agent command (issue 11) and a turn past its budget (issue 31 item 6) are the terminal failures the agent owns.
+    else expect(row.owner).toBe(code === "agent_command_failed" || code === "agent_turn_timeout" ? "agent" : "board");
     // Retry is only ever offered with a next action that says so, and vice versa.
     expect(row.nextAction.includes("Retry")).toBe(row.canRetry);
   });
@@ -55,6 +55,7 @@ describe("failure catalogue (DOMAIN.md §3)", () => {
     ["runner_harness_state_mismatch: resumed_unavailable", "terminal_failure", "board", true],
     ["runner_ingress_bind_conflict", "retryable_failure", "agent", false],
     ["ambiguous_remote_recovery_evidence", "terminal_failure", "board", false],
+    ["agent_turn_timeout", "terminal_failure", "agent", true],
   ] as const)("%s → %s, owner %s, Retry %s", (code, outcome, owner, canRetry) => {
     expect(describeFailure(code)).toMatchObject({ code, outcome, owner, canRetry, known: true });
   });

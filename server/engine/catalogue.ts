@@ -93,6 +93,16 @@ export const FAILURE_CATALOGUE = {
     message: "The agent's command stopped with an error during a turn, so the run ended there.",
     nextAction: "The agent's command failed: read the turn log, fix the command or its inputs, then Retry",
   },
+  // A turn ran past its budget (issue 31 item 6): the runner killed the agent's processes (or
+  // never answered within the budget and a margin), so the paid sandbox does not stay awake
+  // for ever. The agent's to fix; Retry runs the task again.
+  agent_turn_timeout: {
+    outcome: "terminal_failure",
+    owner: "agent",
+    canRetry: true,
+    message: "The agent's command ran past the time allowed for one turn, so Runwarden stopped it and ended the run.",
+    nextAction: "The agent's turn took too long: read the turn log, make the command finish sooner or allow more time, then Retry",
+  },
   runner_ingress_bind_conflict: {
     outcome: "retryable_failure",
     owner: "agent",

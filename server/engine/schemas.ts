@@ -268,8 +268,24 @@ export const turnResultEvidenceSchema = z.object({
   kind: z.literal("turn_result"),
   /** The turn the controller asked for (1-based). */
   expectedSeq: z.number().int().positive(),
-  /** The runner's durable record of the agent command it ran for that turn. */
-  record: z.object({ seq: z.number().int().nonnegative(), exitCode: z.number().int().nullable() }),
+  /**
+   * The runner's durable record of the agent command it ran for that turn; null when the
+   * runner gave none within the controller's deadline (the turn's budget plus a margin).
+   */
+  record: z
+    .object({
+      seq: z.number().int().nonnegative(),
+      exitCode: z.number().int().nullable(),
+      /** The runner killed the agent's process group at the turn's budget (absent: a runner that keeps no budget). */
+      timedOut: z.boolean().optional(),
+      /** How long the agent command ran (ms), from the record. */
+      durationMs: z.number().nonnegative().nullish(),
+    })
+    .nullable(),
+  /** The turn's budget (ms) the runner was given, when it was given one (issue 31 item 6). */
+  budgetMs: z.number().int().positive().optional(),
+  /** How long the controller waited for a record that never came, and its bound (with `record: null`). */
+  deadline: z.object({ deadlineMs: z.number().int().positive(), waitedMs: z.number().nonnegative() }).optional(),
 });
 export type TurnResultEvidence = z.infer<typeof turnResultEvidenceSchema>;
 

@@ -156,7 +156,7 @@ export const turnResultSchema = z.object({
   kind: z.literal("turn_result"),
   verdict: z.enum(["turn_succeeded", "turn_failed"]),
   code: failureCodeSchema.nullable(),
-  reason: z.enum(["exit_zero", "exit_non_zero", "other_turn"]),
+  reason: z.enum(["exit_zero", "exit_non_zero", "other_turn", "turn_timed_out", "no_record_within_deadline"]),
   checks: z.array(checkSchema),
   ...failureTail,
 });

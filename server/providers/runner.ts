@@ -56,6 +56,10 @@ export const processedCommandSchema = z.object({
   signal: z.string().nullish(),
   durationMs: z.number().nullish(),
   outputTail: z.string().nullish(),
+  /** The runner killed the agent's process group at the turn's budget (issue 31 item 6); missing from older runners. */
+  timedOut: z.boolean().nullish(),
+  /** The budget the turn ran under (ms), or null for none. */
+  timeoutMs: z.number().int().nullish(),
 });
 export type ProcessedCommand = z.infer<typeof processedCommandSchema>;
 
@@ -76,7 +80,7 @@ export const runnerStateSchema = z.object({
   /** The runner process that wrote this state. */
   process: runnerProcessIdentitySchema.nullable(),
   /** The turn being run when this was written (it is not processed until it is in processedCommands). */
-  inFlight: z.object({ seq: z.number().int(), startedAt: z.string() }).nullish(),
+  inFlight: z.object({ seq: z.number().int(), startedAt: z.string(), timeoutMs: z.number().int().nullish() }).nullish(),
   agentCommand: z.string().nullish(),
   /** sha-256 (16 hex) of the runnerd program that wrote this state; missing from older runners. */
   programDigest: z.string().nullish(),
@@ -138,6 +142,40 @@ export type SessionOpenResult =
   /** No answer within the caller's bound; the runner may still be `connecting`. */
   | { ok: false; definite: false; reason: "timeout"; message: string };
 
+/** How long past a turn's budget the controller keeps polling for the runner's record (the runner's kill grace, its write, a round trip). */
+export const TURN_DEADLINE_MARGIN_MS = 30_000;
+
+export interface TurnOptions extends RunnerCallOptions {
+  prompt?: string;
+  /**
+   * The turn's budget (ms), sent with the turn: past it the runner kills the agent's process
+   * group and records the turn as timed out. With it, the poll itself is bounded too.
+   */
+  budgetMs?: number;
+  /** How long past the budget the poll goes on before it gives up (default TURN_DEADLINE_MARGIN_MS). */
+  deadlineMarginMs?: number;
+}
+
+/**
+ * The runner gave no record of the turn within its budget plus the margin (a hung runner,
+ * or a sandbox that stopped answering): the controller stops polling (issue 31 item 6).
+ */
+export class TurnDeadlineError extends Error {
+  constructor(
+    readonly seq: number,
+    readonly deadlineMs: number,
+    readonly waitedMs: number,
+    readonly lastError: string | null,
+  ) {
+    super(`turn ${seq}: the runner gave no record within ${deadlineMs} ms${lastError ? ` (last: ${lastError})` : ""}`);
+    this.name = "TurnDeadlineError";
+  }
+
+  static is(err: unknown): err is TurnDeadlineError {
+    return err instanceof TurnDeadlineError;
+  }
+}
+
 export interface RunnerCallOptions {
   signal?: AbortSignal;
   /** Overrides the client's request bound for this call. */
@@ -166,8 +204,12 @@ export interface RunnerClient {
   sessionOpen(sandboxId: string, options: RunnerCallOptions & { timeoutMs: number }): Promise<SessionOpenResult>;
   /** Reconnects a controller to a live runner (after a restart): `ready`, reconnectCount + 1. */
   reattach(sandboxId: string, options?: RunnerCallOptions): Promise<RunnerState>;
-  /** One turn: runs the agent command; a seq already processed is answered from its record, never run twice. */
-  turn(sandboxId: string, seq: number, options?: RunnerCallOptions & { prompt?: string }): Promise<TurnResult>;
+  /**
+   * One turn: runs the agent command; a seq already processed is answered from its record,
+   * never run twice. With a budget, throws TurnDeadlineError when no record came within the
+   * budget plus the margin.
+   */
+  turn(sandboxId: string, seq: number, options?: TurnOptions): Promise<TurnResult>;
   /** Graceful drain: lifecycle `suspended`, the process stays up for a reattach. */
   suspend(sandboxId: string, options?: RunnerCallOptions): Promise<RunnerState>;
   /** Lifecycle `stopped` and the runner process exits. Null when no runner was ever started. */
@@ -286,13 +328,37 @@ export class HttpRunnerClient implements RunnerClient {
     return validate("runnerd ctl reattach", await this.runnerd(sandboxId, "runnerd ctl reattach", ["ctl", "reattach"], options), stateResultSchema).state;
   }
 
-  async turn(sandboxId: string, seq: number, options: RunnerCallOptions & { prompt?: string } = {}): Promise<TurnResult> {
+  async turn(sandboxId: string, seq: number, options: TurnOptions = {}): Promise<TurnResult> {
     const operation = `runnerd ctl turn --seq ${seq}`;
+    const { prompt, budgetMs, deadlineMarginMs, ...call } = options;
+    const budget = budgetMs !== undefined && budgetMs > 0 ? Math.floor(budgetMs) : null;
+    // The poll is bounded when the turn is: past the budget plus the margin it gives up, even
+    // in the middle of a call (a runner that hangs never answers).
+    const deadlineMs = budget === null ? null : budget + (deadlineMarginMs ?? TURN_DEADLINE_MARGIN_MS);
+    const started = Date.now();
+    const deadline = deadlineMs === null ? null : AbortSignal.timeout(deadlineMs);
+    const signal = deadline && call.signal ? AbortSignal.any([call.signal, deadline]) : (deadline ?? call.signal);
+    const gaveUp = (err: unknown) => {
+      if (!deadline?.aborted || call.signal?.aborted) return null;
+      return new TurnDeadlineError(seq, deadlineMs!, Date.now() - started, err instanceof Error ? err.message : null);
+    };
+    const args = ["ctl", "turn", "--seq", String(seq), "--prompt", prompt ?? "", ...(budget === null ? [] : ["--timeout-ms", String(budget)])];
     // Each call stays well under the proxy's timeout; a long turn is polled (same seq: never run twice).
     for (;;) {
-      const out = await this.runnerd(sandboxId, operation, ["ctl", "turn", "--seq", String(seq), "--prompt", options.prompt ?? "", "--wait-ms", "20000"], options);
+      const left = deadlineMs === null ? Infinity : deadlineMs - (Date.now() - started);
+      const waitMs = Math.max(1_000, Math.min(15_000, left));
+      let out: Record<string, unknown>;
+      try {
+        out = await this.runnerd(sandboxId, operation, [...args, "--wait-ms", String(waitMs)], { ...call, signal, timeoutMs: call.timeoutMs ?? Math.max(this.timeoutMs, waitMs + 10_000) });
+      } catch (err) {
+        throw gaveUp(err) ?? err;
+      }
       const answer = validate(operation, out, turnAnswerSchema);
-      if (answer.pending) continue;
+      if (answer.pending) {
+        const late = gaveUp(null);
+        if (late) throw late;
+        continue;
+      }
       const command = answer.command ?? answer.state.processedCommands.map((c) => processedCommandSchema.safeParse(c)).find((c) => c.success && c.data.seq === seq)?.data;
       if (!command) throw new ProviderError("garbage", operation, `the runner answered without a record of turn ${seq}`);
       return { state: answer.state, command };
