@@ -4,6 +4,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { isProcessRunning } from "../server/test/process";
 
 /**
  * runnerd as the sandbox runs it: a real child process per command, a real detached
@@ -226,7 +227,7 @@ describe("runnerd: a turn's budget (issue 31 item 6)", () => {
     // The budget, the SIGTERM grace (the child ignores it), the SIGKILL: a few seconds at most.
     expect(tookMs).toBeGreaterThanOrEqual(800);
     expect(tookMs).toBeLessThan(6_000);
-    for (const f of [`${pids}.shell`, `${pids}.child`]) expect(running(Number(fs.readFileSync(f, "utf8")))).toBe(false);
+    for (const f of [`${pids}.shell`, `${pids}.child`]) expect(isProcessRunning(Number(fs.readFileSync(f, "utf8")))).toBe(false);
     // Durable: the record is on disk, and the seq is answered from it, never run again.
     const onDisk = JSON.parse(fs.readFileSync(path.join(sb.root, "runner-state.json"), "utf8")) as { processedCommands: unknown[]; inFlight: unknown };
     expect(onDisk).toMatchObject({ inFlight: null, processedCommands: [{ seq: 1, timedOut: true }] });
@@ -251,23 +252,10 @@ describe("runnerd: a turn's budget (issue 31 item 6)", () => {
     await sb.run("ctl", "turn", "--seq", "1", "--wait-ms", "300");
     await waitFor(() => fs.existsSync(pid) && fs.readFileSync(pid, "utf8").trim() !== "");
     await sb.run("ctl", "stop");
-    await waitFor(() => !running(Number(fs.readFileSync(pid, "utf8"))), 3_000);
+    await waitFor(() => !isProcessRunning(Number(fs.readFileSync(pid, "utf8"))), 3_000);
   });
 });
 
-/** Whether a process exists and is not a zombie. */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return !/\) [ZX] /.test(fs.readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-}
 
 async function waitFor(fn: () => boolean, ms = 5000) {
   const until = Date.now() + ms;

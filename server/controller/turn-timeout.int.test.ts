@@ -6,6 +6,7 @@ import type { RunnerClient } from "../providers/runner";
 import { submitRun } from "../runs/submit";
 import { getRunDetail } from "../runs/detail";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
+import { isProcessRunning } from "../test/process";
 
 /**
  * A turn has a deadline (issue 31 item 6): a hung agent is killed at the turn's budget and
@@ -34,19 +35,6 @@ const settled = (runId: string, timeoutMs = 30_000) =>
     return r.status === "succeeded" || r.status === "failed" ? r : null;
   }, timeoutMs);
 
-/** Whether a process exists and is not a zombie (the emulator's sandboxes run on this host). */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return !/\) [ZX] /.test(fs.readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-}
 
 async function sandboxesOf(runId: string) {
   return (await h.emu.admin.sandboxes({ includeDestroyed: true })).filter((s) => s.labels["runwarden.run"] === runId);
@@ -77,7 +65,7 @@ describe("a turn past its budget", () => {
     expect(proof).toMatchObject({ verdict: "turn_failed", code: "agent_turn_timeout" });
     expect((proof.output as { reason: string }).reason).toBe("turn_timed_out");
     expect(proof.evidence).toMatchObject({ expectedSeq: 1, budgetMs: 1000, record: { seq: 1, timedOut: true } });
-    for (const f of [`${pids}.agent`, `${pids}.child`]) expect(running(Number(fs.readFileSync(f, "utf8")))).toBe(false);
+    for (const f of [`${pids}.agent`, `${pids}.child`]) expect(isProcessRunning(Number(fs.readFileSync(f, "utf8")))).toBe(false);
     // The turn log says what happened; the sandbox is gone.
     const detail = await getRunDetail(h.db.db, { all: true }, r.id);
     expect(detail.turnLog).toHaveLength(1);

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DaytonaProvider } from "../providers/daytona";
-import fs from "node:fs";
 import { bootstrapRestartPath, DEMO_MARKER_FILE, PROVIDER_STATE_PATH, WORK_DIR, readRunnerState, RUNNER_STATE_PATH, TurnDeadlineError, type RunnerClient } from "../providers/runner";
 import { buildLabels, creationName } from "../providers/types";
 import { startTestEmulator, type TestEmulator } from "../test/emulator";
+import { isProcessRunning } from "../test/process";
 
 /** The real runner program (runnerd) in emulated sandboxes, through the toolbox-only RunnerClient. */
 
@@ -137,19 +137,6 @@ describe("emulated runner", () => {
   });
 });
 
-/** Whether a process exists and is not a zombie (the emulator's sandboxes run on this host). */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return !/\) [ZX] /.test(fs.readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-}
 
 describe("a turn's budget (issue 31 item 6)", () => {
   it("a hung agent command, and the child it spawned, are killed at the budget: the turn is recorded as timed out, once", async () => {
@@ -167,7 +154,7 @@ describe("a turn's budget (issue 31 item 6)", () => {
     expect(tookMs).toBeLessThan(3_000);
     const pids = await Promise.all(["agent.pid", "child.pid"].map(async (f) => Number((await provider.readFile(sbx.id, `${WORK_DIR}/${f}`))?.trim())));
     expect(pids.every((p) => p > 0)).toBe(true);
-    for (const pid of pids) expect(running(pid)).toBe(false);
+    for (const pid of pids) expect(isProcessRunning(pid)).toBe(false);
     // Durable: the state on disk says so, and the seq is answered from the record, never run again.
     const state = await readRunnerState(provider, sbx.id);
     expect(state).toMatchObject({ inFlight: null, lastControllerCommandSeq: 1, processedCommands: [{ seq: 1, timedOut: true }] });
