@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
 import { childEnv } from "../env";
 import { controllerArgs } from "./program";
 
@@ -9,7 +10,8 @@ import { controllerArgs } from "./program";
  */
 export interface ControllerProcessHandle {
   child: ChildProcess;
-  pid: number;
+  /** The controller's pid as this host sees it (inside a PID namespace: not `child.pid`, which is `unshare`'s). */
+  readonly pid: number;
   output: string[];
   ready: Promise<void>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -30,13 +32,29 @@ export const FAST_CONTROLLER_ENV: Record<string, string> = {
   LOG_LEVEL: "info",
 };
 
+export interface LaunchOptions {
+  readyTimeoutMs?: number;
+  /**
+   * Run it in a PID namespace of its own (`unshare --pid --fork --mount-proc`, as root): its
+   * PID space differs from every other controller's, as another host's would, so no one
+   * judges it by its pid and it judges no one by theirs. Signals go to the controller itself.
+   */
+  pidNamespace?: boolean;
+}
+
 /** Starts a controller with exactly `env` on top of this process's child environment. */
-export function launchController(env: Record<string, string | undefined>, options: { readyTimeoutMs?: number } = {}): ControllerProcessHandle {
-  // The bundled program, run by node itself: no loader process in between for a signal to miss.
-  const child = spawn(process.execPath, controllerArgs(), {
+export function launchController(env: Record<string, string | undefined>, options: LaunchOptions = {}): ControllerProcessHandle {
+  // The bundled program, run by node itself: no loader process in between for a signal to miss
+  // (in a namespace, `unshare` waits in between, and signals skip it: see `kill`).
+  const [command, args] = options.pidNamespace
+    ? ["unshare", ["--pid", "--fork", "--mount-proc", "--kill-child", process.execPath, ...controllerArgs()]]
+    : [process.execPath, controllerArgs()];
+  const child = spawn(command, args, {
     env: childEnv(env),
     stdio: ["ignore", "pipe", "pipe"],
   });
+  // unshare's one child is the controller; until it is known, signals go to unshare.
+  let innerPid: number | null = null;
   const output: string[] = [];
   let onReady: () => void = () => {};
   let onFail: (err: Error) => void = () => {};
@@ -64,14 +82,42 @@ export function launchController(env: Record<string, string | undefined>, option
   });
   const timer = setTimeout(() => onFail(new Error(`controller not ready within ${options.readyTimeoutMs ?? 30_000} ms`)), options.readyTimeoutMs ?? 30_000);
   void ready.finally(() => clearTimeout(timer)).catch(() => {});
+  const readyWithPid = options.pidNamespace
+    ? ready.then(() => {
+        innerPid = childOf(child.pid!);
+        if (innerPid === null) throw new Error(`the controller in its PID namespace (unshare pid ${child.pid}) has no process`);
+      })
+    : ready;
+  void readyWithPid.catch(() => {});
   return {
     child,
-    pid: child.pid!,
+    get pid() {
+      return innerPid ?? child.pid!;
+    },
     output,
-    ready,
+    ready: readyWithPid,
     exited,
     kill: (signal) => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      if (innerPid === null) {
+        child.kill(signal);
+        return;
+      }
+      try {
+        process.kill(innerPid, signal);
+      } catch {
+        // exited between the check and the signal
+      }
     },
   };
+}
+
+/** The one child of `pid` (Linux), or null. */
+function childOf(pid: number): number | null {
+  try {
+    const first = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/)[0];
+    return first ? Number(first) : null;
+  } catch {
+    return null;
+  }
 }

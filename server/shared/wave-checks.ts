@@ -6,7 +6,7 @@ import type { KillRecord, WaveReport } from "./wave-report";
  */
 
 /** The kills and faults a wave plans (server/waves/plan.ts) and its report records. */
-export const KILL_KINDS = ["K1", "K2", "K4", "K15"] as const;
+export const KILL_KINDS = ["K1", "K2", "K4", "K5", "K15"] as const;
 export type KillKind = (typeof KILL_KINDS)[number];
 export const FAULT_NAMES = ["bind", "reject", "late", "unconnected"] as const;
 export type FaultName = (typeof FAULT_NAMES)[number];

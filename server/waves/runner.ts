@@ -66,6 +66,11 @@ export interface WaveProgress {
 }
 
 const COMPANY = "co-wave";
+/**
+ * A K5 wave's silence window (RUNWARDEN_EXECUTOR_TIMEOUT_MS) for all its controllers: short
+ * enough that a stall past it fits in a wave, long beside the 2 s heartbeat.
+ */
+const K5_SILENCE_MS = 6000;
 const WAVE_TIMINGS: Record<string, string> = {
   ...FAST_CONTROLLER_ENV,
   RUNWARDEN_TURN_MS: "400",
@@ -95,6 +100,8 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
   const db = createDb(database.url, { max: 6 });
   let emulator: EmulatorHandle | null = null;
   let controller: ControllerProcessHandle | null = null;
+  /** Controllers the wave no longer targets but leaves running (a K5's woken one): stopped at the end. */
+  const bystanders: LiveController[] = [];
   const home = path.resolve(options.env.RUNWARDEN_DATA_DIR, "waves", id);
   try {
     let emuUrl = options.emulatorUrl ?? configuredEmulatorUrl(options.env);
@@ -141,9 +148,10 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
     let generation = 0;
     const deaths = new Map<number, number>(); // pid → when it died (ms since t0)
     let live: LiveController | null = null;
-    const start = async (why: string, extra: Record<string, string> = {}, freshHome = false): Promise<LiveController> => {
+    const silence = plan.kills.some((k) => k.kind === "K5") ? { RUNWARDEN_EXECUTOR_TIMEOUT_MS: String(K5_SILENCE_MS) } : {};
+    const start: StartController = async (why, extra = {}, how = {}) => {
       generation += 1;
-      const dir = path.join(home, freshHome ? `home-${generation}` : "home");
+      const dir = path.join(home, how.freshHome ? `home-${generation}` : "home");
       fs.mkdirSync(dir, { recursive: true });
       const p = launchController({
         ...WAVE_TIMINGS,
@@ -155,14 +163,15 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
         RUNWARDEN_CONCURRENCY: String(plan.concurrency),
         RUNWARDEN_TEST_BREAK_RULE: options.breakRule,
         ...(options.turnMs !== undefined ? { RUNWARDEN_TURN_MS: String(options.turnMs) } : {}),
+        ...silence,
         ...extra,
-      });
+      }, { pidNamespace: how.pidNamespace ?? false });
       controller = p;
       void p.exited.then(() => deaths.set(p.pid, Date.now() - t0));
       await p.ready;
       const bootId = p.output.map((l) => /^controller ready: bootId=(\S+)/.exec(l)?.[1]).find(Boolean) ?? null;
       live = { handle: p, bootId, readyAtMs: Date.now() - t0, generation, killedByWave: false };
-      note("controller", `#${generation} up (pid ${p.pid}, ${why}${extra.RUNWARDEN_CRASH_AT ? `, crashes at ${extra.RUNWARDEN_CRASH_AT}` : ""})`);
+      note("controller", `#${generation} up (pid ${p.pid}${how.pidNamespace ? " in a PID namespace of its own" : ""}, ${why}${extra.RUNWARDEN_CRASH_AT ? `, crashes at ${extra.RUNWARDEN_CRASH_AT}` : ""})`);
       return live;
     };
     const stop = async (c: LiveController, signal: NodeJS.Signals) => {
@@ -181,6 +190,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       targetPid: null,
       interruptedRunId: null,
       crashPointAtMs: null,
+      ...(k.kind === "K5" ? { takeoverAtMs: null } : {}),
       restartPid: null,
       detail: "not fired",
     }));
@@ -248,12 +258,14 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
           kill.firedAtMs = elapsed;
           kill.targetPid = target.handle.pid;
           kill.interruptedRunId = inFlight.id;
-          const after = await performKill(kill, target, inFlight.id, stop, start, note);
+          const after = await performKill(kill, target, inFlight.id, { stop, start, note, db, t0, bystanders });
           kill.restartPid = after.handle.pid;
           if (kill.kind === "K4") {
             armed = kill;
             kill.interruptedRunId = null; // the run the crash interrupts is known when it happens
             kill.detail = `armed controller pid ${after.handle.pid} waits for ${kill.crashAt}`;
+          } else if (kill.kind === "K5") {
+            // performKill judged it: landed once the other host's controller took the run over.
           } else if (kill.kind === "K2") {
             const suspended = await db.runEvent.count({ where: { runId: inFlight.id, type: "suspended", at: { gte: new Date(t0 + elapsed) } } });
             kill.landed = suspended > 0;
@@ -297,6 +309,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
     if (armed) armed.detail = `the wave ended before the armed controller reached ${armed.crashAt}`;
     const last = live as LiveController | null;
     if (last) await stop(last, "SIGTERM");
+    for (const b of bystanders) await stop(b, "SIGTERM");
 
     // ── judge ──
     const sandboxes = (await admin.sandboxes({ includeDestroyed: true })).filter((s) => s.labels[LABEL_KEYS.instance] === instanceId);
@@ -354,10 +367,12 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
     await db.chaosWave.updateMany({ where: { id, status: "running" }, data: { status: "aborted", finishedAt: new Date(), summary: json({ error: err instanceof Error ? err.message : String(err) }) } }).catch(() => {});
     throw err;
   } finally {
-    const c = controller as ControllerProcessHandle | null;
-    if (c && c.child.exitCode === null && c.child.signalCode === null) {
-      c.kill("SIGKILL");
-      await c.exited;
+    for (const c of [controller as ControllerProcessHandle | null, ...bystanders.map((b) => b.handle)]) {
+      if (c && c.child.exitCode === null && c.child.signalCode === null) {
+        c.kill("SIGCONT"); // a stalled one dies of SIGKILL anyway; its unshare then exits
+        c.kill("SIGKILL");
+        await c.exited;
+      }
     }
     await emulator?.close();
     await db.$disconnect();
@@ -380,15 +395,20 @@ interface LiveController {
   killedByWave: boolean;
 }
 
+type StartController = (why: string, extra?: Record<string, string>, how?: { freshHome?: boolean; pidNamespace?: boolean }) => Promise<LiveController>;
+
+interface KillTools {
+  stop: (c: LiveController, s: NodeJS.Signals) => Promise<void>;
+  start: StartController;
+  note: (kind: string, detail: string) => void;
+  db: Db;
+  t0: number;
+  bystanders: LiveController[];
+}
+
 /** Stops the target as the kill kind says and starts the controller that follows it. */
-async function performKill(
-  kill: KillRecord,
-  current: LiveController,
-  runId: string,
-  stop: (c: LiveController, s: NodeJS.Signals) => Promise<void>,
-  start: (why: string, extra?: Record<string, string>, freshHome?: boolean) => Promise<LiveController>,
-  note: (kind: string, detail: string) => void,
-): Promise<LiveController> {
+async function performKill(kill: KillRecord, current: LiveController, runId: string, tools: KillTools): Promise<LiveController> {
+  const { stop, start, note } = tools;
   const pid = current.handle.pid;
   switch (kill.kind) {
     case "K1":
@@ -403,15 +423,55 @@ async function performKill(
       await stop(current, "SIGKILL");
       note("kill", `K4: SIGKILL pid ${pid} with run ${runId} in flight; the next controller dies at ${kill.crashAt}`);
       return start("K4 armed", { RUNWARDEN_CRASH_AT: kill.crashAt ?? "after_create" });
+    case "K5":
+      return stallPastSilence(kill, current, runId, tools);
     case "K15":
       await stop(current, "SIGKILL");
       note("kill", `K15: SIGKILL pid ${pid} with run ${runId} in flight; restart with a fresh home`);
-      return start("after K15, fresh home", {}, true);
+      return start("after K15, fresh home", {}, { freshHome: true });
     default: {
       const never: never = kill.kind;
       throw new Error(`unknown kill ${String(never)}`);
     }
   }
+}
+
+/**
+ * K5: another host's controller (a PID namespace of its own, so nobody can judge the other by
+ * its pid) comes up, the target is SIGSTOPped with a run in flight, and stays stopped until the
+ * other has taken that run over by heartbeat silence alone; then it is woken and left running
+ * beside the others, with its stale view of the runs it held, until the wave ends. R3 (each
+ * turn once) and R6 judge what it did on waking.
+ */
+async function stallPastSilence(kill: KillRecord, current: LiveController, runId: string, tools: KillTools): Promise<LiveController> {
+  const { start, note, db, t0 } = tools;
+  const other = await start("K5: another host", {}, { freshHome: true, pidNamespace: true });
+  current.handle.kill("SIGSTOP");
+  const stoppedAt = Date.now();
+  note("kill", `K5: SIGSTOP pid ${current.handle.pid} with run ${runId} in flight; pid ${other.handle.pid} on another host`);
+  // Past the silence window, the other host's recovery judges the stalled executor and takes over.
+  const giveUpAt = stoppedAt + K5_SILENCE_MS * 4 + 15_000;
+  let takenOver = false;
+  while (Date.now() < giveUpAt) {
+    const run = await db.run.findUnique({ where: { id: runId }, select: { executorBootId: true, status: true } });
+    if (run && other.bootId && run.executorBootId === other.bootId) {
+      takenOver = true;
+      break;
+    }
+    if (run && (run.status === "succeeded" || run.status === "failed")) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const stalledMs = Date.now() - stoppedAt;
+  kill.takeoverAtMs = takenOver ? Date.now() - t0 : null;
+  current.handle.kill("SIGCONT");
+  current.killedByWave = true; // no longer the wave's target; its exit is not a crash
+  tools.bystanders.push(current);
+  kill.landed = takenOver;
+  kill.detail = takenOver
+    ? `stalled pid ${current.handle.pid} ${(stalledMs / 1000).toFixed(1)} s, past the ${K5_SILENCE_MS / 1000} s silence window; run ${runId} taken over by pid ${other.handle.pid} on another host; the stalled one woken and left running`
+    : `run ${runId} was not taken over within ${(stalledMs / 1000).toFixed(1)} s of the stall`;
+  note("kill", `K5: SIGCONT pid ${current.handle.pid} after ${(stalledMs / 1000).toFixed(1)} s; ${takenOver ? `run ${runId} now pid ${other.handle.pid}'s` : "no takeover"}`);
+  return other;
 }
 
 function isLoopback(url: string): boolean {

@@ -64,6 +64,7 @@ describe("waves pass on the current engine", () => {
     ["K2", {}],
     // K4 inside a teardown claim is covered with real processes in controller/restart.int.test.ts.
     ["K4", { crashAt: "after_create" as const }],
+    ["K5", {}],
     ["K15", {}],
   ] as const)("%s alone %o", { timeout: 120_000 }, async (kind, extra) => {
     const report = await wave({
@@ -150,6 +151,31 @@ describe("waves pass on the current engine", () => {
     expect(stored.tasks).toHaveLength(6);
     const rows = await h.db.db.chaosWaveTask.findMany({ where: { waveId: report.id }, include: { checks: true } });
     expect(rows.every((r) => r.checks.length === 6)).toBe(true);
+  });
+});
+
+describe("K5: a stall past the silence window on another host (issue 31)", () => {
+  it("the other host takes the stalled controller's run over by silence alone; woken, the stalled one runs no turn twice and touches no decoy", { timeout: 150_000 }, async () => {
+    const report = await wave({
+      tasks: [task("t01", { sandboxMode: "per_turn", turns: 5 }), task("t02", { turns: 5 }), task("t03", { sandboxMode: "per_turn", turns: 3 })],
+      kills: [{ kind: "K5", atMs: 700 }],
+      concurrency: 3,
+    });
+    expect(failing(report)).toEqual([]);
+    const k5 = report.kills[0]!;
+    expect(k5).toMatchObject({ kind: "K5", landed: true });
+    // By silence alone: the other host cannot judge the stalled pid, so no takeover before the window.
+    expect(k5.takeoverAtMs! - k5.firedAtMs!).toBeGreaterThanOrEqual(6000 - 500);
+    expect(report.events.some((e) => e.kind === "controller" && e.detail.includes("PID namespace of its own"))).toBe(true);
+    expect(report.events.some((e) => e.kind === "kill" && e.detail.startsWith("K5: SIGCONT"))).toBe(true);
+    const interrupted = await h.db.db.run.findUniqueOrThrow({ where: { id: k5.interruptedRunId! } });
+    expect(interrupted).toMatchObject({ status: "succeeded", previousRunId: null });
+    expect(interrupted.restarts).toBeGreaterThanOrEqual(1);
+    const markers = Object.assign({}, ...report.tasks.map((t) => (t.checks.R3 as { turnMarkers?: Record<string, number[]> }).turnMarkers ?? {})) as Record<string, number[]>;
+    expect(markers[interrupted.id]).toEqual(Array.from({ length: interrupted.turnsPlanned }, (_, i) => i + 1));
+    expect(report.tasks.every((t) => t.retriesNeeded === 0)).toBe(true);
+    expect(report.decoys.every((d) => d.intact)).toBe(true);
+    expect(report.passed).toBe(true);
   });
 });
 
