@@ -448,29 +448,37 @@ async function stallPastSilence(kill: KillRecord, current: LiveController, runId
   const other = await start("K5: another host", {}, { freshHome: true, pidNamespace: true });
   current.handle.kill("SIGSTOP");
   const stoppedAt = Date.now();
+  const lastSeen = current.bootId ? (await db.controllerProcess.findUnique({ where: { bootId: current.bootId }, select: { lastSeenAt: true } }))?.lastSeenAt ?? null : null;
   note("kill", `K5: SIGSTOP pid ${current.handle.pid} with run ${runId} in flight; pid ${other.handle.pid} on another host`);
-  // Past the silence window, the other host's recovery judges the stalled executor and takes over.
+  // Past the silence window, a live controller's recovery judges the stalled executor and takes
+  // the run over: the other host's, or one a wave left running (an earlier K5's woken one).
   const giveUpAt = stoppedAt + K5_SILENCE_MS * 4 + 15_000;
-  let takenOver = false;
+  let takenBy: string | null = null;
+  let ended: string | null = null;
   while (Date.now() < giveUpAt) {
     const run = await db.run.findUnique({ where: { id: runId }, select: { executorBootId: true, status: true } });
-    if (run && other.bootId && run.executorBootId === other.bootId) {
-      takenOver = true;
+    if (run?.executorBootId && run.executorBootId !== current.bootId) {
+      takenBy = run.executorBootId;
       break;
     }
-    if (run && (run.status === "succeeded" || run.status === "failed")) break;
+    if (run && (run.status === "succeeded" || run.status === "failed")) {
+      ended = run.status;
+      break;
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   const stalledMs = Date.now() - stoppedAt;
-  kill.takeoverAtMs = takenOver ? Date.now() - t0 : null;
+  kill.takeoverAtMs = takenBy ? Date.now() - t0 : null;
   current.handle.kill("SIGCONT");
   current.killedByWave = true; // no longer the wave's target; its exit is not a crash
   tools.bystanders.push(current);
-  kill.landed = takenOver;
-  kill.detail = takenOver
-    ? `stalled pid ${current.handle.pid} ${(stalledMs / 1000).toFixed(1)} s, past the ${K5_SILENCE_MS / 1000} s silence window; run ${runId} taken over by pid ${other.handle.pid} on another host; the stalled one woken and left running`
-    : `run ${runId} was not taken over within ${(stalledMs / 1000).toFixed(1)} s of the stall`;
-  note("kill", `K5: SIGCONT pid ${current.handle.pid} after ${(stalledMs / 1000).toFixed(1)} s; ${takenOver ? `run ${runId} now pid ${other.handle.pid}'s` : "no takeover"}`);
+  kill.landed = takenBy !== null;
+  const silentFor = lastSeen ? ` (${((Date.now() - lastSeen.getTime()) / 1000).toFixed(1)} s since its last heartbeat; the window is ${K5_SILENCE_MS / 1000} s)` : "";
+  const by = takenBy === other.bootId ? `pid ${other.handle.pid} on another host` : `the controller with boot ${takenBy}`;
+  kill.detail = takenBy
+    ? `stalled pid ${current.handle.pid} ${(stalledMs / 1000).toFixed(1)} s${silentFor}; run ${runId} taken over by ${by}; the stalled one woken and left running`
+    : `run ${runId} was not taken over within ${(stalledMs / 1000).toFixed(1)} s of the stall${ended ? ` (it ${ended} first)` : ""}`;
+  note("kill", `K5: SIGCONT pid ${current.handle.pid} after ${(stalledMs / 1000).toFixed(1)} s; ${takenBy ? `run ${runId} taken over by ${by}` : "no takeover"}`);
   return other;
 }
 
