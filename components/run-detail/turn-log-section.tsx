@@ -7,6 +7,8 @@ export function TurnLogSection({ detail: d }: { detail: Detail }) {
     <Section title="Turn log" id="turn-log">
       <p className="mb-2 text-xs text-zinc-700 dark:text-zinc-300">
         Agent command: <code className="font-mono">{d.run.agentCommand ?? "the demo agent (runner/demo-agent.mjs)"}</code>
+        {" · "}
+        Turn budget: {d.run.turnTimeoutMs !== null ? `${d.run.turnTimeoutMs / 1000} s (this run's own)` : "the controller's default (RUNWARDEN_TURN_TIMEOUT_MS)"}
       </p>
       {d.turnLog.length === 0 ? (
         <Empty>No turn has run yet.</Empty>

@@ -12,7 +12,7 @@ import { appendEvent, json } from "./records";
 import { assertCurrent, fenced, rereadOwnRun, RunLost, whileCurrent, type RunFence } from "./fence";
 import { markRunLeases, takeDownLeases } from "./teardown";
 import { drainDeadline } from "./drain";
-import { endTurnPastDeadline, turnEvidence, turnFailureDetail } from "./turn-timeout";
+import { endTurnPastDeadline, turnBudgetMs, turnEvidence, turnFailureDetail } from "./turn-timeout";
 
 /**
  * Executes a run from wherever its phase says it stands, so a fresh start and a
@@ -181,7 +181,7 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
   try {
     turn = await ctx.runner.turn(lease.providerLeaseId!, seq, {
       prompt: `turn ${seq} of ${run.turnsPlanned} for task ${run.taskId}`,
-      budgetMs: ctx.config.turnTimeoutMs,
+      budgetMs: turnBudgetMs(ctx, run),
       deadlineMarginMs: ctx.config.turnDeadlineMarginMs,
       signal: bound.signal,
     });

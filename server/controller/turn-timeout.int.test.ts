@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunnerClient } from "../providers/runner";
 import { submitRun } from "../runs/submit";
 import { getRunDetail } from "../runs/detail";
+import { retryRun } from "../runs/retry";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 import { isProcessRunning } from "../test/process";
 
@@ -77,6 +78,26 @@ describe("a turn past its budget", () => {
     const boxes = await sandboxesOf(r.id);
     expect(boxes).toHaveLength(1);
     expect(boxes[0]!.state).toMatch(/^destroy(ing|ed)$/);
+  }, 60_000);
+
+  it("a run's own turn budget wins over the controller's default; its Retry keeps it; a run without one runs under the default", async () => {
+    const agentCommand = "sleep 3";
+    const own = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "own-budget", agent: "a", provider: "codex", sandboxMode: "warm", turns: 1, agentCommand, turnTimeoutMs: 1_000 }, actor);
+    const plain = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "default-budget", agent: "a", provider: "codex", sandboxMode: "warm", turns: 1, agentCommand }, actor);
+    const c = await h.controller({ turnTimeoutMs: 60_000 });
+    c.start();
+    const [ownDone, plainDone] = await Promise.all([settled(own.id), settled(plain.id)]);
+    expect(ownDone).toMatchObject({ status: "failed", failureCode: "agent_turn_timeout", canRetry: true, turnTimeoutMs: 1_000 });
+    expect(ownDone.failureDetail).toMatch(/ran past its budget of 1000 ms/);
+    expect(plainDone).toMatchObject({ status: "succeeded", turnsDone: 1, turnTimeoutMs: null });
+    const retried = await retryRun(h.db.db, own.id, actor);
+    expect(retried.run.turnTimeoutMs).toBe(1_000);
+    const retryDone = await settled(retried.run.id);
+    await c.stop("test");
+    expect(retryDone).toMatchObject({ status: "failed", failureCode: "agent_turn_timeout" });
+    const proof = await h.db.db.proof.findFirstOrThrow({ where: { runId: retried.run.id, kind: "turn_result" } });
+    expect(proof.evidence).toMatchObject({ budgetMs: 1000, record: { timedOut: true } });
+    expect((await getRunDetail(h.db.db, { all: true }, own.id)).run.turnTimeoutMs).toBe(1_000);
   }, 60_000);
 
   it("a runner that hangs mid-turn: past the budget and the margin the controller stops polling and the run ends with agent_turn_timeout", async () => {

@@ -4,6 +4,11 @@ import type { ProcessedCommand, TurnDeadlineError } from "../providers/runner";
 import type { ControllerContext } from "./context";
 import { finishRunFailed } from "./outcome";
 
+/** The run's own turn budget, else the controller's (RUNWARDEN_TURN_TIMEOUT_MS). */
+export function turnBudgetMs(ctx: ControllerContext, run: Pick<Run, "turnTimeoutMs">): number {
+  return run.turnTimeoutMs ?? ctx.config.turnTimeoutMs;
+}
+
 /**
  * The evidence of a turn the runner answered: its record, with the runner's timeout flag and
  * the budget it ran under when the runner keeps one (issue 31 item 6).
@@ -38,7 +43,7 @@ export async function endTurnPastDeadline(ctx: ControllerContext, run: Run, leas
     kind: "turn_result",
     expectedSeq: err.seq,
     record: null,
-    budgetMs: ctx.config.turnTimeoutMs,
+    budgetMs: turnBudgetMs(ctx, run),
     deadline: { deadlineMs: err.deadlineMs, waitedMs: err.waitedMs },
   };
   const judgement = judgeTurnResult(evidence);

@@ -59,6 +59,8 @@ export const runDetailOutput = z.object({
     startedAt: z.date().nullable(),
     /** What each turn runs (null: the demo agent). */
     agentCommand: z.string().nullable(),
+    /** This run's own turn budget in ms (null: the controller's RUNWARDEN_TURN_TIMEOUT_MS). */
+    turnTimeoutMs: z.number().int().nullable(),
   }),
   /** Each turn's record from the runner (exit code, bounded output tail), oldest first. */
   turnLog: z.array(
@@ -225,6 +227,7 @@ export async function getRunDetail(db: Db, scope: CompanyScope, id: string): Pro
       startedAt: run.startedAt,
       finishedAt: run.finishedAt,
       agentCommand: run.agentCommand,
+      turnTimeoutMs: run.turnTimeoutMs,
     },
     turnLog: turnLogOf(await db.runEvent.findMany({ where: { runId: id, type: { in: ["turn_done", "turn_failed"] } }, orderBy: { id: "asc" } })),
     failure: describeFailure(run.failureCode),

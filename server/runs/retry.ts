@@ -52,6 +52,7 @@ export async function retryRun(db: Db, runId: string, actor: Actor, scope: Compa
           sandboxMode: run.sandboxMode,
           turnsPlanned: run.turnsPlanned,
           agentCommand: run.agentCommand,
+          turnTimeoutMs: run.turnTimeoutMs,
           maxProviderAttempts: run.maxProviderAttempts,
           previousRunId: run.id,
           waveId: run.waveId,

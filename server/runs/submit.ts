@@ -27,6 +27,8 @@ export const submitRunInput = z.object({
     .min(1, "the agent command is empty")
     .max(4000, "the agent command is over 4000 characters")
     .optional(),
+  /** This run's turn budget (the runner kills the agent past it); none: the controller's RUNWARDEN_TURN_TIMEOUT_MS. */
+  turnTimeoutMs: z.number().int().min(1_000, "the turn budget is under 1 s").max(24 * 60 * 60_000, "the turn budget is over 24 h").optional(),
 });
 export type SubmitRunInput = z.input<typeof submitRunInput>;
 
@@ -75,6 +77,7 @@ export async function submitRun(db: Db, instanceId: string, raw: SubmitRunInput,
           sandboxMode: input.sandboxMode,
           turnsPlanned: input.turns,
           agentCommand: input.agentCommand ?? null,
+          turnTimeoutMs: input.turnTimeoutMs ?? null,
           waveId: options.waveId ?? null,
         },
       });

@@ -22,13 +22,15 @@ export function registerRun(program: Command, io: CliIO): void {
     .option("--mode <mode>", "sandbox mode: per_turn or warm", "warm")
     .option("--turns <n>", "agent turns to run", "3")
     .option("--agent-command <cmd>", "shell command each turn runs in the sandbox's work dir (default: the demo agent)")
+    .option("--turn-timeout <seconds>", "this run's turn budget: the runner kills the agent past it (default: the controller's RUNWARDEN_TURN_TIMEOUT_MS)")
     .option("--json", "print the run as JSON")
-    .action(async (opts: { company: string; task: string; agent: string; provider: string; target: string; mode: string; turns: string; agentCommand?: string; json?: boolean }) => {
+    .action(async (opts: { company: string; task: string; agent: string; provider: string; target: string; mode: string; turns: string; agentCommand?: string; turnTimeout?: string; json?: boolean }) => {
       const turns = Number(opts.turns);
+      const turnTimeoutMs = opts.turnTimeout === undefined ? undefined : Number(opts.turnTimeout) * 1000;
       await withCliDatabase("run", io, async (db, env) => {
         const [{ submitRun }, { instanceIdOf }, { auditedCli, machineActor }] = await Promise.all([import("../../runs/submit"), import("../../db/installation"), import("../actor")]);
         const actor = machineActor("operator");
-        const input = { companyId: opts.company, taskId: opts.task, agent: opts.agent, provider: opts.provider, target: opts.target as "remote", sandboxMode: opts.mode as "warm", turns, agentCommand: opts.agentCommand };
+        const input = { companyId: opts.company, taskId: opts.task, agent: opts.agent, provider: opts.provider, target: opts.target as "remote", sandboxMode: opts.mode as "warm", turns, agentCommand: opts.agentCommand, ...(turnTimeoutMs === undefined ? {} : { turnTimeoutMs }) };
         const instanceId = await instanceIdOf(db, env.RUNWARDEN_INSTANCE_ID);
         const created = await auditedCli(db, actor, "run.submit", input, () => submitRun(db, instanceId, input, actor));
         io.stdout(opts.json ? `${JSON.stringify({ id: created.id, status: created.status, taskId: created.taskId })}\n` : `queued run ${created.id} for task ${created.taskId}\n`);
