@@ -74,6 +74,8 @@ export async function renderMetrics(db: Db): Promise<{ body: string; contentType
     for (const stat of ["avg", "p50", "p95", "max"] as const) reclaimLatency.set({ stat }, Number(l[stat] ?? 0));
   }
   const controllers = gauge("runwarden_controllers_live", "Controllers that heartbeated in the last 30 s");
-  controllers.set(await db.controllerProcess.count({ where: { stoppedAt: null, lastSeenAt: { gt: new Date(Date.now() - 30_000) } } }));
+  // On the database's clock, as the heartbeats are written.
+  const live = await db.$queryRaw<Array<{ n: bigint }>>`SELECT count(*) AS n FROM controller_processes WHERE stopped_at IS NULL AND last_seen_at > now() - interval '30 seconds'`;
+  controllers.set(Number(live[0]?.n ?? 0));
   return { body: await registry.metrics(), contentType: registry.contentType };
 }

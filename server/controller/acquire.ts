@@ -1,3 +1,4 @@
+import { databaseNow } from "../db/clock";
 import crypto from "node:crypto";
 import type { EnvironmentLease, Run } from "../db/client";
 import { settleFloorMs } from "../lib/settle";
@@ -25,7 +26,8 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
   const operationId = crypto.randomUUID();
   const name = creationName(config.sandboxPrefix, operationId);
   const labels = buildLabels({ instanceId: run.instanceId, companyId: run.companyId, operationId, runId: run.id });
-  const createdAt = new Date();
+  // The database's clock: the sweep that judges the settle deadline may run on another host.
+  const createdAt = await databaseNow(ctx.db);
   await ctx.db.$transaction(async (tx) => {
     await assertCurrentIn(tx, run);
     await tx.sandboxCreationIntent.create({
@@ -46,7 +48,7 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
     });
   });
   /** The intent's sandbox will be nobody's lease: the sweep looks at it at once. */
-  const dueNow = () => ctx.db.sandboxCreationIntent.updateMany({ where: { id: operationId, status: "pending" }, data: { nextAttemptAt: new Date() } });
+  const dueNow = async () => ctx.db.sandboxCreationIntent.updateMany({ where: { id: operationId, status: "pending" }, data: { nextAttemptAt: await databaseNow(ctx.db) } });
   await appendEvent(ctx.db, run.id, "intent_committed", ctx.identity.bootId, { operationId, creationName: name, turn });
   crashPoint(ctx, "after_intent_commit", { runId: run.id });
 

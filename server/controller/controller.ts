@@ -9,6 +9,9 @@ import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "./sweeps
 
 export type ControllerDeps = Omit<ControllerContext, "drain">;
 
+/** How often a controller says it is alive; the silence window (RUNWARDEN_EXECUTOR_TIMEOUT_MS) is several of these. */
+export const HEARTBEAT_MS = 2_000;
+
 /**
  * One controller process: records its identity, recovers interrupted runs, executes
  * queued ones, and sweeps on an interval. Several may share one database.
@@ -17,6 +20,7 @@ export class Controller {
   readonly ctx: ControllerContext;
   private readonly tasks = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
   private ticking = false;
   private sweeping: Promise<SweepSummary[]> | null = null;
   private lastSweepAt = 0;
@@ -51,6 +55,14 @@ export class Controller {
   }
 
   start(): void {
+    // Its own loop: a tick that waits on recovery or a slow provider must not look like silence
+    // to another host (a long tick once let a healthy controller's runs be taken over).
+    const beat = async () => {
+      if (this.stopped) return;
+      await this.heartbeat().catch((err: unknown) => this.ctx.log.error({ err: String(err) }, "heartbeat failed"));
+      if (!this.stopped) this.heartbeatTimer = setTimeout(() => void beat(), HEARTBEAT_MS);
+    };
+    void beat();
     const loop = async () => {
       if (this.stopped) return;
       await this.tick().catch((err: unknown) => this.ctx.log.error({ err: String(err) }, "controller tick failed"));
@@ -65,10 +77,7 @@ export class Controller {
     this.ticking = true;
     try {
       const now = Date.now();
-      if (now - this.lastHeartbeatAt > 2_000) {
-        this.lastHeartbeatAt = now;
-        await this.ctx.db.controllerProcess.update({ where: { bootId: this.ctx.identity.bootId }, data: { lastSeenAt: new Date() } });
-      }
+      if (now - this.lastHeartbeatAt > HEARTBEAT_MS) await this.heartbeat();
       if (this.ctx.drain.signal.aborted) return;
       // The sweep first, and not awaited: a restarted controller's first act is to look for
       // what the last one left behind, while it recovers and claims runs (issue 12's bench).
@@ -81,6 +90,12 @@ export class Controller {
     } finally {
       this.ticking = false;
     }
+  }
+
+  /** Written with the database's clock, as silence is judged (§2.10): never this host's. */
+  async heartbeat(): Promise<void> {
+    this.lastHeartbeatAt = Date.now();
+    await this.ctx.db.$executeRaw`UPDATE controller_processes SET last_seen_at = now() WHERE boot_id = ${this.ctx.identity.bootId}`;
   }
 
   /** Both sweeps, once; concurrent calls share the pass in flight. */
@@ -178,6 +193,7 @@ export class Controller {
     if (this.stopped) return;
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.heartbeatTimer) clearTimeout(this.heartbeatTimer);
     await this.ctx.db.controllerProcess
       .update({ where: { bootId: this.ctx.identity.bootId }, data: { stoppedAt: new Date(), stopReason: reason } })
       .catch(() => {});

@@ -1,3 +1,4 @@
+import { databaseNow } from "../db/clock";
 import type { Prisma, RecoveryMode, Run } from "../db/client";
 import { classifyStartupFailure, restingFailure, type StartupFailureEvidence, type Verdict } from "../engine";
 import type { ProviderFailure } from "../providers/runner";
@@ -131,7 +132,8 @@ export async function handleStartupFailure(ctx: ControllerContext, run: Run, fai
   };
 
   if (verdict.verdict === "retryable_failure") {
-    const retryAt = new Date(Date.now() + ctx.config.retryDelayMs);
+    // Compared with the database's now() by the claim that takes it up.
+    const retryAt = new Date((await databaseNow(ctx.db)).getTime() + ctx.config.retryDelayMs);
     // A requeue is a takeover too (epoch + 1): the next claim starts from a fence no stale
     // executor holds.
     const marked = await whileCurrent(ctx, run, async (tx) => {

@@ -29,6 +29,7 @@ import { finishRunFailed } from "./outcome";
 import { appendEvent, appendEvents, json, recordProof, type ProofLinks } from "./records";
 import { bringSandboxUp } from "./stopped-sandbox";
 import { leaseBinding } from "./rules";
+import { databaseNow } from "../db/clock";
 
 const ACTIVE = EXECUTING_RUN_STATUSES;
 
@@ -96,7 +97,8 @@ export async function executingRunsPage(db: Db, p: { instanceId: string; bootId:
  * executors can hide an interrupted one behind the first page.
  */
 export async function claimInterruptedRuns(ctx: ControllerContext, limit: number): Promise<Array<{ run: Run; status: ExecutorStatus }>> {
-  const now = new Date();
+  // The database's clock, as heartbeats are written: silence is never judged across two hosts' clocks.
+  const now = await databaseNow(ctx.db);
   const executors = new Map<string, ControllerProcess | null>();
   const claimed: Array<{ run: Run; status: ExecutorStatus }> = [];
   let cursor: string | null = null;
@@ -292,8 +294,10 @@ function runPhase(run: Run): RecoveryRouteEvidence["phase"] {
  * spent it ends with `native_recovery_attempts_exhausted` and Retry. A run this controller
  * no longer executes is left alone.
  */
-export async function countFailedAttempt(ctx: ControllerContext, claimed: RunFence, err: unknown, now = new Date()): Promise<void> {
+export async function countFailedAttempt(ctx: ControllerContext, claimed: RunFence, err: unknown, at?: Date): Promise<void> {
   const boot = ctx.identity.bootId;
+  // The back-off is compared with the database's clock by whichever controller claims the run next.
+  const now = at ?? (await databaseNow(ctx.db));
   const runId = claimed.id;
   const run = await ctx.db.run.findUnique({ where: { id: runId } });
   // Judged only on the epoch this controller claimed: a fresh read's epoch is whoever holds the run now.

@@ -1,3 +1,4 @@
+import { databaseNow } from "../db/clock";
 import crypto from "node:crypto";
 import { z } from "zod";
 import { Prisma, prepared, type Db, type EnvironmentLease, type SandboxCreationIntent } from "../db/client";
@@ -150,7 +151,8 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
     // without a lock; only rows the engine would act on go to a lane, judged again there.
     const feed = async (page: PendingIntent[], skip: ReadonlySet<string>) => {
       s.pages += 1;
-      const now = new Date();
+      // The database's clock: the intents' deadlines were written on it, maybe by another host.
+      const now = await databaseNow(ctx.db);
       let batch: PendingIntent[] = [];
       for (const intent of page) {
         if (intent.creatorBootId !== null && skip.has(intent.creatorBootId)) continue;
@@ -275,7 +277,7 @@ async function judgeIntents(ctx: ControllerContext, rows: readonly PendingIntent
   return ctx.db.$transaction(
     async (tx) => {
       const locked = await lockPending(tx, rows.map((r) => r.id)); // the others: another controller holds them, or they were resolved
-      const now = new Date();
+      const now = await databaseNow(tx);
       const asked: Array<{ intent: LockedIntent; base: CreationIntentEvidence; links: { intentId: string; runId: string | null }; proofs: Prisma.ProofCreateManyInput[]; due: { nextAttemptAt?: Date } }> = [];
       for (const intent of locked) {
         const id = intent.id;
@@ -654,7 +656,7 @@ async function queueLeasesOfFinishedRuns(ctx: ControllerContext, companies?: str
 }
 
 async function tearDownDue(ctx: ControllerContext, s: SweepSummary, companies?: string[]) {
-  const now = new Date();
+  const now = await databaseNow(ctx.db);
   const pages = pagesById(
     (after) =>
       ctx.db.environmentLease.findMany({

@@ -1,3 +1,4 @@
+import { databaseNow } from "../db/clock";
 import crypto from "node:crypto";
 import { prepared, Prisma, readRows, type EnvironmentLease } from "../db/client";
 import type { SandboxOwnershipResult } from "../engine";
@@ -22,7 +23,9 @@ export type TeardownOutcome =
  * exactly one wins; a fenced lease or one not yet due is not claimed. The claimed lease comes
  * back from the same statement (no second read).
  */
-export async function claimLease(ctx: ControllerContext, leaseId: string, now = new Date()): Promise<{ attemptId: string; lease: EnvironmentLease } | null> {
+export async function claimLease(ctx: ControllerContext, leaseId: string, at?: Date): Promise<{ attemptId: string; lease: EnvironmentLease } | null> {
+  // Fences are written and judged on the database's clock: the next claimer may be another host.
+  const now = at ?? (await databaseNow(ctx.db));
   const attemptId = crypto.randomUUID();
   const [lease] = await ctx.db.environmentLease.updateManyAndReturn({
     where: {
@@ -123,8 +126,8 @@ async function actOnLease(ctx: ControllerContext, leaseId: string, claimed?: Cla
 
   // Renew the fence while the provider works (and until the final write), so a slow destroy is not taken over.
   const renew = setInterval(() => {
-    void ctx.db.environmentLease
-      .updateMany({ where: { id: leaseId, claimAttemptId: attemptId }, data: { fencedUntil: new Date(Date.now() + ctx.config.fenceMs) } })
+    void ctx.db
+      .$executeRaw`UPDATE environment_leases SET fenced_until = now() + ${ctx.config.fenceMs} * interval '1 millisecond' WHERE id = ${leaseId} AND claim_attempt_id = ${attemptId}`
       .catch(() => {});
   }, Math.max(1000, Math.floor(ctx.config.fenceMs / 3)));
   let handedOn = false;
@@ -210,9 +213,10 @@ async function recordFailure(ctx: ControllerContext, leaseId: string, attemptId:
   const message = ProviderError.is(err) ? err.message : err instanceof Error ? err.message : String(err);
   const attempts = cleanupAttempts + 1;
   const backoffMs = Math.min(5 * 60_000, 2_000 * 2 ** Math.min(attempts, 8));
+  const now = await databaseNow(ctx.db);
   await ctx.db.environmentLease.updateMany({
     where: { id: leaseId, claimAttemptId: attemptId },
-    data: { cleanupAttempts: attempts, lastCleanupError: message, nextCleanupAt: new Date(Date.now() + backoffMs), fencedUntil: null, cleanupStatus: "retrying" },
+    data: { cleanupAttempts: attempts, lastCleanupError: message, nextCleanupAt: new Date(now.getTime() + backoffMs), fencedUntil: null, cleanupStatus: "retrying" },
   });
   ctx.log.warn({ leaseId, err: message, attempts }, "teardown failed; will retry");
   return { outcome: "failed", leaseId, error: message };

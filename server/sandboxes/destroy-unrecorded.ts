@@ -1,3 +1,4 @@
+import { databaseNow } from "../db/clock";
 import crypto from "node:crypto";
 import { z } from "zod";
 import { text } from "../text";
@@ -95,7 +96,7 @@ export async function destroyUnrecorded(
         acquisitionOutcome: "created",
         status: "pending_cleanup",
         cleanupStatus: "unrecorded_destroyed_by_operator",
-        ...claimFields(service, attemptId, new Date()),
+        ...claimFields(service, attemptId, await databaseNow(tx)),
       },
     });
     const proof = await recordProof(tx, verdict, evidence, `operator:${actor.id}`, { leaseId: lease.id, sandboxId: sandbox.id });

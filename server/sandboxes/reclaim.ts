@@ -1,3 +1,4 @@
+import { databaseNow } from "../db/clock";
 import crypto from "node:crypto";
 import type { z } from "zod";
 import { writeAudit, type Actor } from "../audit/write";
@@ -143,16 +144,18 @@ async function leaseForReclaim(
   // The lease is claimed for this teardown in the transaction that makes it due: a sweep's
   // teardown never sees it unclaimed, so the operator's action is the one that destroys it.
   const attemptId = crypto.randomUUID();
-  const claim = claimFields(service, attemptId, now);
+  // Fences on the database's clock: a sweep on another host judges them.
+  const fenceNow = await databaseNow(db);
+  const claim = claimFields(service, attemptId, fenceNow);
   return db.$transaction(async (tx) => {
     const waiting = await tx.environmentLease.findFirst({ where: { AND: [onThis, { status: "pending_cleanup" }] }, orderBy: { createdAt: "desc" } });
     if (waiting) {
-      if (waiting.fencedUntil && waiting.fencedUntil > now) {
+      if (waiting.fencedUntil && waiting.fencedUntil > fenceNow) {
         return { refused: `a teardown of it is already in flight (lease ${waiting.id}, fenced until ${fmt(waiting.fencedUntil)}); it finishes on its own` };
       }
       // The operator asked now: skip a failed teardown's back-off.
       const { count } = await tx.environmentLease.updateMany({
-        where: { id: waiting.id, status: "pending_cleanup", OR: [{ fencedUntil: null }, { fencedUntil: { lte: now } }] },
+        where: { id: waiting.id, status: "pending_cleanup", OR: [{ fencedUntil: null }, { fencedUntil: { lte: fenceNow } }] },
         data: { nextCleanupAt: null, ...claim },
       });
       if (count === 0) return { refused: `a teardown of it started a moment ago (lease ${waiting.id}); it finishes on its own` };

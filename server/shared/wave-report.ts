@@ -67,6 +67,8 @@ export const killRecordSchema = z.object({
   crashPointAtMs: z.number().nullable(),
   /** K5: when the other host's controller took the stalled one's run over (absent before K5 existed). */
   takeoverAtMs: z.number().nullable().optional(),
+  /** K5: how the taker judged the stalled executor (its recovery's `executorWas`, e.g. `silent_for_7s`). */
+  takeoverReason: z.string().nullable().optional(),
   /** The controller started after it. */
   restartPid: z.number().int().nullable(),
   detail: z.string(),

@@ -190,7 +190,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       targetPid: null,
       interruptedRunId: null,
       crashPointAtMs: null,
-      ...(k.kind === "K5" ? { takeoverAtMs: null } : {}),
+      ...(k.kind === "K5" ? { takeoverAtMs: null, takeoverReason: null } : {}),
       restartPid: null,
       detail: "not fired",
     }));
@@ -467,16 +467,27 @@ async function stallPastSilence(kill: KillRecord, current: LiveController, runId
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  const stalledMs = Date.now() - stoppedAt;
   kill.takeoverAtMs = takenBy ? Date.now() - t0 : null;
+  // How the taker judged the stalled one: its recovery says so once it starts (still stalled).
+  let reason: string | null = null;
+  while (takenBy && reason === null && Date.now() < giveUpAt) {
+    const started = await db.runEvent.findFirst({ where: { runId, type: "recovery_started", bootId: takenBy }, orderBy: { id: "desc" }, select: { data: true } });
+    const was = (started?.data as { executorWas?: unknown } | null)?.executorWas;
+    if (typeof was === "string") reason = was;
+    else await new Promise((r) => setTimeout(r, 100));
+  }
+  kill.takeoverReason = reason;
+  const stalledMs = Date.now() - stoppedAt;
   current.handle.kill("SIGCONT");
   current.killedByWave = true; // no longer the wave's target; its exit is not a crash
   tools.bystanders.push(current);
-  kill.landed = takenBy !== null;
+  // Landed as planned only when the takeover came from silence: nothing else may judge another host.
+  const bySilence = reason?.startsWith("silent_for_") ?? false;
+  kill.landed = takenBy !== null && bySilence;
   const silentFor = lastSeen ? ` (${((Date.now() - lastSeen.getTime()) / 1000).toFixed(1)} s since its last heartbeat; the window is ${K5_SILENCE_MS / 1000} s)` : "";
   const by = takenBy === other.bootId ? `pid ${other.handle.pid} on another host` : `the controller with boot ${takenBy}`;
   kill.detail = takenBy
-    ? `stalled pid ${current.handle.pid} ${(stalledMs / 1000).toFixed(1)} s${silentFor}; run ${runId} taken over by ${by}; the stalled one woken and left running`
+    ? `stalled pid ${current.handle.pid} ${(stalledMs / 1000).toFixed(1)} s${silentFor}; run ${runId} taken over by ${by} (judged ${reason ?? "without a recovery_started event"})${bySilence ? "" : ", not by silence"}; the stalled one woken and left running`
     : `run ${runId} was not taken over within ${(stalledMs / 1000).toFixed(1)} s of the stall${ended ? ` (it ${ended} first)` : ""}`;
   note("kill", `K5: SIGCONT pid ${current.handle.pid} after ${(stalledMs / 1000).toFixed(1)} s; ${takenBy ? `run ${runId} taken over by ${by}` : "no takeover"}`);
   return other;
