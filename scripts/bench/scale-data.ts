@@ -239,6 +239,7 @@ export async function generateScaleData(url: string, n: number, log: (line: stri
 
     await client.query("SET session_replication_role = DEFAULT");
     await step("run rollups", "SELECT run_rollups_rebuild()");
+    await step("intent rollups", "SELECT intent_rollups_rebuild()");
     const t = Date.now();
     await client.query("VACUUM (ANALYZE)");
     log(`  ${"vacuum, analyze".padEnd(34)} ${"".padStart(10)}       ${((Date.now() - t) / 1000).toFixed(1)} s`);

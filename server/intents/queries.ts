@@ -65,7 +65,7 @@ export const intentListOutput = z.object({
   ...cappedTotal,
   /** This instance's intents by status (all of them, whatever the filters). */
   byStatus: z.record(z.enum(IntentStatus), z.number().int()),
-  /** Statuses whose count reached the cap: show them as "10,000+". */
+  /** Statuses whose count reached the cap: show them as "10,000+" (none since the counts come from `intent_rollups`; kept for clients). */
   byStatusCapped: z.array(z.enum(IntentStatus)),
 });
 export type IntentListOutput = z.infer<typeof intentListOutput>;
@@ -92,9 +92,10 @@ const capped = (n: bigint | null | undefined) => {
  * `observer` judges creators with this process's identity and a probe of its host, so a
  * creator on another host is `unknown (foreign_pid_space)`.
  *
- * One statement (issue 13; two when the page is empty): the page with its lease and its run,
- * the capped total and the capped count of each status as uncorrelated scalar subqueries
- * beside it — one round trip instead of nine Prisma queries.
+ * One statement (two when the page is empty): the page with its lease and its run, the total
+ * and each status's count as uncorrelated scalar subqueries beside it — one round trip. The
+ * counts are sums over `intent_rollups` (exact, a few rows); a search's total is counted on
+ * the intents themselves, up to the cap.
  */
 export async function listIntents(db: Db, observer: Observer, scope: CompanyScope, instanceId: string, raw: IntentListInput, now = new Date()): Promise<IntentListOutput> {
   const input = intentListInput.parse(raw);
@@ -109,11 +110,12 @@ export async function listIntents(db: Db, observer: Observer, scope: CompanyScop
   const k = input.cursor ? decodeCursor(input.cursor) : null;
   const after = k ? [Prisma.sql`(created_at, operation_id) < (${k.createdAt}::timestamptz, ${k.id})`] : [];
   const statuses = Object.values(IntentStatus);
-  // Per status, each count stops at the cap: no GROUP BY over every intent the instance ever made.
-  const perStatus = statuses.map(
-    (status) => Prisma.sql`${cappedCount(allOf([...mine, Prisma.sql`status = ${status}::"IntentStatus"`]), Prisma.sql`operation_id`)} AS ${Prisma.raw(`"n_${status}"`)}`,
-  );
-  const counted = Prisma.sql`${cappedCount(allOf(and), Prisma.sql`created_at DESC, operation_id DESC`)} AS total, ${Prisma.join(perStatus)}`;
+  // Counts from `intent_rollups` (a trigger keeps them with every change): a few rows, however
+  // many intents the instance ever made. Only a search counts intents themselves, up to the cap.
+  const rolled = (where: Prisma.Sql[]) => Prisma.sql`(SELECT coalesce(sum(n), 0)::bigint FROM intent_rollups WHERE ${allOf(where)})`;
+  const perStatus = statuses.map((status) => Prisma.sql`${rolled([...mine, Prisma.sql`status = ${status}::"IntentStatus"`])} AS ${Prisma.raw(`"n_${status}"`)}`);
+  const total = input.search ? cappedCount(allOf(and), Prisma.sql`created_at DESC, operation_id DESC`) : rolled(and);
+  const counted = Prisma.sql`${total} AS total, ${Prisma.join(perStatus)}`;
   // The counts are uncorrelated scalar subqueries in the page's select list: InitPlans, evaluated once.
   const rows = await db.$queryRaw<(IntentPageRow & Record<string, bigint>)[]>`
     SELECT ${counted}, page.*, l.id AS "leaseId", r.id::text AS "runFound", r.status AS "runStatus"
@@ -128,7 +130,8 @@ export async function listIntents(db: Db, observer: Observer, scope: CompanyScop
   // An empty page carries no counts: ask for them alone.
   const first = rows[0] ?? (await db.$queryRaw<Record<string, bigint>[]>`SELECT ${counted}`)[0];
   const page = pageOf(rows, input.pageSize);
-  const counts = statuses.map((status) => ({ status, ...capped(first?.[`n_${status}`]) }));
+  // Rolled-up counts are exact; only a search's total stops at the cap.
+  const counts = statuses.map((status) => ({ status, total: Number(first?.[`n_${status}`] ?? 0), totalCapped: false }));
   const byStatus = Object.fromEntries(counts.map((g) => [g.status, g.total])) as Record<IntentStatus, number>;
   const byStatusCapped = counts.filter((g) => g.totalCapped).map((g) => g.status);
 
@@ -162,7 +165,7 @@ export async function listIntents(db: Db, observer: Observer, scope: CompanyScop
       };
     }),
     nextCursor: page.nextCursor,
-    ...capped(first?.total),
+    ...(input.search ? capped(first?.total) : { total: Number(first?.total ?? 0), totalCapped: false }),
     byStatus,
     byStatusCapped,
   };
