@@ -1,10 +1,11 @@
+import type { Run } from "../db/client";
 import { ensureInstance } from "../db/installation";
 import type { ControllerContext } from "./context";
 import { DRAIN_SUSPEND_GRACE_MS } from "./drain";
 import { executeRun } from "./execute";
 import { isRunLost, type RunFence } from "./fence";
 import { appendEvent } from "./records";
-import { claimInterruptedRuns, countFailedAttempt, recoverRun } from "./recovery";
+import { claimInterruptedRuns, claimUntrackedRuns, countFailedAttempt, recoverRun, type ExecutorStatus } from "./recovery";
 import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "./sweeps";
 
 export type ControllerDeps = Omit<ControllerContext, "drain">;
@@ -117,13 +118,17 @@ export class Controller {
   }
 
   private async recoverInterrupted(): Promise<void> {
+    // Its own runs first: one whose claim's reply was lost has no one else to take it up.
+    for (const { run, status } of await claimUntrackedRuns(this.ctx, this.tasks, this.freeSlots())) this.recover(run, status);
     const slots = this.freeSlots();
     if (slots === 0) return;
-    for (const { run, status } of await claimInterruptedRuns(this.ctx, slots)) {
-      this.track(run, async () => {
-        if (await recoverRun(this.ctx, run, status)) await executeRun(this.ctx, run);
-      });
-    }
+    for (const { run, status } of await claimInterruptedRuns(this.ctx, slots)) this.recover(run, status);
+  }
+
+  private recover(run: Run, status: ExecutorStatus): void {
+    this.track(run, async () => {
+      if (await recoverRun(this.ctx, run, status)) await executeRun(this.ctx, run);
+    });
   }
 
   private async claimQueued(): Promise<void> {
@@ -138,9 +143,13 @@ export class Controller {
         LIMIT ${slots}
         FOR UPDATE SKIP LOCKED)
       RETURNING id, executor_epoch AS "executorEpoch"`;
+    // Each row is tracked before anything else is awaited: a claim is never committed and
+    // left untracked by a failure after it (claimUntrackedRuns adopts only what is not tracked).
     for (const claimed of rows) {
-      await appendEvent(this.ctx.db, claimed.id, "claimed", this.ctx.identity.bootId);
-      this.track(claimed, () => executeRun(this.ctx, claimed));
+      this.track(claimed, async () => {
+        await appendEvent(this.ctx.db, claimed.id, "claimed", this.ctx.identity.bootId);
+        await executeRun(this.ctx, claimed);
+      });
     }
   }
 
@@ -164,7 +173,10 @@ export class Controller {
             .catch(() => {});
         });
       })
-      .finally(() => this.tasks.delete(runId));
+      // A run let go and claimed again is tracked by its new task: only this task's own entry goes.
+      .finally(() => {
+        if (this.tasks.get(runId) === task) this.tasks.delete(runId);
+      });
     this.tasks.set(runId, task);
   }
 

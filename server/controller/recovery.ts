@@ -129,6 +129,53 @@ export async function claimInterruptedRuns(ctx: ControllerContext, limit: number
   return claimed;
 }
 
+/** Why a run this controller executes but does not track is recovered (`recovery_started.executorWas`). */
+const UNTRACKED: ExecutorStatus = { gone: true, restartKind: "hot", reason: "untracked" };
+
+/**
+ * Runs that name this controller as executor but that it does not track, claimed again for
+ * it. A queued claim whose UPDATE committed while its reply was lost (a failover, a reset
+ * connection) leaves such a run: `executingRunsPage` skips this controller's own runs and
+ * other controllers see it heartbeat, so without this no one would ever take it up. Each is
+ * claimed at epoch + 1 by a compare-and-set on the epoch read, as `claimInterruptedRuns`
+ * does, with a `run_adopted` event in the claim's transaction (why the epoch moved), and
+ * recovered as a hot restart. `tracked` is the controller's live task map: a run it holds
+ * before the read or after it is left alone, so a run between claim and track is never taken.
+ */
+export async function claimUntrackedRuns(ctx: ControllerContext, tracked: ReadonlyMap<string, unknown>, limit: number): Promise<Array<{ run: Run; status: ExecutorStatus }>> {
+  if (limit <= 0) return [];
+  const before = new Set(tracked.keys());
+  const boot = ctx.identity.bootId;
+  const now = new Date();
+  const executing = Prisma.raw(ACTIVE.map((s) => `'${s}'`).join(", "));
+  // Only this controller's own runs: as many as it claimed, so no page cursor is needed.
+  const own = await ctx.db.$queryRaw<{ id: string }[]>`
+    SELECT id FROM runs
+    WHERE instance_id = ${ctx.config.instanceId} AND status IN (${executing}) AND executor_boot_id = ${boot}
+      AND (recovery_not_before IS NULL OR recovery_not_before <= ${now})
+    ORDER BY id`;
+  const ids = own.map((r) => r.id).filter((id) => !before.has(id) && !tracked.has(id));
+  if (ids.length === 0) return [];
+  const runs = await ctx.db.run.findMany({ where: { id: { in: ids }, executorBootId: boot }, orderBy: { id: "asc" } });
+  const claimed: Array<{ run: Run; status: ExecutorStatus }> = [];
+  for (const run of runs) {
+    if (claimed.length >= limit) break;
+    if (tracked.has(run.id)) continue;
+    const adopted = await ctx.db.$transaction(async (tx) => {
+      const { count } = await tx.run.updateMany({
+        where: { id: run.id, executorBootId: boot, executorEpoch: run.executorEpoch, status: { in: [...ACTIVE] } },
+        data: { restarts: { increment: 1 }, heartbeatAt: now, executorEpoch: { increment: 1 } },
+      });
+      if (count === 1) {
+        await appendEvent(tx, run.id, "run_adopted", boot, { why: "executed by this controller but not tracked", epochWas: run.executorEpoch, epoch: run.executorEpoch + 1, status: run.status, phase: run.phase });
+      }
+      return count === 1;
+    });
+    if (adopted) claimed.push({ run: { ...run, restarts: run.restarts + 1, executorEpoch: run.executorEpoch + 1 }, status: { ...UNTRACKED } });
+  }
+  return claimed;
+}
+
 /**
  * Decides, with proof, how an interrupted run goes on (DOMAIN.md §2.1, §2.2): the engine's
  * `routeRecovery` chooses the action (stored as a `recovery_route` proof), this shell carries

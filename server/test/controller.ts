@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { inject } from "vitest";
+import type { Db } from "../db/client";
 import { createTestDatabase, type TestDatabase } from "./db";
 import { startTestEmulator, type TestEmulator } from "./emulator";
 import type { ProcessIdentity } from "../process/identity";
@@ -22,7 +23,14 @@ export interface ControllerHarness {
   db: TestDatabase;
   emu: TestEmulator;
   home: string;
-  controller(overrides?: Partial<ControllerConfig> & { identity?: ProcessIdentity; wrapRunner?: (runner: RunnerClient) => RunnerClient }): Promise<Controller>;
+  /**
+   * A controller on the harness's database. `wrapRunner` and `wrapDb` put a wrapper in front
+   * of its runner client or its database client (a lost reply, a stall at an exact step); the
+   * controller's own records (its process row) are written through the wrapper too.
+   */
+  controller(
+    overrides?: Partial<ControllerConfig> & { identity?: ProcessIdentity; wrapRunner?: (runner: RunnerClient) => RunnerClient; wrapDb?: (db: Db) => Db },
+  ): Promise<Controller>;
   /** A controller context that is not a running controller: what the dashboard gets as `ctx.service()`. */
   service(): ControllerContext;
   close(): Promise<void>;
@@ -53,11 +61,11 @@ export async function startControllerHarness(instanceId = "inst-a"): Promise<Con
     emu,
     home,
     async controller(overrides = {}) {
-      const { identity, wrapRunner, ...config } = overrides;
+      const { identity, wrapRunner, wrapDb, ...config } = overrides;
       const provider = emu.provider({ instanceId });
       const runner = emu.runner(provider, 5_000);
       const c = new Controller({
-        db: db.db,
+        db: wrapDb ? wrapDb(db.db) : db.db,
         provider,
         providerTarget: "emulator",
         runner: wrapRunner ? wrapRunner(runner) : runner,
