@@ -330,6 +330,10 @@ export const recoveryRouteEvidenceSchema = z.object({
           ownedByRun: z.boolean(),
           lastConnectionProtocolVersion: z.union([z.string(), z.number()]).nullable(),
           lifecycle: z.enum(RUNNER_LIFECYCLES),
+          /** The seq of the turn the runner was running when it wrote its state; null: none; missing: not known (never a given-back sandbox). */
+          turnInFlight: z.number().int().positive().nullish(),
+          /** The highest seq the runner processed (recorded durably); null: none; missing: not known (never a given-back sandbox). */
+          lastProcessedSeq: z.number().int().positive().nullish(),
         })
         .nullable(),
       process: z.enum(RUNNER_PROCESS_STATES),
