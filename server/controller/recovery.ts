@@ -20,7 +20,6 @@ import { ProviderError } from "../providers/errors";
 import { processedCommandSchema, PROVIDER_STATE_PATH, RUNNER_ROOT, readRunnerState, runnerProgramDigest, type RunnerState } from "../providers/runner";
 import { resumeLease } from "./acquire";
 import type { ControllerContext } from "./context";
-import { REMOTE_CWD } from "./context";
 import { activeLease } from "./execute";
 import { readRunnerRoot } from "./home";
 import { judgeExit } from "./observe";
@@ -507,7 +506,7 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
     kind: "lease_binding",
     path: staged ? "staged_attachment" : "remote_reattach",
     claim: { runId: run.id, remote: claimed },
-    target: { runId: lease.runId ?? run.id, providerLeaseId: sandboxId, remoteCwd: lease.remoteCwd ?? REMOTE_CWD, acquisitionOutcome: lease.acquisitionOutcome },
+    target: { runId: lease.runId ?? run.id, providerLeaseId: sandboxId, remoteCwd: state?.workDir ?? null, acquisitionOutcome: lease.acquisitionOutcome },
     staged: staged
       ? {
           headerReadable: state !== null,
@@ -543,7 +542,7 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
       recoveryState: null,
       lastRunnerState: json(reattached),
       lastRunnerStateAt: new Date(),
-      checkpoint: json({ ...checkpoint, turn: run.turnsDone, sessionId: run.sessionId, leaseId: lease.id, providerLeaseId: sandboxId, remoteCwd: lease.remoteCwd, at: new Date().toISOString() }),
+      checkpoint: json({ ...checkpoint, turn: run.turnsDone, sessionId: run.sessionId, leaseId: lease.id, providerLeaseId: sandboxId, remoteCwd: claimed.remoteCwd, at: new Date().toISOString() }),
     },
   });
   await appendEvent(ctx.db, run.id, "runner_reattached", boot, { sandboxId, reconnectCount: reattached.reconnectCount });

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { readRunnerState } from "../providers/runner";
+import { readRunnerState, RUNNER_STATE_PATH } from "../providers/runner";
 import { retryRun } from "../runs/retry";
 import { submitRun } from "../runs/submit";
 import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
@@ -225,6 +225,55 @@ describe("a SIGKILL mid-run (K1)", () => {
     const exit = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "process_exit" } });
     expect(exit).toMatchObject({ verdict: "exited", reason: "pid_gone" });
   });
+});
+
+describe("the remote directory is the runner's own report (§2.1, issue 31 item 7)", () => {
+  async function killedAfterFirstTurn(taskId: string) {
+    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId, agent: "a", provider: "claude", sandboxMode: "warm", turns: 3 }, actor);
+    const a = await controller({ RUNWARDEN_TURN_MS: "1500" });
+    await waitFor("the first turn", async () => ((await run(r.id)).turnsDone >= 1 ? true : null));
+    a.kill("SIGKILL");
+    await a.exited;
+    const lease = await h.db.db.environmentLease.findFirstOrThrow({ where: { runId: r.id, status: "active" } });
+    const provider = h.emu.provider({ instanceId: "inst-a" });
+    const sandboxHome = (await provider.homeDir(lease.providerLeaseId!))!;
+    return { r, sandboxId: lease.providerLeaseId!, workDir: path.join(sandboxHome, "work"), stateFile: path.join(sandboxHome, RUNNER_STATE_PATH) };
+  }
+
+  it("the checkpoint and the lease record the directory the runner reported, and a reattach proves the same one", async () => {
+    const { r, workDir } = await killedAfterFirstTurn("cwd-same");
+    expect((await run(r.id)).checkpoint).toMatchObject({ remoteCwd: workDir });
+    await controller();
+    expect((await settled(r.id)).status).toBe("succeeded");
+    const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "lease_binding" } });
+    expect(binding.verdict).toBe("admitted");
+    expect(binding.evidence as { claim: { remote: { remoteCwd: string } }; target: { remoteCwd: string } }).toMatchObject({ claim: { remote: { remoteCwd: workDir } }, target: { remoteCwd: workDir } });
+    const leases = await h.db.db.environmentLease.findMany({ where: { runId: r.id } });
+    expect(leases.map((l) => l.remoteCwd)).toEqual(leases.map(() => workDir));
+  }, 120_000);
+
+  it("a runner that reports another directory than the checkpoint recorded is refused (remote_cwd_mismatch), never reattached", async () => {
+    const { r, stateFile } = await killedAfterFirstTurn("cwd-moved");
+    // The runner's state now says it works elsewhere (what a runner started in another directory writes).
+    const state = JSON.parse(fs.readFileSync(stateFile, "utf8")) as Record<string, unknown>;
+    fs.writeFileSync(stateFile, JSON.stringify({ ...state, workDir: "/somewhere/else/work" }));
+    await controller();
+    const done = await settled(r.id);
+    expect({ status: done.status, code: done.failureCode }).toEqual({ status: "failed", code: "native_continuation_requires_reconciliation" });
+    const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "lease_binding" } });
+    expect(binding).toMatchObject({ verdict: "refused", reason: "remote_cwd_mismatch", code: "native_remote_recovery_lease_mismatch" });
+    expect(await h.db.db.runEvent.count({ where: { runId: r.id, type: "runner_reattached" } })).toBe(0);
+  }, 120_000);
+
+  it("a runner that reports no directory is refused (remote_cwd_unknown)", async () => {
+    const { r, stateFile } = await killedAfterFirstTurn("cwd-unknown");
+    const { workDir: _dropped, ...state } = JSON.parse(fs.readFileSync(stateFile, "utf8")) as Record<string, unknown>;
+    fs.writeFileSync(stateFile, JSON.stringify(state));
+    await controller();
+    const done = await settled(r.id);
+    expect({ status: done.status, code: done.failureCode }).toEqual({ status: "failed", code: "native_continuation_requires_reconciliation" });
+    expect(await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "lease_binding" } })).toMatchObject({ verdict: "refused", reason: "remote_cwd_unknown" });
+  }, 120_000);
 });
 
 describe("the sandbox stopped while no controller ran the run (Daytona's auto-stop, issue 11)", () => {

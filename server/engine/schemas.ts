@@ -89,7 +89,8 @@ export const leaseBindingEvidenceSchema = z.object({
   target: z.object({
     runId: idSchema,
     providerLeaseId: idSchema,
-    remoteCwd: idSchema,
+    /** The directory the target sandbox's runner reports it works in (its state's `workDir`); null: it reports none (refused). */
+    remoteCwd: idSchema.nullable(),
     acquisitionOutcome: z.enum(ACQUISITION_OUTCOMES),
   }),
   /** The later staged checks; each one present is one more required check. */
