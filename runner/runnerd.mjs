@@ -36,7 +36,8 @@ const KILL_GRACE_MS = 2_000;
 
 const home = process.env.HOME || os.homedir();
 const ROOT = process.env.RUNWARDEN_RUNNER_ROOT || path.join(home, ".runwarden", "runner");
-const WORK = process.env.RUNWARDEN_WORK_DIR || path.join(home, "work");
+// Absolute: the runner reports it in its state, and a restarted controller compares it (§2.1).
+const WORK = path.resolve(process.env.RUNWARDEN_WORK_DIR || path.join(home, "work"));
 const STATE = path.join(ROOT, "runner-state.json");
 const PROVIDER_STATE = path.join(ROOT, "provider-state.json");
 const LOCK = path.join(ROOT, ".lock");
@@ -333,7 +334,8 @@ async function serve(args) {
       process.stderr.write("runnerd serve --resume: the state on disk is not this runner's\n");
       process.exit(1);
     }
-    state = writeState({ ...previous, process: selfIdentity(), ingressPort: port, programDigest: programDigest(), inFlight: null, resumes: (previous.resumes ?? 0) + 1 });
+    fs.mkdirSync(WORK, { recursive: true });
+    state = writeState({ ...previous, process: selfIdentity(), ingressPort: port, workDir: WORK, programDigest: programDigest(), inFlight: null, resumes: (previous.resumes ?? 0) + 1 });
   } else {
     state = freshState(previous, args, port);
   }

@@ -4,7 +4,7 @@ import type { EnvironmentLease, Run } from "../db/client";
 import { settleFloorMs } from "../lib/settle";
 import { buildLabels, creationName } from "../providers/labels";
 import type { ControllerContext } from "./context";
-import { evidenceIdentity, REMOTE_CWD } from "./context";
+import { evidenceIdentity } from "./context";
 import { crashPoint } from "./crash";
 import { assertCurrentIn, type RunFence } from "./fence";
 import { appendEvent, json } from "./records";
@@ -81,7 +81,8 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
         provider: ctx.providerTarget,
         providerLeaseId: sandbox.id,
         sandboxName: name,
-        remoteCwd: REMOTE_CWD,
+        // Unknown until the sandbox's runner reports where it works (recorded at its start).
+        remoteCwd: null,
         turn,
         acquisitionOutcome: "created",
         status: "active",

@@ -24,4 +24,3 @@ export function evidenceIdentity(p: ProcessIdentity): Identity {
   return { bootId: p.bootId, pid: p.pid, startedAt: p.startedAt, startTicks: p.startTicks, pidSpace: p.pidSpace };
 }
 
-export const REMOTE_CWD = "/home/sandbox/work";

@@ -104,16 +104,20 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
       sandboxId,
       startedAt: new Date().toISOString(),
     });
-    await fenced(ctx, run).update({
-      where: { id: run.id },
-      data: {
-        status: "running",
-        startedAt: run.startedAt ?? new Date(),
-        lastRunnerState: json(state),
-        lastRunnerStateAt: new Date(),
-        // From here a restart's claim names this sandbox (the binding the runner now has).
-        checkpoint: json({ turn: run.turnsDone, sessionId, leaseId: lease.id, providerLeaseId: sandboxId, remoteCwd: lease.remoteCwd, at: new Date().toISOString() }),
-      },
+    await whileCurrent(ctx, run, async (tx) => {
+      await tx.run.update({
+        where: { id: run.id },
+        data: {
+          status: "running",
+          startedAt: run.startedAt ?? new Date(),
+          lastRunnerState: json(state),
+          lastRunnerStateAt: new Date(),
+          // From here a restart's claim names this sandbox (the binding the runner now has) and
+          // the directory the runner itself reports working in (§2.1), never an assumed one.
+          checkpoint: json({ turn: run.turnsDone, sessionId, leaseId: lease.id, providerLeaseId: sandboxId, remoteCwd: state.workDir ?? null, at: new Date().toISOString() }),
+        },
+      });
+      await tx.environmentLease.update({ where: { id: lease.id }, data: { remoteCwd: state.workDir ?? null } });
     });
     await appendEvent(ctx.db, run.id, "runner_started", ctx.identity.bootId, { sandboxId, runnerInstanceId, sessionId });
   } catch (err) {
@@ -155,7 +159,8 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
       lastRunnerState: json(opened.state),
       lastRunnerStateAt: new Date(),
       // What a restart's claim will name: the lease this session is bound to.
-      checkpoint: json({ turn: run.turnsDone, sessionId, leaseId: lease.id, providerLeaseId: sandboxId, remoteCwd: lease.remoteCwd, at: new Date().toISOString() }),
+      // The directory is the runner's own report at session.open (§2.1).
+      checkpoint: json({ turn: run.turnsDone, sessionId, leaseId: lease.id, providerLeaseId: sandboxId, remoteCwd: opened.state.workDir ?? null, at: new Date().toISOString() }),
     },
   });
   await appendEvent(ctx.db, run.id, "session.open", ctx.identity.bootId, { sandboxId, sessionId });
@@ -222,7 +227,8 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
     sessionId: run.sessionId,
     leaseId: lease.id,
     providerLeaseId: lease.providerLeaseId,
-    remoteCwd: lease.remoteCwd,
+    // The directory recorded from the runner at its session.open, carried on unchanged.
+    remoteCwd: (run.checkpoint as { remoteCwd?: string | null } | null)?.remoteCwd ?? null,
     at: new Date().toISOString(),
   };
   // A per-turn run's next turn runs in a fresh sandbox with this session staged for

@@ -17,10 +17,9 @@ import {
   type Verdict,
 } from "../engine";
 import { ProviderError } from "../providers/errors";
-import { PROVIDER_STATE_PATH, RUNNER_ROOT, readRunnerState, runnerProgramDigest, type RunnerState } from "../providers/runner";
+import { processedCommandSchema, PROVIDER_STATE_PATH, RUNNER_ROOT, readRunnerState, runnerProgramDigest, type RunnerState } from "../providers/runner";
 import { resumeLease } from "./acquire";
 import type { ControllerContext } from "./context";
-import { REMOTE_CWD } from "./context";
 import { activeLease } from "./execute";
 import { readRunnerRoot } from "./home";
 import { judgeExit } from "./observe";
@@ -28,6 +27,7 @@ import { assertCurrent, fenced, whileCurrent, type RunFence } from "./fence";
 import { finishRunFailed } from "./outcome";
 import { appendEvent, appendEvents, json, recordProof, type ProofLinks } from "./records";
 import { bringSandboxUp } from "./stopped-sandbox";
+import { markRunLeases, takeDownLeases } from "./teardown";
 import { leaseBinding } from "./rules";
 import { databaseNow } from "../db/clock";
 
@@ -225,7 +225,15 @@ export async function recoverRun(ctx: ControllerContext, run: Run, status: Execu
       {
         ...base,
         runner: {
-          state: state ? { ownedByRun: own, lastConnectionProtocolVersion: state.lastConnectionProtocolVersion, lifecycle: state.lifecycle } : null,
+          state: state
+            ? {
+                ownedByRun: own,
+                lastConnectionProtocolVersion: state.lastConnectionProtocolVersion,
+                lifecycle: state.lifecycle,
+                turnInFlight: state.inFlight?.seq ?? null,
+                lastProcessedSeq: lastProcessedSeq(state),
+              }
+            : null,
           process,
         },
       },
@@ -245,7 +253,9 @@ export async function recoverRun(ctx: ControllerContext, run: Run, status: Execu
       return true;
     case "next_turn_sandbox":
       // Between two per-turn sandboxes: the checkpoint carries the session to the next one.
-      await continueAs(ctx, run, { phase: "acquiring", recoveryMode: "exact_checkpoint_resume", recoveryState: null });
+      // A sandbox still bound (its runner stopped with every turn recorded) is given back first.
+      if (target) await giveBackTurnSandbox(ctx, run, target);
+      else await continueAs(ctx, run, { phase: "acquiring", recoveryMode: "exact_checkpoint_resume", recoveryState: null });
       return true;
     case "restart_bootstrap_fresh":
       await continueAs(ctx, run, { phase: "bootstrapping", recoveryMode: "bootstrap_retry", recoveryState: null });
@@ -266,6 +276,37 @@ export async function recoverRun(ctx: ControllerContext, run: Run, status: Execu
     default:
       return assertNever(route.verdict);
   }
+}
+
+/** The highest seq the runner recorded as processed; null when it processed none, undefined when a record cannot be read (not known). */
+function lastProcessedSeq(state: RunnerState): number | null | undefined {
+  let last: number | null = null;
+  for (const c of state.processedCommands) {
+    const parsed = processedCommandSchema.safeParse(c);
+    // A record this controller cannot read is not "none": the route then gives nothing back.
+    if (!parsed.success) return undefined;
+    if (parsed.data.seq > (last ?? 0)) last = parsed.data.seq;
+  }
+  return last;
+}
+
+/**
+ * The route's `next_turn_sandbox` on a sandbox still bound: its runner was stopped after its
+ * turn was recorded (a kill between the give-back's stop and its release). The lease is taken
+ * out of service in the transaction that proves the claimed epoch (§2.10) and moves the run
+ * on to its next sandbox, then torn down; a controller that lost the run touches nothing.
+ */
+async function giveBackTurnSandbox(ctx: ControllerContext, run: Run, lease: EnvironmentLease): Promise<void> {
+  const boot = ctx.identity.bootId;
+  const marked = await whileCurrent(ctx, run, async (tx) => {
+    await tx.run.update({
+      where: { id: run.id },
+      data: { phase: "acquiring", recoveryMode: "exact_checkpoint_resume", recoveryState: null, status: run.status === "suspended" ? "starting" : run.status },
+    });
+    await appendEvent(tx, run.id, "turn_sandbox_released", boot, { turn: run.turnsDone, leaseId: lease.id, why: "its runner was stopped with every turn recorded" });
+    return markRunLeases(tx, run.id);
+  });
+  await takeDownLeases(ctx, run.id, marked);
 }
 
 /** Start attempts recovery makes on one sandbox before the run ends (issue 11). */
@@ -516,7 +557,7 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
     kind: "lease_binding",
     path: staged ? "staged_attachment" : "remote_reattach",
     claim: { runId: run.id, remote: claimed },
-    target: { runId: lease.runId ?? run.id, providerLeaseId: sandboxId, remoteCwd: lease.remoteCwd ?? REMOTE_CWD, acquisitionOutcome: lease.acquisitionOutcome },
+    target: { runId: lease.runId ?? run.id, providerLeaseId: sandboxId, remoteCwd: state?.workDir ?? null, acquisitionOutcome: lease.acquisitionOutcome },
     staged: staged
       ? {
           headerReadable: state !== null,
@@ -552,7 +593,7 @@ async function recoverSession(ctx: ControllerContext, run: Run, lease: Environme
       recoveryState: null,
       lastRunnerState: json(reattached),
       lastRunnerStateAt: new Date(),
-      checkpoint: json({ ...checkpoint, turn: run.turnsDone, sessionId: run.sessionId, leaseId: lease.id, providerLeaseId: sandboxId, remoteCwd: lease.remoteCwd, at: new Date().toISOString() }),
+      checkpoint: json({ ...checkpoint, turn: run.turnsDone, sessionId: run.sessionId, leaseId: lease.id, providerLeaseId: sandboxId, remoteCwd: claimed.remoteCwd, at: new Date().toISOString() }),
     },
   });
   await appendEvent(ctx.db, run.id, "runner_reattached", boot, { sandboxId, reconnectCount: reattached.reconnectCount });

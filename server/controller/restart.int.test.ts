@@ -2,6 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { readRunnerState, RUNNER_STATE_PATH } from "../providers/runner";
 import { retryRun } from "../runs/retry";
 import { submitRun } from "../runs/submit";
 import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
@@ -146,6 +147,67 @@ describe("a graceful drain during a per-turn follow-up (seed 000, K2)", () => {
   });
 });
 
+describe("a per-turn run killed between runner.stop and its lease release (issue 31 item 5, K4)", () => {
+  /** A 3-turn per-turn run whose controller is SIGKILLed right after the give-back of turn 1 stopped its runner. */
+  async function killedAfterRunnerStop(taskId: string) {
+    const marker = path.join(home(), `${taskId}.turns`);
+    const r = await submitRun(
+      h.db.db,
+      "inst-a",
+      { companyId: "co-1", taskId, agent: "a", provider: "codex", sandboxMode: "per_turn", turns: 3, agentCommand: `printf '%s\\n' "$RUNWARDEN_TURN" >> '${marker}'` },
+      actor,
+    );
+    // No sweep of its own: nothing but the give-back itself touches the turn's sandbox before the kill.
+    const a = await controller({ RUNWARDEN_CRASH_AT: "after_runner_stop", RUNWARDEN_SWEEP_INTERVAL_MS: "600000" });
+    expect((await a.exited).signal).toBe("SIGKILL");
+    expect(a.output.join("\n")).toContain(`crash point reached: after_runner_stop run=${r.id}`);
+    // Killed exactly there: turn 1 recorded, its runner stopped on purpose, its sandbox still up.
+    expect(await run(r.id)).toMatchObject({ turnsDone: 1, phase: "session_open" });
+    const first = await h.db.db.environmentLease.findFirstOrThrow({ where: { runId: r.id, turn: 1 } });
+    const provider = h.emu.provider({ instanceId: "inst-a" });
+    const state = await readRunnerState(provider, first.providerLeaseId!);
+    expect({ lifecycle: state?.lifecycle, inFlight: state?.inFlight ?? null, processed: state?.processedCommands.length }).toEqual({ lifecycle: "stopped", inFlight: null, processed: 1 });
+    expect((await provider.getById(first.providerLeaseId!))?.state).toBe("started");
+    return { r, marker, first };
+  }
+
+  /** The next controller recovers it: no Retry, each turn once, the stopped turn's sandbox torn down. */
+  async function recoveredWithoutRetry(r: { id: string }, marker: string, first: { id: string }) {
+    await controller();
+    const done = await settled(r.id, 60_000);
+    expect({ status: done.status, turnsDone: done.turnsDone, code: done.failureCode }).toEqual({ status: "succeeded", turnsDone: 3, code: null });
+    expect(fs.readFileSync(marker, "utf8").trim().split("\n")).toEqual(["1", "2", "3"]);
+    expect(await h.db.db.run.count({ where: { previousRunId: r.id } })).toBe(0);
+    expect(await h.db.db.proof.count({ where: { runId: r.id, code: "runner_not_resumable" } })).toBe(0);
+    expect(await h.db.db.environmentLease.findUniqueOrThrow({ where: { id: first.id } })).toMatchObject({ status: "expired" });
+    expect(await liveSandboxesOf(r.id)).toEqual([]);
+    return h.db.db.proof.findMany({ where: { runId: r.id, kind: "recovery_route" }, orderBy: { evaluatedAt: "asc" } });
+  }
+
+  it("marked out of service with its turn, the stopped sandbox goes to the sweep and the run on to a fresh one", async () => {
+    const { r, marker, first } = await killedAfterRunnerStop("k4-runner-stop");
+    expect((await h.db.db.environmentLease.findUniqueOrThrow({ where: { id: first.id } })).status).toBe("pending_cleanup");
+    const routes = await recoveredWithoutRetry(r, marker, first);
+    expect(routes.map((p) => [p.verdict, p.reason])).toEqual([["next_turn_sandbox", "between_turn_sandboxes"]]);
+  }, 120_000);
+
+  it("left bound, as a controller that stops the runner before it releases the lease leaves it: the route gives it back (next_turn_sandbox), not runner_not_resumable", async () => {
+    const { r, marker, first } = await killedAfterRunnerStop("k4-runner-stop-bound");
+    // The give-back's earlier order (stop, then release): the lease is still the run's active one.
+    await h.db.db.environmentLease.update({ where: { id: first.id }, data: { status: "active", cleanupStatus: null } });
+    const routes = await recoveredWithoutRetry(r, marker, first);
+    expect(routes.map((p) => [p.verdict, p.reason])).toEqual([
+      ["read_runner", "runner_not_read"],
+      ["next_turn_sandbox", "turn_sandbox_stopped"],
+    ]);
+    const given = routes[1]!;
+    expect((given.checks as { name: string; ok: boolean }[]).at(-1)).toMatchObject({ name: "turn_sandbox_given_back", ok: true });
+    expect((given.evidence as { runner: { state: { lastProcessedSeq: number; turnInFlight: number | null } } }).runner.state).toMatchObject({ lastProcessedSeq: 1, turnInFlight: null });
+    const released = await h.db.db.runEvent.findFirstOrThrow({ where: { runId: r.id, type: "turn_sandbox_released", data: { path: ["leaseId"], equals: first.id } }, orderBy: { id: "desc" } });
+    expect((released.data as { why?: string }).why).toMatch(/stopped/);
+  }, 120_000);
+});
+
 describe("a SIGKILL mid-run (K1)", () => {
   it("the next controller reattaches to the surviving runner on the claimed lease", async () => {
     const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "k1-warm", agent: "a", provider: "claude", sandboxMode: "warm", turns: 3 }, actor);
@@ -163,6 +225,55 @@ describe("a SIGKILL mid-run (K1)", () => {
     const exit = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "process_exit" } });
     expect(exit).toMatchObject({ verdict: "exited", reason: "pid_gone" });
   });
+});
+
+describe("the remote directory is the runner's own report (§2.1, issue 31 item 7)", () => {
+  async function killedAfterFirstTurn(taskId: string) {
+    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId, agent: "a", provider: "claude", sandboxMode: "warm", turns: 3 }, actor);
+    const a = await controller({ RUNWARDEN_TURN_MS: "1500" });
+    await waitFor("the first turn", async () => ((await run(r.id)).turnsDone >= 1 ? true : null));
+    a.kill("SIGKILL");
+    await a.exited;
+    const lease = await h.db.db.environmentLease.findFirstOrThrow({ where: { runId: r.id, status: "active" } });
+    const provider = h.emu.provider({ instanceId: "inst-a" });
+    const sandboxHome = (await provider.homeDir(lease.providerLeaseId!))!;
+    return { r, sandboxId: lease.providerLeaseId!, workDir: path.join(sandboxHome, "work"), stateFile: path.join(sandboxHome, RUNNER_STATE_PATH) };
+  }
+
+  it("the checkpoint and the lease record the directory the runner reported, and a reattach proves the same one", async () => {
+    const { r, workDir } = await killedAfterFirstTurn("cwd-same");
+    expect((await run(r.id)).checkpoint).toMatchObject({ remoteCwd: workDir });
+    await controller();
+    expect((await settled(r.id)).status).toBe("succeeded");
+    const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "lease_binding" } });
+    expect(binding.verdict).toBe("admitted");
+    expect(binding.evidence as { claim: { remote: { remoteCwd: string } }; target: { remoteCwd: string } }).toMatchObject({ claim: { remote: { remoteCwd: workDir } }, target: { remoteCwd: workDir } });
+    const leases = await h.db.db.environmentLease.findMany({ where: { runId: r.id } });
+    expect(leases.map((l) => l.remoteCwd)).toEqual(leases.map(() => workDir));
+  }, 120_000);
+
+  it("a runner that reports another directory than the checkpoint recorded is refused (remote_cwd_mismatch), never reattached", async () => {
+    const { r, stateFile } = await killedAfterFirstTurn("cwd-moved");
+    // The runner's state now says it works elsewhere (what a runner started in another directory writes).
+    const state = JSON.parse(fs.readFileSync(stateFile, "utf8")) as Record<string, unknown>;
+    fs.writeFileSync(stateFile, JSON.stringify({ ...state, workDir: "/somewhere/else/work" }));
+    await controller();
+    const done = await settled(r.id);
+    expect({ status: done.status, code: done.failureCode }).toEqual({ status: "failed", code: "native_continuation_requires_reconciliation" });
+    const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "lease_binding" } });
+    expect(binding).toMatchObject({ verdict: "refused", reason: "remote_cwd_mismatch", code: "native_remote_recovery_lease_mismatch" });
+    expect(await h.db.db.runEvent.count({ where: { runId: r.id, type: "runner_reattached" } })).toBe(0);
+  }, 120_000);
+
+  it("a runner that reports no directory is refused (remote_cwd_unknown)", async () => {
+    const { r, stateFile } = await killedAfterFirstTurn("cwd-unknown");
+    const { workDir: _dropped, ...state } = JSON.parse(fs.readFileSync(stateFile, "utf8")) as Record<string, unknown>;
+    fs.writeFileSync(stateFile, JSON.stringify(state));
+    await controller();
+    const done = await settled(r.id);
+    expect({ status: done.status, code: done.failureCode }).toEqual({ status: "failed", code: "native_continuation_requires_reconciliation" });
+    expect(await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "lease_binding" } })).toMatchObject({ verdict: "refused", reason: "remote_cwd_unknown" });
+  }, 120_000);
 });
 
 describe("the sandbox stopped while no controller ran the run (Daytona's auto-stop, issue 11)", () => {

@@ -244,6 +244,8 @@ export async function takeDownLeases(ctx: ControllerContext, runId: string, mark
       ctx.log.debug({ runId, err: String(err) }, "runner stop failed (ignored)");
     });
   }
+  // Chaos: the runners are stopped, their leases not yet released (issue 31 item 5).
+  if (marked.length > 0) crashPoint(ctx, "after_runner_stop", { runId });
   const leases = await ctx.db.environmentLease.findMany({ where: { runId, status: "pending_cleanup" }, select: { id: true } });
   const results: TeardownOutcome[] = [];
   for (const { id } of leases) results.push(await teardownLease(ctx, id));

@@ -16,6 +16,7 @@ import ownershipUnrecorded from "./fixtures/sandbox-ownership-unrecorded.json";
 import turnFailed from "./fixtures/turn-result-agent-failed.json";
 import attemptsExhausted from "./fixtures/recovery-attempt-exhausted.json";
 import routeReadRunner from "./fixtures/recovery-route-read-runner.json";
+import routeTurnSandboxStopped from "./fixtures/recovery-route-turn-sandbox-stopped.json";
 import { bootstrapRestart, creationIntent, leaseBinding, processExit, recoveryAttempt, recoveryRoute, startupFailure, teardownFence, turnResult } from "../test/evidence";
 
 const KINDS =
@@ -39,6 +40,7 @@ describe("decide on the EVIDENCE.md examples (fixtures)", () => {
     { name: "turn_result, agent command failed", bundle: turnFailed, expected: { verdict: "turn_failed", code: "agent_command_failed", owner: "agent", canRetry: true } },
     { name: "recovery_attempt, exhausted", bundle: attemptsExhausted, expected: { verdict: "give_up", code: "native_recovery_attempts_exhausted", canRetry: true } },
     { name: "recovery_route, bootstrapping on a sandbox", bundle: routeReadRunner, expected: { verdict: "read_runner", code: null } },
+    { name: "recovery_route, a per-turn sandbox whose runner was stopped after its turn", bundle: routeTurnSandboxStopped, expected: { verdict: "next_turn_sandbox", reason: "turn_sandbox_stopped" } },
   ])("$name", ({ bundle, expected }) => {
     const v = decide(bundle);
     expect(v).toMatchObject(expected);

@@ -106,3 +106,16 @@ describe("a claim that names nothing (§2.1: never filled in from the target)", 
     expect(v).toMatchObject({ verdict: "refused", reason, continuation: { code: "native_continuation_requires_reconciliation" } });
   });
 });
+
+describe("the remote directory is the runner's own report (§2.1, issue 31 item 7)", () => {
+  test("a runner that reports no directory is refused: unknown proves nothing", () => {
+    const v = evaluateLeaseBinding(withTarget({ remoteCwd: null }));
+    expect(v).toMatchObject({ verdict: "refused", reason: "remote_cwd_unknown" });
+    expect(v.checks.find((c) => c.name === "same_remote_cwd")).toMatchObject({ ok: false, expected: base.claim.remote.remoteCwd, actual: "not reported" });
+  });
+
+  test("nothing recorded and nothing reported is not a match", () => {
+    const v = evaluateLeaseBinding(leaseBinding({ claim: { ...base.claim, remote: { ...base.claim.remote, remoteCwd: null } }, target: { ...base.target, remoteCwd: null } }));
+    expect(v).toMatchObject({ verdict: "refused", reason: "remote_cwd_mismatch" });
+  });
+});

@@ -39,9 +39,16 @@ export function evaluateLeaseBinding(e: LeaseBindingEvidence): LeaseBindingResul
       ),
       reason: "provider_lease_mismatch",
     },
+    // The checkpoint's directory (what the runner reported at its start and session.open)
+    // against what the target's runner reports now: unknown on either side proves nothing.
     {
-      check: check("same_remote_cwd", target.remoteCwd === claim.remote.remoteCwd, claim.remote.remoteCwd, target.remoteCwd),
-      reason: "remote_cwd_mismatch",
+      check: check(
+        "same_remote_cwd",
+        target.remoteCwd !== null && claim.remote.remoteCwd !== null && target.remoteCwd === claim.remote.remoteCwd,
+        claim.remote.remoteCwd,
+        target.remoteCwd ?? "not reported",
+      ),
+      reason: claim.remote.remoteCwd !== null && target.remoteCwd === null ? "remote_cwd_unknown" : "remote_cwd_mismatch",
     },
     // `created` and `resumed` are both admitted: a per-turn follow-up always gets `created` (seed 000).
     {

@@ -14,6 +14,8 @@ export const REATTACHABLE_LIFECYCLES: readonly string[] = ["ready", "suspended",
  *   restart_acquire          nothing reached a runner: acquire again
  *   finish                   the run was finishing: finish it
  *   next_turn_sandbox        between two per-turn sandboxes: the checkpoint carries the session on
+ *                            (also from a bound per-turn sandbox whose runner was stopped with
+ *                            every turn it processed recorded: that sandbox is given back)
  *   read_runner              bootstrapping on a sandbox: read its runner before deciding
  *   restart_bootstrap_fresh  no runner was ever started on the sandbox: bootstrap again on it
  *   recover_bootstrap        §2.2 decides (bootstrap_restart proof)
@@ -44,6 +46,18 @@ export function routeRecovery(e: RecoveryRouteEvidence): RecoveryRouteResult {
 
   if (phase === "session_open") {
     checks.push(check("sandbox_bound", e.sandboxBound, true, e.sandboxBound));
+    if (e.sandboxBound && e.sandboxMode === "per_turn") {
+      // A per-turn sandbox whose runner was stopped on purpose (the give-back after its turn,
+      // cut short by a kill) has nothing left to reattach to, and needs none: the checkpoint
+      // carries the session on to a fresh sandbox. Its runner decides (read only when asked).
+      const runner = e.runner ?? null;
+      checks.push(check("runner_read", runner !== null, true, runner !== null));
+      if (!runner) return go("read_runner", "runner_not_read");
+      const given = turnSandboxGivenBack(runner, e.turnsDone);
+      checks.push(check("turn_sandbox_given_back", given.ok, "own state, stopped, process gone, no turn in flight, every processed turn recorded", given.actual));
+      if (given.ok) return go("next_turn_sandbox", "turn_sandbox_stopped", "exact_checkpoint_resume");
+      return go("recover_session", "session_on_sandbox");
+    }
     if (e.sandboxBound) return go("recover_session", "session_on_sandbox");
     const perTurn = e.sandboxMode === "per_turn";
     checks.push(check("between_per_turn_sandboxes", perTurn, "per_turn", e.sandboxMode));
@@ -81,4 +95,21 @@ export function routeRecovery(e: RecoveryRouteEvidence): RecoveryRouteResult {
   );
   if (sessionOpened) return go("recover_session", "runner_opened_session");
   return go("recover_bootstrap", "bootstrap_unfinished");
+}
+
+/**
+ * Whether a bound per-turn sandbox's runner was stopped with nothing left on it: this run's
+ * own state, lifecycle `stopped`, the process gone, no turn cut short, and no turn processed
+ * past the run's record (a processed turn the run has not recorded lives only on this
+ * sandbox: it is reattached to, never run again elsewhere). Unknown fields never pass.
+ */
+function turnSandboxGivenBack(runner: NonNullable<RecoveryRouteEvidence["runner"]>, turnsDone: number): { ok: boolean; actual: string } {
+  const s = runner.state;
+  if (!s) return { ok: false, actual: `no state, ${runner.process}` };
+  const inFlight = s.turnInFlight === undefined ? "in flight unknown" : s.turnInFlight === null ? "none in flight" : `turn ${s.turnInFlight} in flight`;
+  const processed = s.lastProcessedSeq === undefined ? "processed unknown" : s.lastProcessedSeq === null ? "none processed" : `processed to ${s.lastProcessedSeq}`;
+  const actual = `${s.ownedByRun ? "own" : "not own"}, ${s.lifecycle}, ${runner.process}, ${inFlight}, ${processed} (recorded ${turnsDone})`;
+  const gone = runner.process === "absent" || runner.process === "stopped";
+  const recorded = s.lastProcessedSeq === null || (s.lastProcessedSeq !== undefined && s.lastProcessedSeq <= turnsDone);
+  return { ok: s.ownedByRun && s.lifecycle === "stopped" && gone && s.turnInFlight === null && recorded, actual };
 }

@@ -89,7 +89,8 @@ export const leaseBindingEvidenceSchema = z.object({
   target: z.object({
     runId: idSchema,
     providerLeaseId: idSchema,
-    remoteCwd: idSchema,
+    /** The directory the target sandbox's runner reports it works in (its state's `workDir`); null: it reports none (refused). */
+    remoteCwd: idSchema.nullable(),
     acquisitionOutcome: z.enum(ACQUISITION_OUTCOMES),
   }),
   /** The later staged checks; each one present is one more required check. */
@@ -330,6 +331,10 @@ export const recoveryRouteEvidenceSchema = z.object({
           ownedByRun: z.boolean(),
           lastConnectionProtocolVersion: z.union([z.string(), z.number()]).nullable(),
           lifecycle: z.enum(RUNNER_LIFECYCLES),
+          /** The seq of the turn the runner was running when it wrote its state; null: none; missing: not known (never a given-back sandbox). */
+          turnInFlight: z.number().int().positive().nullish(),
+          /** The highest seq the runner processed (recorded durably); null: none; missing: not known (never a given-back sandbox). */
+          lastProcessedSeq: z.number().int().positive().nullish(),
         })
         .nullable(),
       process: z.enum(RUNNER_PROCESS_STATES),

@@ -82,6 +82,8 @@ export const runnerStateSchema = z.object({
   /** The turn being run when this was written (it is not processed until it is in processedCommands). */
   inFlight: z.object({ seq: z.number().int(), startedAt: z.string(), timeoutMs: z.number().int().nullish() }).nullish(),
   agentCommand: z.string().nullish(),
+  /** The absolute directory turns run in, as the runner itself resolved it (DOMAIN.md §2.1's remote directory); missing from older runners. */
+  workDir: z.string().nullish(),
   /** sha-256 (16 hex) of the runnerd program that wrote this state; missing from older runners. */
   programDigest: z.string().nullish(),
   /** How many times a dead runner was resumed on this state (`start --resume`). */
