@@ -35,14 +35,20 @@ const envSchema = z.object({
   RUNWARDEN_CONTROLLER_HOME: z.string().optional(),
   /** Runs one controller executes at once. */
   RUNWARDEN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
+  /**
+   * The controller's database connections at most, whatever its concurrency: a run holds one
+   * only for a statement or a short transaction, never while it waits on the provider or a
+   * turn, and a transaction waits for a free one (up to 30 s) rather than failing.
+   */
+  RUNWARDEN_DB_POOL_MAX: z.coerce.number().int().min(2).max(200).default(12),
   /** How often the controller looks for queued runs and interrupted ones. */
   RUNWARDEN_POLL_MS: z.coerce.number().int().min(20).default(500),
   /** How often the sweeps run (DOMAIN.md §2.5, §2.6). */
   RUNWARDEN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
   /**
    * Due rows a sweep acts on at once (judged under the row's lock, then torn down), across
-   * pages. Each holds a database connection while the provider answers: the controller's pool
-   * grows with it.
+   * pages. A batch of 4 holds a database connection while the provider answers (judged under
+   * its rows' locks): lanes / 4 of the pool's connections at most.
    */
   RUNWARDEN_SWEEP_LANES: z.coerce.number().int().min(1).max(64).default(16),
   /** A pending creation intent is left alone this long unless its creator exited (§2.5). */

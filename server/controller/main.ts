@@ -19,12 +19,15 @@ export async function runControllerProcess(env: Env): Promise<void> {
   const log = pino({ name: "controller", level: env.LOG_LEVEL, base: { pid: process.pid } });
   const database = await openDatabase({ env, log: (line) => log.info(line) });
   await migrate(database.url, { log: (line) => log.info(line) });
-  // Each run holds up to two connections; each sweep lane one while the provider answers.
-  const db = createDb(database.url, { max: env.RUNWARDEN_CONCURRENCY * 2 + 4 + env.RUNWARDEN_SWEEP_LANES });
+  // A fixed pool, whatever the concurrency (issue 31): a run holds a connection only for a
+  // statement or a short transaction, never across a provider call or a turn. Named by this
+  // process's boot id, so pg_stat_activity counts each controller's connections.
+  const identity = currentProcessIdentity();
+  const db = createDb(database.url, { max: env.RUNWARDEN_DB_POOL_MAX, applicationName: `runwarden-controller ${identity.bootId}` });
   const config = controllerConfig(env, { instanceId: await instanceIdOf(db, env.RUNWARDEN_INSTANCE_ID) });
   fs.mkdirSync(config.home, { recursive: true });
   const { provider, runner, target, apiUrl } = providerFromEnv(env, { instanceId: config.instanceId });
-  const controller = new Controller({ db, provider, providerTarget: target, runner, identity: currentProcessIdentity(), config, log });
+  const controller = new Controller({ db, provider, providerTarget: target, runner, identity, config, log });
   await controller.boot();
   log.info({ database: describeUrl(database.url), provider: target, apiUrl, instance: config.instanceId, home: config.home }, "controller ready");
   controller.start();

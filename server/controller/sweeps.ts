@@ -367,7 +367,7 @@ async function judgeIntents(ctx: ControllerContext, rows: readonly PendingIntent
       }
       return reclaims.length > 0 ? reclaimWrites(tx, ctx, reclaims) : [];
     },
-    { timeout: 60_000, maxWait: 10_000 },
+    { timeout: 60_000 },
   );
 }
 

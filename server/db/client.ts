@@ -25,11 +25,23 @@ export function prepared(sql: Prisma.Sql): Prisma.Sql {
 /** Each client's own pool, for `readRows` (a transaction client has none). */
 const pools = new WeakMap<Db, pg.Pool>();
 
-export function createDb(url: string, options: { max?: number } = {}): Db {
-  const pool = new pg.Pool({ connectionString: url, max: options.max ?? 10 });
+/**
+ * How long an interactive transaction waits for a free connection before it fails (Prisma's
+ * default is 2 s). A controller's pool is small and fixed (RUNWARDEN_DB_POOL_MAX), so with
+ * hundreds of runs finishing at once a transaction queues for its turn instead of failing.
+ */
+export const TRANSACTION_MAX_WAIT_MS = 30_000;
+
+export function createDb(url: string, options: { max?: number; applicationName?: string } = {}): Db {
+  // `application_name`: what pg_stat_activity shows, so a server's connections count per process
+  // (a URL's own application_name wins: pg reads the connection string last).
+  const pool = new pg.Pool({ connectionString: url, max: options.max ?? 10, ...(options.applicationName ? { application_name: options.applicationName } : {}) });
   // The pool drops a client whose idle connection broke; without a listener that event would end the process.
   pool.on("error", () => {});
-  const db = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true, statementNameGenerator: (query) => preparedNames.get(query.sql) ?? "" }) });
+  const db = new PrismaClient({
+    adapter: new PrismaPg(pool, { disposeExternalPool: true, statementNameGenerator: (query) => preparedNames.get(query.sql) ?? "" }),
+    transactionOptions: { maxWait: TRANSACTION_MAX_WAIT_MS },
+  });
   pools.set(db, pool);
   return db;
 }

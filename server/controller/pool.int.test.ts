@@ -1,0 +1,142 @@
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createDb, type Db } from "../db/client";
+import { submitRun } from "../runs/submit";
+import { createTestDatabase, type TestDatabase } from "../test/db";
+import { createThrowawayDatabase, type ThrowawayDatabase } from "../test/emulator";
+import { EmulatorChild, freePort, killSandboxProcessesUnder } from "../test/emulator-child";
+import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
+import { waitFor } from "../test/controller";
+
+/**
+ * A controller's database pool does not grow with its concurrency (issue 31): one real
+ * controller process with 200 runs in flight at once, every one of them waiting on its turn,
+ * holds at most 20 connections, and every run succeeds. The emulator runs in a process of
+ * its own, so the 200 sandboxes' toolbox calls do not share the test's event loop.
+ */
+
+const RUNS = 200;
+const POOL_LIMIT = 20;
+const BATCH = 25;
+// The test's own connections, left out of the controller's count.
+const OBSERVER = "runwarden-pool-test";
+
+let database: TestDatabase;
+let emuDatabase: ThrowawayDatabase;
+let db: Db;
+let scratch: string;
+let emulator: EmulatorChild | null = null;
+let emulatorUrl = "";
+let ctl: ControllerProcessHandle | null = null;
+let goWriter: number | null = null;
+
+beforeAll(async () => {
+  const adminUrl = inject("adminUrl");
+  database = await createTestDatabase(adminUrl, inject("templateDatabase"), inject("runPrefix"));
+  const url = new URL(database.url);
+  url.searchParams.set("application_name", OBSERVER);
+  db = createDb(url.toString(), { max: 4 });
+  emuDatabase = await createThrowawayDatabase(adminUrl, inject("runPrefix"), "poolemu");
+  scratch = fs.mkdtempSync(path.join(os.tmpdir(), "rw-pool-"));
+  emulator = new EmulatorChild({ port: await freePort(), adminUrl, database: emuDatabase.name, dataDir: path.join(scratch, "emu") });
+  emulatorUrl = await emulator.start();
+});
+
+afterAll(async () => {
+  ctl?.kill("SIGKILL");
+  await ctl?.exited;
+  await emulator?.kill();
+  // The sandboxes' detached processes end with the test (one pass over /proc, not one per sandbox).
+  killSandboxProcessesUnder(scratch);
+  if (goWriter !== null) fs.closeSync(goWriter);
+  await db?.$disconnect();
+  await database?.drop();
+  await emuDatabase?.drop();
+  fs.rmSync(scratch, { recursive: true, force: true });
+});
+
+/** Samples pg_stat_activity for the controller's connections (every one on the test database but the test's own) until stopped. */
+function sampleConnections(adminUrl: string, datname: string) {
+  const client = new pg.Client({ connectionString: adminUrl });
+  client.on("error", () => {});
+  let peak = 0;
+  const names = new Set<string>();
+  let stopped = false;
+  const done = (async () => {
+    await client.connect();
+    while (!stopped) {
+      const { rows } = await client.query<{ name: string; n: number }>(
+        "SELECT application_name AS name, count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name <> $2 GROUP BY 1",
+        [datname, OBSERVER],
+      );
+      peak = Math.max(peak, rows.reduce((sum, r) => sum + r.n, 0));
+      for (const r of rows) names.add(r.name);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await client.end();
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await done;
+      return { peak, names: [...names] };
+    },
+  };
+}
+
+describe("a controller with 200 runs in flight", () => {
+  it(`holds at most ${POOL_LIMIT} database connections, and every run succeeds`, { timeout: 600_000 }, async () => {
+    // Every turn waits for a writer on the go FIFO (blocked in open(2), no polling), so all the
+    // runs are in flight at once, each waiting on its turn.
+    const go = path.join(scratch, "go");
+    execFileSync("mkfifo", [go]);
+    const sampler = sampleConnections(inject("adminUrl"), database.name);
+    ctl = spawnController({
+      DATABASE_URL: database.url,
+      EMULATOR_URL: emulatorUrl,
+      RUNWARDEN_INSTANCE_ID: "inst-a",
+      RUNWARDEN_CONTROLLER_HOME: path.join(scratch, "home"),
+      RUNWARDEN_CONCURRENCY: String(RUNS),
+      // 200 sandboxes start at once on a small machine: slow answers are not what this measures.
+      RUNWARDEN_SESSION_OPEN_TIMEOUT_MS: "60000",
+      RUNWARDEN_CREATE_TIMEOUT_MS: "60000",
+      DAYTONA_TIMEOUT_MS: "120000",
+      RUNWARDEN_SETTLE_MS: undefined,
+      RUNWARDEN_TURN_MS: "0",
+      LOG_LEVEL: "warn",
+    });
+    await ctl.ready;
+    // Submitted a batch at a time, each once the one before waits on its turn: 200 sandboxes
+    // starting at the same moment would measure this small machine, not the pool.
+    const actor = { id: "test", role: "operator" as const };
+    const inFlight = () => db.run.count({ where: { status: "running", phase: "session_open", turnsDone: 0 } });
+    for (let i = 0; i < RUNS; i += BATCH) {
+      for (let j = i; j < Math.min(RUNS, i + BATCH); j++) {
+        await submitRun(db, "inst-a", { companyId: "co-1", taskId: `pool-${j}`, agent: "a", provider: "codex", turns: 1, agentCommand: `: < '${go}'` }, actor);
+      }
+      const want = Math.min(RUNS, i + BATCH);
+      await waitFor(`${want} runs waiting on their turn`, async () => (await inFlight()) === want, 120_000).catch(async (err: unknown) => {
+        const rows = await db.run.groupBy({ by: ["status", "phase", "failureCode"], _count: true });
+        throw new Error(`${String(err)}: ${JSON.stringify(rows)}; controller: ${ctl?.output.slice(-3).join(" | ")}`);
+      });
+    }
+    // Opened read-write it never blocks, and stays open: every turn's open returns at once.
+    goWriter = fs.openSync(go, fs.constants.O_RDWR);
+    const settled = await waitFor("every run to settle", async () => {
+      const rows = await db.run.groupBy({ by: ["status", "failureCode"], _count: true });
+      return rows.every((r) => r.status === "succeeded" || r.status === "failed") ? rows : null;
+    }, 120_000);
+    const { peak, names } = await sampler.stop();
+    console.log(`pool: ${RUNS} runs in flight, the controller held at most ${peak} connections (${names.join(", ")})`);
+
+    expect(peak).toBeLessThanOrEqual(POOL_LIMIT);
+    expect(settled.map((r) => ({ status: r.status, code: r.failureCode, n: r._count }))).toEqual([{ status: "succeeded", code: null, n: RUNS }]);
+    // Each controller names its connections, so pg_stat_activity counts them per controller.
+    const bootId = /bootId=(\S+)/.exec(ctl.output.find((l) => l.startsWith("controller ready:")) ?? "")?.[1];
+    expect(names).toEqual([`runwarden-controller ${bootId}`]);
+  });
+});
