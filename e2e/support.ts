@@ -117,8 +117,15 @@ export async function hydrated(locator: Locator): Promise<Locator> {
 export async function expectAccessible(page: Page) {
   for (const colorScheme of ["light", "dark"] as const) {
     await page.emulateMedia({ colorScheme });
-    // A toast still fading in is judged by its half-transparent colours: wait until it is shown.
-    await page.waitForFunction(() => [...document.querySelectorAll("[data-sonner-toast]")].every((t) => getComputedStyle(t).opacity === "1"));
+    // A toast still fading (in, out, or behind a newer one: sonner fades a stacked toast's
+    // content) is judged by its half-transparent colours: wait until no toast transition runs.
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll("[data-sonner-toast]")].every((t) => getComputedStyle(t).opacity === "1") &&
+      document.getAnimations().every((a) => {
+        const target = a.effect instanceof KeyframeEffect ? a.effect.target : null;
+        return a.playState !== "running" || !target?.closest("[data-sonner-toaster]");
+      }),
+    );
     const results = await new AxeBuilder({ page }).analyze();
     const serious = results.violations
       .filter((v) => v.impact === "serious" || v.impact === "critical")
