@@ -70,11 +70,13 @@ function sampleConnections(adminUrl: string, datname: string) {
     await client.connect();
     while (!stopped) {
       const { rows } = await client.query<{ name: string; n: number }>(
-        "SELECT application_name AS name, count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name <> $2 GROUP BY 1",
+        // Client backends only: an autovacuum worker on the database has no application name.
+        "SELECT application_name AS name, count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name <> $2 AND backend_type = 'client backend' GROUP BY 1",
         [datname, OBSERVER],
       );
       peak = Math.max(peak, rows.reduce((sum, r) => sum + r.n, 0));
-      for (const r of rows) names.add(r.name);
+      // A backend still in its startup shows no name for a moment: counted in the peak, not named.
+      for (const r of rows) if (r.name !== "") names.add(r.name);
       await new Promise((r) => setTimeout(r, 100));
     }
     await client.end();
