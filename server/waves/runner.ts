@@ -201,6 +201,23 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
     const deadline = Date.now() + options.timeoutMs;
     let settledSince: number | null = null;
 
+    // A kill lands on work in flight on the controller it targets, never on an idle one: a run
+    // in session, on the sandbox it holds (a per-turn run between turns, its sandbox given
+    // back, has no session to interrupt).
+    const runInFlight = async (target: LiveController) =>
+      target.bootId
+        ? await db.run.findFirst({
+            where: {
+              waveId: id,
+              executorBootId: target.bootId,
+              status: "running",
+              phase: "session_open",
+              OR: [{ target: "local" }, { leases: { some: { status: "active" } } }],
+            },
+            select: { id: true },
+          })
+        : null;
+
     for (;;) {
       if (options.signal?.aborted) throw new Error("the wave was stopped before it finished");
       const elapsed = Date.now() - t0;
@@ -238,27 +255,13 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       }
       const kill = records[next];
       if (!armed && kill && target && elapsed - target.readyAtMs >= kill.afterReadyMs) {
-        // A kill lands on work in flight on the controller it targets, never on an idle one:
-        // a run in session, on the sandbox it holds (a per-turn run between turns, its
-        // sandbox given back, has no session to interrupt).
-        const inFlight = target.bootId
-          ? await db.run.findFirst({
-              where: {
-                waveId: id,
-                executorBootId: target.bootId,
-                status: "running",
-                phase: "session_open",
-                OR: [{ target: "local" }, { leases: { some: { status: "active" } } }],
-              },
-              select: { id: true },
-            })
-          : null;
+        const inFlight = await runInFlight(target);
         if (inFlight) {
           next += 1;
           kill.firedAtMs = elapsed;
           kill.targetPid = target.handle.pid;
           kill.interruptedRunId = inFlight.id;
-          const after = await performKill(kill, target, inFlight.id, { stop, start, note, db, t0, bystanders });
+          const after = await performKill(kill, target, inFlight.id, { stop, start, note, db, t0, bystanders, runInFlight });
           kill.restartPid = after.handle.pid;
           if (kill.kind === "K4") {
             armed = kill;
@@ -404,6 +407,8 @@ interface KillTools {
   db: Db;
   t0: number;
   bystanders: LiveController[];
+  /** A run in session on this controller now, if any. */
+  runInFlight: (target: LiveController) => Promise<{ id: string } | null>;
 }
 
 /** Stops the target as the kill kind says and starts the controller that follows it. */
@@ -443,9 +448,25 @@ async function performKill(kill: KillRecord, current: LiveController, runId: str
  * beside the others, with its stale view of the runs it held, until the wave ends. R3 (each
  * turn once) and R6 judge what it did on waking.
  */
-async function stallPastSilence(kill: KillRecord, current: LiveController, runId: string, tools: KillTools): Promise<LiveController> {
+async function stallPastSilence(kill: KillRecord, current: LiveController, firstRunId: string, tools: KillTools): Promise<LiveController> {
   const { start, note, db, t0 } = tools;
   const other = await start("K5: another host", {}, { freshHome: true, pidNamespace: true });
+  // The other host took seconds to come up, and the run chosen before may have ended since:
+  // the stall lands on a run in session now (waiting a little for one).
+  let runId: string | null = null;
+  for (const until = Date.now() + 20_000; runId === null && Date.now() < until; ) {
+    runId = (await tools.runInFlight(current))?.id ?? null;
+    if (runId === null) await new Promise((r) => setTimeout(r, 100));
+  }
+  if (runId === null) {
+    kill.landed = false;
+    kill.detail = `no run was in session on pid ${current.handle.pid} once the other host was up (run ${firstRunId} had been)`;
+    note("kill", `K5 did not land: ${kill.detail}`);
+    current.killedByWave = true; // left running beside the other, as a woken one is
+    tools.bystanders.push(current);
+    return other;
+  }
+  kill.interruptedRunId = runId;
   current.handle.kill("SIGSTOP");
   const stoppedAt = Date.now();
   const lastSeen = current.bootId ? (await db.controllerProcess.findUnique({ where: { bootId: current.bootId }, select: { lastSeenAt: true } }))?.lastSeenAt ?? null : null;
