@@ -23,7 +23,11 @@ export async function runControllerProcess(env: Env): Promise<void> {
   // statement or a short transaction, never across a provider call or a turn. Named by this
   // process's boot id, so pg_stat_activity counts each controller's connections.
   const identity = currentProcessIdentity();
-  const db = createDb(database.url, { max: env.RUNWARDEN_DB_POOL_MAX, applicationName: `runwarden-controller ${identity.bootId}` });
+  const db = createDb(database.url, {
+    max: env.RUNWARDEN_DB_POOL_MAX,
+    applicationName: `runwarden-controller ${identity.bootId}`,
+    idleInTransactionTimeoutMs: idleInTransactionTimeoutMs(env.RUNWARDEN_EXECUTOR_TIMEOUT_MS),
+  });
   const config = controllerConfig(env, { instanceId: await instanceIdOf(db, env.RUNWARDEN_INSTANCE_ID) });
   fs.mkdirSync(config.home, { recursive: true });
   const { provider, runner, target, apiUrl } = providerFromEnv(env, { instanceId: config.instanceId });
@@ -57,4 +61,14 @@ export async function runControllerProcess(env: Env): Promise<void> {
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
+}
+
+/**
+ * How long a controller's transaction may sit idle before PostgreSQL ends its session: twice
+ * the silence window (at least 10 s). A controller stalled inside a transaction is taken over
+ * by silence; its row lock on the run must not outlast that by more than this, while a live
+ * one's transactions (a few statements, a sweep's provider lookups) finish well inside it.
+ */
+export function idleInTransactionTimeoutMs(executorTimeoutMs: number): number {
+  return Math.max(10_000, 2 * executorTimeoutMs);
 }

@@ -32,10 +32,18 @@ const pools = new WeakMap<Db, pg.Pool>();
  */
 export const TRANSACTION_MAX_WAIT_MS = 30_000;
 
-export function createDb(url: string, options: { max?: number; applicationName?: string } = {}): Db {
+export function createDb(url: string, options: { max?: number; applicationName?: string; idleInTransactionTimeoutMs?: number } = {}): Db {
   // `application_name`: what pg_stat_activity shows, so a server's connections count per process
   // (a URL's own application_name wins: pg reads the connection string last).
-  const pool = new pg.Pool({ connectionString: url, max: options.max ?? 10, ...(options.applicationName ? { application_name: options.applicationName } : {}) });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    ...(options.applicationName ? { application_name: options.applicationName } : {}),
+    // PostgreSQL ends a session left idle inside a transaction this long, and its row locks with
+    // it: a process stalled mid-transaction (SIGSTOP, a paused VM) cannot hold a run's row lock,
+    // and with it every other controller's takeover, for as long as it stays stalled.
+    ...(options.idleInTransactionTimeoutMs ? { idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs } : {}),
+  });
   // The pool drops a client whose idle connection broke; without a listener that event would end the process.
   pool.on("error", () => {});
   const db = new PrismaClient({
