@@ -54,6 +54,7 @@ const EXPECTED: Record<string, Record<string, unknown>> = {
   "turn-result-agent-failed.json": { kind: "turn_result", verdict: "turn_failed", code: "agent_command_failed", owner: "agent", canRetry: true },
   "recovery-attempt-exhausted.json": { kind: "recovery_attempt", verdict: "give_up", code: "native_recovery_attempts_exhausted", canRetry: true },
   "recovery-route-read-runner.json": { kind: "recovery_route", verdict: "read_runner", code: null },
+  "recovery-route-turn-sandbox-stopped.json": { kind: "recovery_route", verdict: "next_turn_sandbox", reason: "turn_sandbox_stopped", code: null },
   "stopped-sandbox-auto-stopped.json": { kind: "stopped_sandbox", verdict: "start_sandbox", reason: "sandbox_startable", code: null },
   "runner-resume-after-auto-stop.json": { kind: "runner_resume", verdict: "resume", reason: "runner_dead_resumable", code: null },
 };

@@ -29,6 +29,7 @@ export function startProduct(checkout: string, env: Record<string, string | unde
       // Nothing of the test run's own database or ports leaks into the product.
       DATABASE_URL: undefined,
       RUNWARDEN_PG_PORT: undefined,
+      RUNWARDEN_DATA_DIR: undefined,
       E2E_DATABASE_URL: undefined,
       NODE_ENV: undefined,
       VITEST: undefined,
