@@ -48,9 +48,15 @@ const cli = new Command("bench")
   .option("--verbose", "with --client-js: each chunk by package (from browser source maps, when the build has them) and each page's packages")
   .option("--sweep-only", "run only sections 0, 2 and 2b (the sweep figures), skipping the restart rounds and the engine")
   .option("--in-process-emulator", "run the emulator inside the bench's own process, sharing its event loop with the sweep (as before issue 13's h12); default: its own process, as `npm start` runs it")
+  .option("--hosts <n>", "N runs with real turns on this many controllers of one instance (all but one in PID namespaces of their own), one SIGKILLed and one SIGSTOPped past the silence window mid-way, beside the same runs on one healthy controller", positiveInt)
+  .option("--runs <n>", "with --hosts: runs (all in flight at once)", positiveInt, 150)
+  .option("--turns <n>", "with --hosts: turns per run", positiveInt, 3)
+  .option("--agent-ms <ms>", "with --hosts: what each turn's agent command takes (a sleep) before its marker line", nonNegativeInt, 500)
+  .option("--keep", "with --hosts: keep the phases' databases for inspection (a failed bench always keeps them)")
+  .option("--silence-ms <ms>", "with --hosts: the controllers' silence window (RUNWARDEN_EXECUTOR_TIMEOUT_MS)", positiveInt, 8000)
   .option("--transition-ms <ms>", "the emulator's lifecycle transitions (create, start, stop, destroy) in ms; default: the emulator's own (Daytona-like) timings", nonNegativeInt)
   .parse(process.argv);
-const opts = cli.opts<{ scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean; verbose?: boolean; browser: boolean; sweepOnly?: boolean; inProcessEmulator?: boolean }>();
+const opts = cli.opts<{ keep?: boolean; hosts?: number; runs: number; turns: number; agentMs: number; silenceMs: number; scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean; verbose?: boolean; browser: boolean; sweepOnly?: boolean; inProcessEmulator?: boolean }>();
 if (opts.clientJs) {
   const { printClientJs, CLIENT_JS_LIMIT_KB } = await import("./bench/client-js");
   const pages = printClientJs(say, opts.verbose);
@@ -61,6 +67,11 @@ if (opts.orphans !== undefined) {
   const sizes = opts.orphans === true ? [1000, 10_000] : opts.orphans.split(",").map(positiveInt);
   await runOrphansBench({ sizes, reps: opts.reps, polls: opts.polls, browser: opts.browser });
   process.exit(0);
+}
+if (opts.hosts !== undefined) {
+  const { runHostsBench } = await import("./bench/hosts");
+  const passed = await runHostsBench({ hosts: opts.hosts, runs: opts.runs, turns: opts.turns, agentMs: opts.agentMs, silenceMs: opts.silenceMs, timeoutMs: 15 * 60_000, keep: opts.keep });
+  process.exit(passed ? 0 : 1);
 }
 if (opts.scale !== undefined) {
   const { runScaleBench } = await import("./bench/scale");

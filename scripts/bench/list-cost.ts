@@ -58,11 +58,11 @@ try {
   );
   await timed("prisma findMany: page", () => db.run.findMany({ where, orderBy: PAGE_ORDER, take: 26 }));
   await timed("prisma aggregate: rollup total", () => db.runRollup.aggregate({ where: { AND: [{ n: { gt: 0 } }, ...where.AND] }, _sum: { n: true } }));
-  await timed("pg pool: rollup total", () => pool.query(`SELECT sum(n) FROM run_rollups WHERE n > 0 AND company_id = $1 AND status = 'failed'`, ["co-0042"]));
-  const one = `WITH page AS (${sql}) SELECT counted.total, page.* FROM (SELECT (SELECT coalesce(sum(n), 0)::bigint FROM run_rollups WHERE n > 0 AND company_id = $1 AND status = 'failed') AS total) AS counted LEFT JOIN page ON true ORDER BY page.created_at DESC, page.id DESC`;
+  await timed("pg pool: rollup total", () => pool.query(`SELECT sum(n) FROM run_rollups WHERE company_id = $1 AND status = 'failed'`, ["co-0042"]));
+  const one = `WITH page AS (${sql}) SELECT counted.total, page.* FROM (SELECT (SELECT coalesce(sum(n), 0)::bigint FROM run_rollups WHERE company_id = $1 AND status = 'failed') AS total) AS counted LEFT JOIN page ON true ORDER BY page.created_at DESC, page.id DESC`;
   await timed("pg pool: page + rollup total in one statement", () => pool.query(one, ["co-0042"]));
   await timed("prisma $queryRawUnsafe: page + total in one statement", () => db.$queryRawUnsafe(one, "co-0042"));
-  const column = sql.replace("SELECT id,", "SELECT (SELECT coalesce(sum(n), 0)::bigint FROM run_rollups WHERE n > 0 AND company_id = $1 AND status = 'failed') AS total, id,");
+  const column = sql.replace("SELECT id,", "SELECT (SELECT coalesce(sum(n), 0)::bigint FROM run_rollups WHERE company_id = $1 AND status = 'failed') AS total, id,");
   await timed("pg pool: page with the total as a column", () => pool.query(column, ["co-0042"]));
   await timed("prisma $queryRawUnsafe: page with the total as a column", () => db.$queryRawUnsafe(column, "co-0042"));
   const plan = await pool.query(`EXPLAIN (ANALYZE, SUMMARY) ${one}`, ["co-0042"]);

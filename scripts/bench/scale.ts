@@ -130,7 +130,7 @@ async function* measureSize(url: string, emulatorUrl: string, size: number, reps
     // rollup's sum for column filters, a count capped at COUNT_CAP + 1 in the page's order for
     // a time range or a search, each against the same statement sent raw.
     const rollupSum = (name: string, filter: Parameters<typeof countRuns>[2], where: string, params: unknown[]) =>
-      compare(name, size, () => countRuns(db, ALL, filter), () => q(`SELECT sum(n) FROM run_rollups WHERE n > 0 ${where}`, params), listReps);
+      compare(name, size, () => countRuns(db, ALL, filter), () => q(`SELECT sum(n) FROM run_rollups WHERE true ${where}`, params), listReps);
     const cappedCount = (name: string, filter: Parameters<typeof countRuns>[2], where: string, params: unknown[]) =>
       compare(name, size, () => countRuns(db, ALL, filter), () => q(`SELECT count(*) FROM (SELECT 1 FROM runs WHERE ${where} ${order} LIMIT ${COUNT_CAP + 1}) c`, params), listReps);
     yield await rollupSum("runs.count no filter", {}, "", []);

@@ -1,5 +1,6 @@
 import type { Run } from "../db/client";
 import { ensureInstance } from "../db/installation";
+import { compactRollups } from "../db/rollups";
 import type { ControllerContext } from "./context";
 import { DRAIN_SUSPEND_GRACE_MS } from "./drain";
 import { executeRun } from "./execute";
@@ -105,6 +106,8 @@ export class Controller {
       try {
         const intents = await sweepCreationIntents(this.ctx, trigger);
         const teardown = await sweepTeardown(this.ctx, trigger);
+        // The dashboard's counts stay a few rows per group, however many changes they summed.
+        await compactRollups(this.ctx.db).catch((err: unknown) => this.ctx.log.error({ err: String(err) }, "rollup compaction failed"));
         return [intents, teardown];
       } finally {
         this.sweeping = null;

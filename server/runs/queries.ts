@@ -200,7 +200,8 @@ export type FailureGroups = z.infer<typeof failureGroupsOutput>;
  */
 function rollupWhere(f: RunFilter, scope: CompanyScope): Prisma.RunRollupWhereInput | null {
   if (rollupMisses(f)) return null;
-  return { AND: [{ n: { gt: 0 } }, companyWhere(scope), ...equalities(f)] };
+  // A group's count is the sum of its rows (deltas until compacted): no row is filtered by its own n.
+  return { AND: [companyWhere(scope), ...equalities(f)] };
 }
 
 function rollupMisses(f: RunFilter): boolean {
@@ -210,7 +211,7 @@ function rollupMisses(f: RunFilter): boolean {
 /** `rollupWhere` as SQL on `run_rollups`. */
 function rollupSql(f: RunFilter, scope: CompanyScope): Prisma.Sql | null {
   if (rollupMisses(f)) return null;
-  return allOf([Prisma.sql`n > 0`, ...scopeSql(scope), ...equalitySql(f, "rollups")]);
+  return allOf([...scopeSql(scope), ...equalitySql(f, "rollups")]);
 }
 
 interface CodeCount {
@@ -265,7 +266,7 @@ export async function failureGroups(db: Db, scope: CompanyScope, raw: z.input<ty
 export async function awaitingRetryByCode(db: Db, scope: CompanyScope): Promise<{ code: string; count: number }[]> {
   const rows = await db.runRollup.groupBy({
     by: ["failureCode"],
-    where: { AND: [companyWhere(scope), { status: RunStatus.failed, canRetry: true, open: true, failureCode: { not: "" }, n: { gt: 0 } }] },
+    where: { AND: [companyWhere(scope), { status: RunStatus.failed, canRetry: true, open: true, failureCode: { not: "" } }] },
     _sum: { n: true },
   });
   return rows.map((r) => ({ code: r.failureCode, count: Number(r._sum.n ?? 0) })).filter((r) => r.count > 0);
@@ -278,7 +279,7 @@ export const runStatusCountsOutput = z.object({
 
 /** How many runs of this person's companies are in each status (every status present). */
 export async function runStatusCounts(db: Db, scope: CompanyScope): Promise<z.infer<typeof runStatusCountsOutput>> {
-  const rows = await db.runRollup.groupBy({ by: ["status"], where: { AND: [companyWhere(scope), { n: { gt: 0 } }] }, _sum: { n: true } });
+  const rows = await db.runRollup.groupBy({ by: ["status"], where: companyWhere(scope), _sum: { n: true } });
   const byStatus = Object.fromEntries(Object.values(RunStatus).map((s) => [s, 0])) as Record<RunStatus, number>;
   let total = 0;
   for (const row of rows) {
@@ -293,11 +294,13 @@ export const runFacetsOutput = z.object({ companies: z.array(z.string()), provid
 
 /** The values the filters can take, for the dropdowns (bounded: this is a hint, not a list). */
 export async function runFacets(db: Db, scope: CompanyScope): Promise<z.infer<typeof runFacetsOutput>> {
-  const mine: Prisma.RunRollupWhereInput = { AND: [companyWhere(scope), { n: { gt: 0 } }] };
+  const mine = companyWhere(scope);
+  // A value with runs: its rows (deltas until compacted) sum past zero.
+  const some = { n: { _sum: { gt: 0 } } } as const;
   const [companies, providers, codes] = await Promise.all([
-    db.runRollup.groupBy({ by: ["companyId"], where: mine, orderBy: { companyId: "asc" }, take: 200 }),
-    db.runRollup.groupBy({ by: ["provider"], where: mine, orderBy: { provider: "asc" }, take: 50 }),
-    db.runRollup.groupBy({ by: ["failureCode"], where: { AND: [mine, { failureCode: { not: "" } }] }, orderBy: { failureCode: "asc" }, take: 100 }),
+    db.runRollup.groupBy({ by: ["companyId"], where: mine, having: some, orderBy: { companyId: "asc" }, take: 200 }),
+    db.runRollup.groupBy({ by: ["provider"], where: mine, having: some, orderBy: { provider: "asc" }, take: 50 }),
+    db.runRollup.groupBy({ by: ["failureCode"], where: { AND: [mine, { failureCode: { not: "" } }] }, having: some, orderBy: { failureCode: "asc" }, take: 100 }),
   ]);
   return {
     companies: companies.map((c) => c.companyId),

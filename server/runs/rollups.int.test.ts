@@ -21,7 +21,8 @@ function pick<T>(xs: readonly T[], i: number): T {
 
 async function rollup(): Promise<string[]> {
   const rows = await t.current.db.$queryRaw<{ k: string }[]>`
-    SELECT concat_ws('|', company_id, status, outcome, failure_code, provider, target, can_retry, open, n) AS k FROM run_rollups WHERE n <> 0 ORDER BY 1`;
+    SELECT concat_ws('|', company_id, status, outcome, failure_code, provider, target, can_retry, open, sum(n)) AS k FROM run_rollups
+    GROUP BY company_id, status, outcome, failure_code, provider, target, can_retry, open HAVING sum(n) <> 0 ORDER BY 1`;
   return rows.map((r) => r.k);
 }
 
@@ -32,6 +33,11 @@ async function fromRuns(): Promise<string[]> {
     FROM runs r LEFT JOIN runs s ON s.previous_run_id = r.id
     GROUP BY r.company_id, r.status, r.outcome, r.failure_code, r.provider, r.target, r.can_retry, r.status = 'failed' AND s.id IS NULL ORDER BY 1`;
   return rows.map((r) => r.k);
+}
+
+async function compacted(): Promise<number> {
+  const [row] = await t.current.db.$queryRaw<{ n: number }[]>`SELECT run_rollups_compact() AS n`;
+  return row?.n ?? 0;
 }
 
 function runData(i: number): Prisma.RunCreateManyInput {
@@ -82,7 +88,7 @@ describe("run rollup", () => {
     expect(await rollup()).toEqual(await fromRuns());
 
     // Concurrent transactions moving runs between the same two groups in opposite orders: the
-    // trigger locks rollup rows in key order, so none deadlocks.
+    // trigger only inserts deltas, so none waits on another, let alone deadlocks.
     await db.run.updateMany({ where: { id: { in: rows.slice(40, 100).map((r) => r.id!) } }, data: { status: "succeeded", failureCode: null, outcome: null, companyId: "co-9", provider: "codex", target: "remote", canRetry: false } });
     const ids = rows.slice(40, 100).map((r) => r.id!);
     const toFailed = { status: "failed" as const, failureCode: "native_provider_startup_rejected", outcome: "terminal_failure" as const };
@@ -105,6 +111,12 @@ describe("run rollup", () => {
       );
     }
     expect(await rollup()).toEqual(await fromRuns());
+    // Folded: one row per group, the same sums.
+    const before = await db.runRollup.count();
+    expect(await compacted()).toBeGreaterThan(0);
+    expect(await rollup()).toEqual(await fromRuns());
+    expect(await db.runRollup.count()).toBe((await rollup()).length);
+    expect(before).toBeGreaterThan(await db.runRollup.count());
 
     // Deletes, and a TRUNCATE (tests and operators use both).
     await db.run.deleteMany({ where: { companyId: "co-1", previousRunId: null, nextRun: null } });
@@ -136,5 +148,11 @@ describe("run rollup", () => {
     const facets = await runFacets(db, { all: false, companies: ["co-0", "co-3"] });
     expect(facets.companies).toEqual(["co-0", "co-3"]);
     expect(facets.providers).toEqual(["claude", "codex"]);
+
+    // A company whose runs all moved away has delta rows that sum to zero until folded: it is no facet, and counts none.
+    await db.run.updateMany({ where: { companyId: "co-3" }, data: { companyId: "co-0" } });
+    expect((await runFacets(db, { all: false, companies: ["co-0", "co-3"] })).companies).toEqual(["co-0"]);
+    expect((await runStatusCounts(db, { all: false, companies: ["co-3"] })).total).toBe(0);
+    expect((await countRuns(db, { all: false, companies: ["co-3"] }, {})).total).toBe(0);
   });
 });

@@ -23,6 +23,7 @@ import { planWave, waveId, type WaveOptions, type WavePlan } from "./plan";
 import { wavePassed, type FaultName, type FaultRecord, type KillRecord, type WaveEvent, type WaveReport } from "../shared/wave-report";
 import { recordWaveStart, storeWaveReport } from "./store";
 import { isUuid } from "../lib/ids";
+import { markerCommand, readMarkers } from "./markers";
 
 /**
  * Runs one restart-chaos wave (DOMAIN.md §5) against the emulator with real controller
@@ -517,22 +518,6 @@ async function stallPastSilence(kill: KillRecord, current: LiveController, first
 function isLoopback(url: string): boolean {
   const host = new URL(url).hostname;
   return host === "localhost" || host === "::1" || host === "[::1]" || host.startsWith("127.");
-}
-
-/** The wave's agent command: one line with the turn's number, in a file named by the run. */
-function markerCommand(dir: string): string {
-  if (dir.includes("'")) throw new Error(`the wave's marker directory ${dir} contains a quote`);
-  return `printf '%s\\n' "$RUNWARDEN_TURN" >> '${dir}/'"$RUNWARDEN_RUN_ID"'.turns'`;
-}
-
-function readMarkers(dir: string, runId: string): number[] {
-  const file = path.join(dir, `${runId}.turns`);
-  if (!fs.existsSync(file)) return [];
-  return fs
-    .readFileSync(file, "utf8")
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => Number(l.trim()));
 }
 
 async function runOfLease(db: Db, leaseId: string): Promise<string | null> {
