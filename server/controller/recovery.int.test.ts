@@ -56,6 +56,43 @@ describe("run recovery paging", () => {
   }, 60_000);
 });
 
+describe("a takeover works from the run its claim left (issue 31)", () => {
+  it("the old executor's checkpoint that lands between the taker's read and its claim is the one recovery sees", async () => {
+    const { db } = h.db;
+    const me = currentProcessIdentity();
+    await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
+    const gone = `gone-${crypto.randomUUID()}`;
+    await db.controllerProcess.create({
+      data: { bootId: gone, instanceId: "inst-a", pid: me.pid, startedAt: new Date(me.startedAt), hostname: me.hostname, pidSpace: me.pidSpace, stoppedAt: new Date(), stopReason: "drain" },
+    });
+    const run = await db.run.create({
+      data: { instanceId: "inst-a", companyId: "co-1", taskId: `late-checkpoint-${crypto.randomUUID()}`, agent: "a", provider: "codex", target: "remote", sandboxMode: "warm", status: "starting", phase: "bootstrapping", executorBootId: gone, runnerInstanceId: "ri-late", sessionId: "s-late" },
+    });
+    const checkpoint = { turn: 0, sessionId: "s-late", leaseId: "l-late", providerLeaseId: "sb-late", remoteCwd: "/home/sandbox/work", at: new Date().toISOString() };
+    // The old executor's write after runner.start commits at the very step between the taker's
+    // page read and its compare-and-set on the epoch (which that write does not move).
+    const service = h.service();
+    const runs = db.run;
+    const interleaved = new Proxy(runs, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver) as unknown;
+        if ((key === "updateMany" || key === "updateManyAndReturn") && typeof value === "function") {
+          return async (args: unknown) => {
+            await db.$executeRaw`UPDATE runs SET checkpoint = ${JSON.stringify(checkpoint)}::jsonb WHERE id = ${run.id}::uuid`;
+            return (value as (a: unknown) => Promise<unknown>).call(target, args);
+          };
+        }
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const taker = { ...service, db: new Proxy(db, { get: (target, key, receiver) => (key === "run" ? interleaved : (Reflect.get(target, key, receiver) as unknown)) }) };
+    const claimed = (await claimInterruptedRuns(taker, 1000)).filter((c) => c.run.id === run.id);
+    expect(claimed).toHaveLength(1);
+    expect(claimed[0]!.run.executorEpoch).toBe(run.executorEpoch + 1);
+    expect(claimed[0]!.run.checkpoint).toEqual(checkpoint);
+  }, 60_000);
+});
+
 describe("lease-binding refusal (§2.1)", () => {
   it("rests the run in the verdict's continuation code with Retry; the refusal code stays on the proof", async () => {
     const { db } = h.db;

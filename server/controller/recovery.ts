@@ -116,14 +116,14 @@ export async function claimInterruptedRuns(ctx: ControllerContext, limit: number
       const executor = run.executorBootId ? (executors.get(run.executorBootId) ?? null) : null;
       const status = executorStatus(ctx, executor, now);
       if (!status.gone) continue;
-      const { count } = await ctx.db.run.updateMany({
+      const [taken] = await ctx.db.run.updateManyAndReturn({
         where: { id: run.id, executorBootId: run.executorBootId, executorEpoch: run.executorEpoch, status: { in: [...ACTIVE] } },
         // A takeover moves the executor epoch on (§2.10): the old executor's writes now match nothing.
         data: { executorBootId: ctx.identity.bootId, restarts: { increment: 1 }, heartbeatAt: now, executorEpoch: { increment: 1 } },
       });
-      if (count === 1) {
-        claimed.push({ run: { ...run, executorBootId: ctx.identity.bootId, restarts: run.restarts + 1, executorEpoch: run.executorEpoch + 1 }, status });
-      }
+      // The run as the claim left it, not as the page read it: the old executor's last write
+      // (a checkpoint, a phase) may have landed in between, at the same epoch (issue 31).
+      if (taken) claimed.push({ run: taken, status });
     }
   }
   return claimed;
@@ -162,16 +162,16 @@ export async function claimUntrackedRuns(ctx: ControllerContext, tracked: Readon
     if (claimed.length >= limit) break;
     if (tracked.has(run.id)) continue;
     const adopted = await ctx.db.$transaction(async (tx) => {
-      const { count } = await tx.run.updateMany({
+      const [taken] = await tx.run.updateManyAndReturn({
         where: { id: run.id, executorBootId: boot, executorEpoch: run.executorEpoch, status: { in: [...ACTIVE] } },
         data: { restarts: { increment: 1 }, heartbeatAt: now, executorEpoch: { increment: 1 } },
       });
-      if (count === 1) {
-        await appendEvent(tx, run.id, "run_adopted", boot, { why: "executed by this controller but not tracked", epochWas: run.executorEpoch, epoch: run.executorEpoch + 1, status: run.status, phase: run.phase });
+      if (taken) {
+        await appendEvent(tx, run.id, "run_adopted", boot, { why: "executed by this controller but not tracked", epochWas: run.executorEpoch, epoch: taken.executorEpoch, status: taken.status, phase: taken.phase });
       }
-      return count === 1;
+      return taken ?? null;
     });
-    if (adopted) claimed.push({ run: { ...run, restarts: run.restarts + 1, executorEpoch: run.executorEpoch + 1 }, status: { ...UNTRACKED } });
+    if (adopted) claimed.push({ run: adopted, status: { ...UNTRACKED } });
   }
   return claimed;
 }
