@@ -1,3 +1,4 @@
+import type { HeartbeatWriter } from "../db/heartbeat";
 import type { Logger } from "pino";
 import type { Db } from "../db/client";
 import type { Identity } from "../engine";
@@ -18,6 +19,8 @@ export interface ControllerContext {
   log: Logger;
   /** Aborted when the controller drains: long waits end early and runs suspend. */
   drain: AbortController;
+  /** The heartbeat's own connection (a controller process has one); without it the pool writes it. */
+  heartbeat?: HeartbeatWriter;
 }
 
 export function evidenceIdentity(p: ProcessIdentity): Identity {

@@ -97,6 +97,7 @@ export class Controller {
   /** Written with the database's clock, as silence is judged (§2.10): never this host's. */
   async heartbeat(): Promise<void> {
     this.lastHeartbeatAt = Date.now();
+    if (this.ctx.heartbeat) return this.ctx.heartbeat.beat();
     await this.ctx.db.$executeRaw`UPDATE controller_processes SET last_seen_at = now() WHERE boot_id = ${this.ctx.identity.bootId}`;
   }
 

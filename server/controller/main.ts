@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import pino from "pino";
 import { createDb } from "../db/client";
+import { createHeartbeatWriter } from "../db/heartbeat";
 import { openDatabase } from "../db/embedded";
 import { instanceIdOf } from "../db/installation";
 import { migrate } from "../db/migrate";
@@ -31,7 +32,9 @@ export async function runControllerProcess(env: Env): Promise<void> {
   const config = controllerConfig(env, { instanceId: await instanceIdOf(db, env.RUNWARDEN_INSTANCE_ID) });
   fs.mkdirSync(config.home, { recursive: true });
   const { provider, runner, target, apiUrl } = providerFromEnv(env, { instanceId: config.instanceId });
-  const controller = new Controller({ db, provider, providerTarget: target, runner, identity, config, log });
+  // Its own connection, named as the pool is: a busy pool never holds the heartbeat back.
+  const heartbeat = createHeartbeatWriter(database.url, { bootId: identity.bootId, applicationName: `runwarden-controller ${identity.bootId}` });
+  const controller = new Controller({ db, provider, providerTarget: target, runner, identity, config, log, heartbeat });
   await controller.boot();
   log.info({ database: describeUrl(database.url), provider: target, apiUrl, instance: config.instanceId, home: config.home }, "controller ready");
   controller.start();
@@ -49,6 +52,7 @@ export async function runControllerProcess(env: Env): Promise<void> {
     void controller
       .drain()
       .then(async () => {
+        await heartbeat.close();
         await db.$disconnect();
         await database.stop();
         log.info("drained and stopped");

@@ -142,3 +142,50 @@ describe("a controller with 200 runs in flight", () => {
     expect(names).toEqual([`runwarden-controller ${bootId}`]);
   });
 });
+
+describe("a controller whose every pooled connection waits on a lock", () => {
+  it("keeps its heartbeat: its own connection, so no other host judges it silent", { timeout: 300_000 }, async () => {
+    ctl?.kill("SIGKILL");
+    await ctl?.exited;
+    ctl = spawnController({
+      DATABASE_URL: database.url,
+      EMULATOR_URL: emulatorUrl,
+      RUNWARDEN_INSTANCE_ID: "inst-h",
+      RUNWARDEN_CONTROLLER_HOME: path.join(scratch, "home-h"),
+      RUNWARDEN_DB_POOL_MAX: "2",
+      RUNWARDEN_SESSION_OPEN_TIMEOUT_MS: "30000",
+      RUNWARDEN_TURN_MS: "20",
+      LOG_LEVEL: "warn",
+    });
+    await ctl.ready;
+    const bootId = /bootId=(\S+)/.exec(ctl.output.find((l) => l.startsWith("controller ready:")) ?? "")?.[1];
+    expect(bootId).toBeTruthy();
+    const actor = { id: "test", role: "operator" as const };
+    for (let i = 0; i < 3; i++) await submitRun(db, "inst-h", { companyId: "co-1", taskId: `busy-${i}`, agent: "a", provider: "codex", turns: 50, agentCommand: "true" }, actor);
+    await waitFor("runs past their first turn", async () => (await db.run.count({ where: { instanceId: "inst-h", status: "running", turnsDone: { gt: 0 } } })) >= 2, 120_000);
+
+    // Writes to runs and their events wait: every pooled connection ends up waiting on the lock.
+    const holder = new pg.Client({ connectionString: database.url });
+    holder.on("error", () => {});
+    await holder.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("LOCK TABLE runs, run_events IN EXCLUSIVE MODE");
+      const waiting = async () =>
+        (await holder.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", [`runwarden-controller ${bootId}`])).rows[0]?.n ?? 0;
+      // Read outside the locked tables, on a connection of the test's own.
+      const seen = async () => (await holder.query<{ at: Date }>("SELECT last_seen_at AS at FROM controller_processes WHERE boot_id = $1", [bootId])).rows[0]!.at.getTime();
+      await waitFor("both pooled connections waiting on the lock", async () => (await waiting()) >= 2, 30_000);
+      const before = await seen();
+      await new Promise((r) => setTimeout(r, 7_000));
+      // The pool is still all waiting: what moved the heartbeat was not a pooled connection.
+      expect(await waiting()).toBeGreaterThanOrEqual(2);
+      // Every 2 s: at least two beats in 7 s.
+      expect((await seen()) - before).toBeGreaterThanOrEqual(4_000);
+      await holder.query("COMMIT");
+    } finally {
+      await holder.end().catch(() => {});
+    }
+    await waitFor("the runs to go on once the lock is gone", async () => (await db.run.count({ where: { instanceId: "inst-h", turnsDone: { gt: 5 } } })) >= 1, 120_000);
+  });
+});
