@@ -44,32 +44,54 @@ export function pageProbes(ctx: ControllerContext): (record: PartialIdentity | n
   };
 }
 
+type StoredIntent = Pick<SandboxCreationIntent, "id" | "instanceId" | "companyId" | "creationName" | "creator" | "createdAt" | "nextAttemptAt" | "settleDeadline">;
+
+/** A stored intent with its times as ISO strings (as the sweep's pager reads them). */
+export type IntentAsRead = Omit<StoredIntent, "createdAt" | "nextAttemptAt" | "settleDeadline"> & { createdAt: string; nextAttemptAt: string; settleDeadline: string };
+
 /** The creation-intent evidence of a stored intent, before the provider is asked. */
 export function intentEvidence(
   ctx: ControllerContext,
-  intent: Pick<SandboxCreationIntent, "id" | "instanceId" | "companyId" | "creationName" | "creator" | "createdAt" | "nextAttemptAt" | "settleDeadline">,
+  intent: StoredIntent,
   committedLease: boolean,
   now: Date,
   probe: (record: PartialIdentity | null) => Probe = (record) => probeFor(ctx, record),
 ): CreationIntentEvidence {
-  const creator = asIdentity(intent.creator);
-  return {
-    kind: "creation_intent",
-    now: now.toISOString(),
-    intent: {
-      id: intent.id,
-      instanceId: intent.instanceId,
-      companyId: intent.companyId,
-      status: "pending",
-      creationName: intent.creationName,
-      createdAt: intent.createdAt.toISOString(),
-      nextAttemptAt: intent.nextAttemptAt.toISOString(),
-      settleDeadline: intent.settleDeadline.toISOString(),
-      creator,
-    },
-    observer: evidenceIdentity(ctx.identity),
-    creatorProbe: probe(creator),
-    committedLease,
-    inspection: null,
+  const read = { ...intent, createdAt: intent.createdAt.toISOString(), nextAttemptAt: intent.nextAttemptAt.toISOString(), settleDeadline: intent.settleDeadline.toISOString() };
+  return pageEvidence(ctx, now.toISOString(), probe)(read, committedLease);
+}
+
+/**
+ * `intentEvidence` for the rows of one page, all judged at one `now` (an ISO string): what
+ * is the same for every row (the clock, the observer) is built once per page (issue 31: the
+ * pass judges every pending intent, and per-row work was most of its time over the raw scan).
+ */
+export function pageEvidence(
+  ctx: ControllerContext,
+  now: string,
+  probe: (record: PartialIdentity | null) => Probe = (record) => probeFor(ctx, record),
+): (intent: IntentAsRead, committedLease: boolean) => CreationIntentEvidence {
+  const observer = evidenceIdentity(ctx.identity);
+  return (intent, committedLease) => {
+    const creator = asIdentity(intent.creator);
+    return {
+      kind: "creation_intent",
+      now,
+      intent: {
+        id: intent.id,
+        instanceId: intent.instanceId,
+        companyId: intent.companyId,
+        status: "pending",
+        creationName: intent.creationName,
+        createdAt: intent.createdAt,
+        nextAttemptAt: intent.nextAttemptAt,
+        settleDeadline: intent.settleDeadline,
+        creator,
+      },
+      observer,
+      creatorProbe: probe(creator),
+      committedLease,
+      inspection: null,
+    };
   };
 }

@@ -267,6 +267,24 @@ describe("creation-intent sweep", () => {
     expect(await sandboxState(tooOld.id)).not.toMatch(DELETED);
   });
 
+  it("looks up again an intent resolved absent just inside the 30 minutes on the database's clock, and not one just past them", async () => {
+    const inside = await seedIntent({ creator: dead, sandboxLabels: null, settleInMs: -1 });
+    const past = await seedIntent({ creator: dead, sandboxLabels: null, settleInMs: -1 });
+    await c.sweep("test");
+    for (const s of [inside, past]) expect(await intentStatus(s.id)).toBe("resolved_absent");
+    // `resolved_at` is written on the database's clock; the window is read on it too.
+    await h.db.db.$executeRaw`UPDATE sandbox_creation_intents SET resolved_at = now() - interval '29 minutes 50 seconds' WHERE operation_id = ${inside.id}`;
+    await h.db.db.$executeRaw`UPDATE sandbox_creation_intents SET resolved_at = now() - interval '30 minutes 10 seconds' WHERE operation_id = ${past.id}`;
+    const lateInside = await h.emu.admin.plant({ name: inside.name, labels: buildLabels({ instanceId: "inst-a", companyId: "co-1", operationId: inside.id }) });
+    const latePast = await h.emu.admin.plant({ name: past.name, labels: buildLabels({ instanceId: "inst-a", companyId: "co-1", operationId: past.id }) });
+    await c.sweep("test");
+
+    expect(await intentStatus(inside.id)).toBe("reclaimed");
+    expect(await sandboxState(lateInside.id)).toMatch(DELETED);
+    expect(await intentStatus(past.id)).toBe("resolved_absent");
+    expect(await sandboxState(latePast.id)).not.toMatch(DELETED);
+  });
+
   it("pages past more unprovable intents than one page to reach an abandoned one", async () => {
     // Ids sort so that the abandoned intent comes after three full pages of live ones.
     for (let i = 0; i < 15; i++) await seedIntent({ creator: i % 2 ? self() : foreign() }, `0000-live-${String(i).padStart(2, "0")}`);

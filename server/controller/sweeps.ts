@@ -1,14 +1,14 @@
 import { databaseNow } from "../db/clock";
 import crypto from "node:crypto";
 import { z } from "zod";
-import { Prisma, prepared, type Db, type EnvironmentLease, type SandboxCreationIntent } from "../db/client";
+import { Prisma, prepared, readRows, type Db, type EnvironmentLease, type SandboxCreationIntent } from "../db/client";
 import { asIdentity, type CreationIntentEvidence, type TeardownFenceEvidence, type Verdict } from "../engine";
 import { pagesById } from "../lib/pages";
 import { ProviderError } from "../providers/errors";
 import { normaliseLabels } from "../providers/labels";
 import type { ControllerContext } from "./context";
 import { evidenceIdentity } from "./context";
-import { intentEvidence, judgeExit, pageProbes, probeFor } from "./observe";
+import { intentEvidence, judgeExit, pageEvidence, pageProbes, probeFor } from "./observe";
 import { ownershipRecordsOf, type SandboxRef } from "../sandboxes/evidence";
 import type { SandboxView } from "../providers/types";
 import { judgeOwnership, judgeOwnerships } from "./ownership";
@@ -49,15 +49,26 @@ function count(s: SweepSummary, id: string, verdict: Verdict | { verdict: string
   if (s.decisions.length < 500) s.decisions.push({ id, verdict: verdict.verdict, reason: verdict.reason });
 }
 
-async function openPass(ctx: ControllerContext, kind: SweepSummary["kind"], trigger: string) {
-  return ctx.db.sweepPass.create({ data: { kind, instanceId: ctx.config.instanceId, bootId: ctx.identity.bootId, trigger, startedAt: new Date() } });
+/** The pass's row, written at its start (straight to the pool: a pass is a few statements, issue 31). */
+async function openPass(ctx: ControllerContext, kind: SweepSummary["kind"], trigger: string, id: string = crypto.randomUUID()): Promise<string> {
+  await readRows(ctx.db, prepared(Prisma.sql`WITH pass AS (${passRow(ctx, id, kind, trigger)}) SELECT 1`));
+  return id;
+}
+
+/** The INSERT of a pass's row, for a statement's WITH (a data-modifying CTE runs whether read or not). */
+function passRow(ctx: ControllerContext, id: string, kind: SweepSummary["kind"], trigger: string): Prisma.Sql {
+  return Prisma.sql`INSERT INTO sweep_passes (id, kind, instance_id, boot_id, trigger, started_at)
+    VALUES (${id}::uuid, ${kind}, ${ctx.config.instanceId}, ${ctx.identity.bootId}, ${trigger}, ${new Date()}::timestamptz)`;
 }
 
 async function closePass(ctx: ControllerContext, s: SweepSummary, error: string | null) {
-  await ctx.db.sweepPass.update({
-    where: { id: s.passId },
-    data: { finishedAt: new Date(), judged: s.judged, pages: s.pages, verdicts: json(s.verdicts), reclaimed: s.reclaimed, destroyed: s.destroyed, error },
-  });
+  await readRows(
+    ctx.db,
+    prepared(Prisma.sql`
+      UPDATE sweep_passes SET finished_at = ${new Date()}::timestamptz, judged = ${s.judged}, pages = ${s.pages}, verdicts = ${JSON.stringify(s.verdicts)}::jsonb,
+        reclaimed = ${s.reclaimed}, destroyed = ${s.destroyed}, error = ${error}
+      WHERE id = ${s.passId}::uuid`),
+  );
 }
 
 // ───────────────────────── creation intents (§2.5) ─────────────────────────
@@ -74,7 +85,22 @@ const INTENT_COLUMNS = Prisma.sql`
   i.next_attempt_at AS "nextAttemptAt", i.settle_deadline AS "settleDeadline"`;
 
 /**
- * One page of pending intents after `after`, with whether a lease names each: one round trip.
+ * A pending intent as the pager reads it: its times, and the database's clock as the page
+ * was read, come as the ISO strings the engine's evidence holds (issue 31: parsing three
+ * timestamps per row into dates and printing them back was a third of the pass).
+ */
+export type PendingIntentRow = Omit<PendingIntent, "createdAt" | "nextAttemptAt" | "settleDeadline"> & {
+  createdAt: string;
+  nextAttemptAt: string;
+  settleDeadline: string;
+  /** now() of the page's statement. */
+  readAt: string;
+};
+
+/**
+ * One page of pending intents after `after`, with whether a lease names each and the
+ * database's clock: one round trip, straight to the pool (`readRows`: Prisma's `$queryRaw`
+ * and a `SELECT now()` of its own per page made the pass twice its raw scan, issue 31).
  * The page is cut first, and each of its rows probes the leases' intent index (a lateral
  * read, which PostgreSQL cannot turn into a hash of the whole table): an EXISTS beside the
  * page's own index range was costed for every pending row, not the page's, and PostgreSQL
@@ -84,9 +110,9 @@ const INTENT_COLUMNS = Prisma.sql`
 export function pendingIntentsPage(
   db: Db,
   q: { instanceId: string; pageSize: number; after: string | null; companies?: string[]; creators?: string[] },
-): Promise<PendingIntent[]> {
-  return db.$queryRaw<PendingIntent[]>`
-    SELECT p.*, c.hit IS NOT NULL AS committed FROM (
+): Promise<PendingIntentRow[]> {
+  const sql = Prisma.sql`
+    SELECT p.*, c.hit IS NOT NULL AS committed, now() AS "readAt" FROM (
       SELECT ${INTENT_COLUMNS}
       FROM sandbox_creation_intents i
       WHERE i.instance_id = ${q.instanceId} AND i.status = 'pending'::"IntentStatus"
@@ -98,9 +124,11 @@ export function pendingIntentsPage(
     ) p
     LEFT JOIN LATERAL (SELECT true AS hit FROM environment_leases l WHERE l.intent_id = p.id LIMIT 1) c ON true
     ORDER BY p.id`;
+  // Planned once per connection, but not for a company filter (whose selectivity varies).
+  return readRows<PendingIntentRow>(db, q.companies ? sql : prepared(sql), { isoTimestamps: true });
 }
 
-function readPending(ctx: ControllerContext, after: string | null, only: { companies?: string[]; creators?: string[] }): Promise<PendingIntent[]> {
+function readPending(ctx: ControllerContext, after: string | null, only: { companies?: string[]; creators?: string[] }): Promise<PendingIntentRow[]> {
   return pendingIntentsPage(ctx.db, { instanceId: ctx.config.instanceId, pageSize: ctx.config.pageSize, after, ...only });
 }
 
@@ -111,8 +139,9 @@ function readPending(ctx: ControllerContext, after: string | null, only: { compa
  * creators' intents before them (issue 13). Only an order: the full pass still pages through
  * every pending intent, and every row is judged again under its own lock.
  */
-async function exitedCreators(ctx: ControllerContext, companies?: string[]): Promise<string[]> {
-  const rows = await ctx.db.$queryRaw<Array<{ bootId: string; creator: unknown }>>`
+async function exitedCreators(ctx: ControllerContext, passId: string, trigger: string, companies?: string[]): Promise<string[]> {
+  // One statement with the pass's own row (issue 31: at a small backlog, a pass's fixed round trips were most of it).
+  const sql = Prisma.sql`
     WITH RECURSIVE c AS (
       (SELECT creator_boot_id AS boot_id FROM sandbox_creation_intents
         WHERE instance_id = ${ctx.config.instanceId} AND status = 'pending'::"IntentStatus" AND creator_boot_id IS NOT NULL
@@ -121,27 +150,42 @@ async function exitedCreators(ctx: ControllerContext, companies?: string[]): Pro
       SELECT (SELECT creator_boot_id FROM sandbox_creation_intents
         WHERE instance_id = ${ctx.config.instanceId} AND status = 'pending'::"IntentStatus" AND creator_boot_id > c.boot_id
         ORDER BY creator_boot_id LIMIT 1)
-      FROM c WHERE c.boot_id IS NOT NULL)
+      FROM c WHERE c.boot_id IS NOT NULL),
+    pass AS (${passRow(ctx, passId, "creation_intents", trigger)})
     SELECT c.boot_id AS "bootId",
       (SELECT creator FROM sandbox_creation_intents
         WHERE instance_id = ${ctx.config.instanceId} AND status = 'pending'::"IntentStatus" AND creator_boot_id = c.boot_id
         ${companies ? Prisma.sql`AND company_id = ANY(${companies})` : Prisma.empty}
         LIMIT 1) AS creator
     FROM c WHERE c.boot_id IS NOT NULL`;
+  const rows = await readRows<{ bootId: string; creator: unknown }>(ctx.db, companies ? sql : prepared(sql));
   return rows.filter((r) => r.creator !== null && judgeExit(ctx, asIdentity(r.creator)).verdict.verdict === "exited").map((r) => r.bootId);
 }
 
 /** `companies` limits a sweep to those companies' rows (a person's "sweep now"); unset, all. */
 export async function sweepCreationIntents(ctx: ControllerContext, trigger = "interval", companies?: string[]): Promise<SweepSummary> {
-  const pass = await openPass(ctx, "creation_intents", trigger);
-  const s = summary("creation_intents", pass.id);
+  // The pass's row with its exited creators, and beside them the first page of the full pass
+  // (issue 31: three round trips in a row were most of a pass over a small backlog). The
+  // first page is of use when no creator has exited; else it is read again after their rows.
+  const passId = crypto.randomUUID();
+  const firstRead = readPending(ctx, null, { companies });
+  firstRead.catch(() => {}); // awaited below, or dropped
+  let exited: string[] | Error;
+  try {
+    exited = await exitedCreators(ctx, passId, trigger, companies);
+  } catch (err) {
+    // The row was not written either: write it alone, so the pass is recorded with its error.
+    exited = err instanceof Error ? err : new Error(String(err));
+    await openPass(ctx, "creation_intents", trigger, passId);
+  }
+  const s = summary("creation_intents", passId);
   const toTearDown: Array<HandedOverLease> = [];
   let error: string | null = null;
   // A pool of lanes fed by the pager: due rows are judged a batch at a time under their locks
   // and the sandboxes reclaimed torn down in the same lane, while the pager reads on (no
   // barrier per page). At most `sweepLanes` provider calls are in flight.
   const { batchSize, batchLanes } = reclaimBatching(ctx.config.sweepLanes);
-  const lanes = lanePool<PendingIntent[]>(batchLanes, async (batch) => {
+  const lanes = lanePool<PendingIntentRow[]>(batchLanes, async (batch) => {
     const claimed = await judgeIntents(ctx, batch, s);
     countDestroyed(s, await teardownHandedOver(ctx, claimed));
   });
@@ -149,14 +193,14 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
     const probe = pageProbes(ctx);
     // Most rows wait for a live or unprovable creator: judge those from the page read,
     // without a lock; only rows the engine would act on go to a lane, judged again there.
-    const feed = async (page: PendingIntent[], skip: ReadonlySet<string>) => {
+    const feed = async (page: PendingIntentRow[], skip: ReadonlySet<string>) => {
       s.pages += 1;
-      // The database's clock: the intents' deadlines were written on it, maybe by another host.
-      const now = await databaseNow(ctx.db);
-      let batch: PendingIntent[] = [];
+      // The database's clock as the page was read: the intents' deadlines were written on it, maybe by another host.
+      const evidenceOf = pageEvidence(ctx, page[0]?.readAt ?? "", probe);
+      let batch: PendingIntentRow[] = [];
       for (const intent of page) {
         if (intent.creatorBootId !== null && skip.has(intent.creatorBootId)) continue;
-        const { verdict } = creationIntent(ctx.config, intentEvidence(ctx, intent, intent.committed, now, probe));
+        const { verdict } = creationIntent(ctx.config, evidenceOf(intent, intent.committed));
         if (verdict.verdict === "wait") count(s, intent.id, verdict);
         else batch.push(intent);
         if (batch.length === batchSize) {
@@ -167,14 +211,15 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
       if (batch.length > 0) await lanes.push(batch);
     };
     const stop = () => ctx.drain.signal.aborted;
-    const exited = await exitedCreators(ctx, companies);
+    if (exited instanceof Error) throw exited;
     if (exited.length > 0) {
       for await (const page of pagesById((after) => readPending(ctx, after, { companies, creators: exited }), stop, { readAhead: true })) await feed(page, new Set());
     }
     // Every pending intent in id order (§2.5 step 1); the exited creators' rows were just fed.
     // The next page is read while this one is judged: the lanes only change rows already read.
     const fed = new Set(exited);
-    if (!stop()) for await (const page of pagesById((after) => readPending(ctx, after, { companies }), stop, { readAhead: true })) await feed(page, fed);
+    const read = (after: string | null) => (after === null && exited.length === 0 ? firstRead : readPending(ctx, after, { companies }));
+    if (!stop()) for await (const page of pagesById(read, stop, { readAhead: true })) await feed(page, fed);
     await lanes.drain();
     if (!ctx.drain.signal.aborted) await relookResolvedAbsent(ctx, s, toTearDown, companies);
     await inLanes(toTearDown, ctx.config.sweepLanes, (claimed) => tearDownClaimed(ctx, claimed, s));
@@ -273,7 +318,7 @@ async function inspect(ctx: ControllerContext, creationName: string): Promise<In
  * others skip the rows at once instead of each asking the provider for them too (asking first,
  * unlocked, multiplied the provider's calls by the number of controllers).
  */
-async function judgeIntents(ctx: ControllerContext, rows: readonly PendingIntent[], s: SweepSummary): Promise<HandedOverLease[]> {
+async function judgeIntents(ctx: ControllerContext, rows: ReadonlyArray<Pick<PendingIntent, "id">>, s: SweepSummary): Promise<HandedOverLease[]> {
   return ctx.db.$transaction(
     async (tx) => {
       const locked = await lockPending(tx, rows.map((r) => r.id)); // the others: another controller holds them, or they were resolved
@@ -381,20 +426,21 @@ export const LATE_MATERIALISATION_WINDOW_MS = 30 * 60_000;
  * otherwise it goes to manual reconciliation untouched. Either way the proof is stored.
  */
 async function relookResolvedAbsent(ctx: ControllerContext, s: SweepSummary, toTearDown: Array<HandedOverLease>, companies?: string[]) {
-  const since = new Date(Date.now() - LATE_MATERIALISATION_WINDOW_MS);
+  // On the database's clock, which wrote `resolved_at`; by the index of status and resolution
+  // time (a pass reads the window's rows, not every intent that ever resolved absent).
   const pages = pagesById(
-    (after): Promise<SandboxCreationIntent[]> =>
-      ctx.db.sandboxCreationIntent.findMany({
-        where: {
-          instanceId: ctx.config.instanceId,
-          status: "resolved_absent",
-          resolvedAt: { gte: since },
-          ...(companies ? { companyId: { in: companies } } : {}),
-          ...(after ? { id: { gt: after } } : {}),
-        },
-        orderBy: { id: "asc" },
-        take: ctx.config.pageSize,
-      }),
+    (after) => {
+      const sql = Prisma.sql`
+          SELECT operation_id AS id, creation_name AS "creationName" FROM sandbox_creation_intents
+          WHERE instance_id = ${ctx.config.instanceId} AND status = 'resolved_absent'::"IntentStatus"
+            AND resolved_at >= now() - make_interval(secs => ${LATE_MATERIALISATION_WINDOW_MS / 1000})
+            ${companies ? Prisma.sql`AND company_id = ANY(${companies})` : Prisma.empty}
+            ${after === null ? Prisma.empty : Prisma.sql`AND operation_id > ${after}`}
+          ORDER BY operation_id
+          LIMIT ${ctx.config.pageSize}`;
+      // Planned once per connection, but not for a company filter (whose selectivity varies).
+      return readRows<Pick<SandboxCreationIntent, "id" | "creationName">>(ctx.db, companies ? sql : prepared(sql));
+    },
     () => ctx.drain.signal.aborted,
   );
   for await (const page of pages) {
@@ -594,8 +640,7 @@ async function existingRunId(tx: Prisma.TransactionClient, intent: SandboxCreati
 // ───────────────────────── teardown: fences and pending cleanup (§2.6) ─────────────────────────
 
 export async function sweepTeardown(ctx: ControllerContext, trigger = "interval", companies?: string[]): Promise<SweepSummary> {
-  const pass = await openPass(ctx, "teardown", trigger);
-  const s = summary("teardown", pass.id);
+  const s = summary("teardown", await openPass(ctx, "teardown", trigger));
   let error: string | null = null;
   try {
     await releaseLostFences(ctx, s, companies);

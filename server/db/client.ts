@@ -2,6 +2,7 @@ import crypto from "node:crypto";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaClient, type Prisma } from "./generated/client";
+import { ISO_TIMESTAMPS } from "./timestamptz";
 
 export type Db = PrismaClient;
 
@@ -60,12 +61,23 @@ export function createDb(url: string, options: { max?: number; applicationName?:
  * text). Issue 13: on the dashboard's hottest reads (`runs.list`, `runs.count`) and the
  * teardowns' final write, Prisma's `$queryRaw` cost 0.2–0.4 ms on top of a statement of
  * under 1 ms. Inside a transaction (a client without a pool), or after
- * `$disconnect` ended the pool, it is `$queryRaw`.
+ * `$disconnect` ended the pool, it is `$queryRaw`. With `isoTimestamps`, timestamptz columns
+ * come as the ISO strings `Date.prototype.toISOString` prints, in both paths.
  */
-export async function readRows<T extends object>(db: Db | Prisma.TransactionClient, sql: Prisma.Sql): Promise<T[]> {
+export async function readRows<T extends object>(db: Db | Prisma.TransactionClient, sql: Prisma.Sql, options: { isoTimestamps?: boolean } = {}): Promise<T[]> {
   const pool = pools.get(db as Db);
-  if (!pool || pool.ended) return db.$queryRaw<T[]>(sql);
-  return (await pool.query<T>({ name: preparedNames.get(sql.text), text: sql.text, values: sql.values })).rows;
+  if (!pool || pool.ended) {
+    const rows = await db.$queryRaw<T[]>(sql);
+    return options.isoTimestamps ? rows.map(isoDates) : rows;
+  }
+  const types = options.isoTimestamps ? ISO_TIMESTAMPS : undefined;
+  return (await pool.query<T>({ name: preparedNames.get(sql.text), text: sql.text, values: sql.values, ...(types ? { types } : {}) })).rows;
+}
+
+function isoDates<T extends object>(row: T): T {
+  const out = { ...row } as Record<string, unknown>;
+  for (const [k, v] of Object.entries(out)) if (v instanceof Date) out[k] = v.toISOString();
+  return out as T;
 }
 
 export * from "./generated/client";
