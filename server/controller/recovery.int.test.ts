@@ -1,6 +1,7 @@
 import crypto from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import net from "node:net";
+import pg from "pg";
 import pino from "pino";
 import { currentProcessIdentity } from "../process/identity";
 import { DaytonaProvider } from "../providers/daytona";
@@ -85,11 +86,58 @@ describe("a takeover works from the run its claim left (issue 31)", () => {
         return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
       },
     });
-    const taker = { ...service, db: new Proxy(db, { get: (target, key, receiver) => (key === "run" ? interleaved : (Reflect.get(target, key, receiver) as unknown)) }) };
+    const taker = {
+      ...service,
+      db: new Proxy(db, {
+        get(target, key, receiver) {
+          if (key === "run") return interleaved;
+          const value = Reflect.get(target, key, receiver) as unknown;
+          // A claim made in a transaction of its own: the write lands just before it begins.
+          if (key === "$transaction" && typeof value === "function") {
+            return async (...args: unknown[]) => {
+              await db.$executeRaw`UPDATE runs SET checkpoint = ${JSON.stringify(checkpoint)}::jsonb WHERE id = ${run.id}::uuid`;
+              return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+            };
+          }
+          return value;
+        },
+      }),
+    };
     const claimed = (await claimInterruptedRuns(taker, 1000)).filter((c) => c.run.id === run.id);
     expect(claimed).toHaveLength(1);
     expect(claimed[0]!.run.executorEpoch).toBe(run.executorEpoch + 1);
     expect(claimed[0]!.run.checkpoint).toEqual(checkpoint);
+  }, 60_000);
+});
+
+describe("a takeover is not held up by a run row another transaction holds (issue 31)", () => {
+  it("claims the other interrupted runs at once and the held one once its holder is gone", async () => {
+    const { db } = h.db;
+    const me = currentProcessIdentity();
+    await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
+    const gone = `gone-${crypto.randomUUID()}`;
+    await db.controllerProcess.create({
+      data: { bootId: gone, instanceId: "inst-a", pid: me.pid, startedAt: new Date(me.startedAt), hostname: me.hostname, pidSpace: me.pidSpace, stoppedAt: new Date(), stopReason: "drain" },
+    });
+    const base = { instanceId: "inst-a", companyId: "co-1", agent: "a", provider: "codex", target: "remote" as const, sandboxMode: "warm" as const, status: "running" as const, phase: "session_open" as const, executorBootId: gone };
+    // Ids sort the held run first: the claim meets it before the others.
+    const ids = ["11111111", "22222222", "33333333"].map((p) => `${p}-0000-4000-8000-${crypto.randomBytes(6).toString("hex")}`);
+    await db.run.createMany({ data: ids.map((id, i) => ({ ...base, id, taskId: `held-${i}-${id}` })) });
+    // A stalled controller's open transaction that wrote the first run.
+    const holder = new pg.Client({ connectionString: h.db.url });
+    holder.on("error", () => {});
+    await holder.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("UPDATE runs SET heartbeat_at = now() WHERE id = $1", [ids[0]]);
+      const claim = claimInterruptedRuns(h.service(), 1000).then((c) => c.map((x) => x.run.id).filter((id) => ids.includes(id)));
+      const first = await Promise.race([claim, new Promise<"still waiting">((r) => setTimeout(() => r("still waiting"), 5_000))]);
+      expect(first).toEqual(ids.slice(1));
+      await holder.query("COMMIT");
+    } finally {
+      await holder.end().catch(() => {});
+    }
+    expect((await claimInterruptedRuns(h.service(), 1000)).map((c) => c.run.id).filter((id) => ids.includes(id))).toEqual([ids[0]]);
   }, 60_000);
 });
 

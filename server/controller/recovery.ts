@@ -116,10 +116,18 @@ export async function claimInterruptedRuns(ctx: ControllerContext, limit: number
       const executor = run.executorBootId ? (executors.get(run.executorBootId) ?? null) : null;
       const status = executorStatus(ctx, executor, now);
       if (!status.gone) continue;
-      const [taken] = await ctx.db.run.updateManyAndReturn({
-        where: { id: run.id, executorBootId: run.executorBootId, executorEpoch: run.executorEpoch, status: { in: [...ACTIVE] } },
-        // A takeover moves the executor epoch on (§2.10): the old executor's writes now match nothing.
-        data: { executorBootId: ctx.identity.bootId, restarts: { increment: 1 }, heartbeatAt: now, executorEpoch: { increment: 1 } },
+      const taken = await ctx.db.$transaction(async (tx) => {
+        // A run row another transaction holds (a controller stalled inside one keeps it until
+        // PostgreSQL ends its session) is left for a later tick: waiting on it here held up
+        // every other takeover behind it, a SIGKILLed host's runs too.
+        const free = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM runs WHERE id = ${run.id}::uuid FOR UPDATE SKIP LOCKED`;
+        if (free.length === 0) return undefined;
+        const [row] = await tx.run.updateManyAndReturn({
+          where: { id: run.id, executorBootId: run.executorBootId, executorEpoch: run.executorEpoch, status: { in: [...ACTIVE] } },
+          // A takeover moves the executor epoch on (§2.10): the old executor's writes now match nothing.
+          data: { executorBootId: ctx.identity.bootId, restarts: { increment: 1 }, heartbeatAt: now, executorEpoch: { increment: 1 } },
+        });
+        return row;
       });
       // The run as the claim left it, not as the page read it: the old executor's last write
       // (a checkpoint, a phase) may have landed in between, at the same epoch (issue 31).
