@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Db, Run } from "../db/client";
+import { Prisma, type Db, type Run } from "../db/client";
 import { submitRun } from "../runs/submit";
 import { startControllerHarness, type ControllerHarness } from "../test/controller";
 
@@ -30,9 +30,12 @@ afterAll(async () => {
 function losingFirstClaimReply(): { wrapDb: (db: Db) => Db; lost: () => number } {
   let lost = 0;
   const wrapDb = (db: Db): Db => {
-    const $queryRaw = async (query: TemplateStringsArray, ...values: unknown[]) => {
-      const rows: unknown = await db.$queryRaw(query, ...values);
-      if (lost === 0 && /^\s*UPDATE runs SET status = 'starting'/.test(query.join("?"))) {
+    // Called as a tag, or with one Prisma.Sql (readRows on a client it has no pool for).
+    const $queryRaw = async (query: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => {
+      const sql = query instanceof Prisma.Sql ? query : null;
+      const rows: unknown = await (sql ? db.$queryRaw(sql) : db.$queryRaw(query as TemplateStringsArray, ...values));
+      const text = sql ? sql.sql : (query as TemplateStringsArray).join("?");
+      if (lost === 0 && /^\s*UPDATE runs SET status = 'starting'/.test(text)) {
         lost++;
         throw new Error("Connection terminated unexpectedly (the claim committed; its reply was lost)");
       }

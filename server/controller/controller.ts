@@ -85,7 +85,7 @@ export class Controller {
       // what the last one left behind, while it recovers and claims runs (issue 12's bench).
       if (now - this.lastSweepAt >= this.ctx.config.sweepIntervalMs && !this.sweeping) {
         this.lastSweepAt = now;
-        void this.sweep("interval");
+        void this.sweep("interval").catch((err: unknown) => this.ctx.log.error({ err: String(err) }, "sweep failed"));
       }
       await this.recoverInterrupted();
       await this.claimQueued();

@@ -95,14 +95,18 @@ describe("a restart between an intent's commit and its lease's commit (seed 003,
 
 describe("a restart during a teardown claim (seed 003, K4)", () => {
   it("the lost claim's fence ends when its claimer exited, and the sandbox is destroyed", async () => {
-    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "k4-teardown", agent: "a", provider: "codex", sandboxMode: "warm", turns: 1 }, actor);
-    const a = await controller({ RUNWARDEN_CRASH_AT: "during_teardown_claim" });
+    // An instance of its own: the crash point fires at the first teardown claim, which must be
+    // this run's lease, not one another test of this file left to clean up.
+    const instance = { RUNWARDEN_INSTANCE_ID: "inst-k4" };
+    await h.db.db.instance.upsert({ where: { id: "inst-k4" }, create: { id: "inst-k4", name: "k4" }, update: {} });
+    const r = await submitRun(h.db.db, "inst-k4", { companyId: "co-1", taskId: "k4-teardown", agent: "a", provider: "codex", sandboxMode: "warm", turns: 1 }, actor);
+    const a = await controller({ ...instance, RUNWARDEN_CRASH_AT: "during_teardown_claim" });
     expect((await a.exited).signal).toBe("SIGKILL");
     const fenced = await h.db.db.environmentLease.findFirstOrThrow({ where: { runId: r.id } });
     expect(fenced.status).toBe("pending_cleanup");
     expect(fenced.fencedUntil!.getTime()).toBeGreaterThan(Date.now() + 10 * 60_000);
 
-    await controller();
+    await controller(instance);
     await waitFor("the lease to expire", async () => (await h.db.db.environmentLease.findUniqueOrThrow({ where: { id: fenced.id } })).status === "expired");
     const release = await h.db.db.proof.findFirstOrThrow({ where: { leaseId: fenced.id, kind: "teardown_fence" } });
     expect(release).toMatchObject({ verdict: "release", reason: "claimer_exited" });

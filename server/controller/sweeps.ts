@@ -58,7 +58,8 @@ async function openPass(ctx: ControllerContext, kind: SweepSummary["kind"], trig
 /** The INSERT of a pass's row, for a statement's WITH (a data-modifying CTE runs whether read or not). */
 function passRow(ctx: ControllerContext, id: string, kind: SweepSummary["kind"], trigger: string): Prisma.Sql {
   return Prisma.sql`INSERT INTO sweep_passes (id, kind, instance_id, boot_id, trigger, started_at)
-    VALUES (${id}::uuid, ${kind}, ${ctx.config.instanceId}, ${ctx.identity.bootId}, ${trigger}, ${new Date()}::timestamptz)`;
+    VALUES (${id}::uuid, ${kind}, ${ctx.config.instanceId}, ${ctx.identity.bootId}, ${trigger}, ${new Date()}::timestamptz)
+    ON CONFLICT (id) DO NOTHING`;
 }
 
 async function closePass(ctx: ControllerContext, s: SweepSummary, error: string | null) {
@@ -174,9 +175,10 @@ export async function sweepCreationIntents(ctx: ControllerContext, trigger = "in
   try {
     exited = await exitedCreators(ctx, passId, trigger, companies);
   } catch (err) {
-    // The row was not written either: write it alone, so the pass is recorded with its error.
+    // The row may not have been written either: write it alone (a lost reply's row stays as it
+    // was), so the pass is recorded with its error; failing that, the pass goes on unrecorded.
     exited = err instanceof Error ? err : new Error(String(err));
-    await openPass(ctx, "creation_intents", trigger, passId);
+    await openPass(ctx, "creation_intents", trigger, passId).catch((openErr: unknown) => ctx.log.error({ err: String(openErr) }, "sweep pass could not be recorded"));
   }
   const s = summary("creation_intents", passId);
   const toTearDown: Array<HandedOverLease> = [];
