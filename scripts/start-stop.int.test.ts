@@ -9,6 +9,7 @@ import { openDatabase } from "../server/db/embedded";
 import { withDatabase } from "../server/db/url";
 import { readEnv } from "../server/env";
 import { submitRun } from "../server/runs/submit";
+import { killSandboxProcessesUnder } from "../server/test/emulator-child";
 import { crashLines, freePort, startProduct, type ProductProcess } from "../server/test/product";
 
 /**
@@ -41,6 +42,8 @@ function track(p: ProductProcess, dataRoot: string) {
       p.kill();
       await p.exited;
     }
+    // Ctrl-C suspends a run's runner on purpose, and a stopped product leaves it so: end it.
+    killSandboxProcessesUnder(dataRoot);
     const link = path.join(dataRoot, "pg");
     if (!fs.existsSync(link)) return;
     const dataDir = fs.realpathSync(link);

@@ -150,16 +150,34 @@ export async function killSandboxProcesses(host: SandboxHost): Promise<number> {
   return total;
 }
 
-/** A free loopback port for a sandbox's runner ingress (each sandbox has its own). */
+// Ports handed out by this process, so two sandboxes created close together never share one.
+const handedOut = new Set<number>();
+/** Below Linux's default ephemeral range (32768–60999), which outgoing connections draw from. */
+const INGRESS_PORTS = { from: 20000, to: 31999 } as const;
+
+/**
+ * A free loopback port for a sandbox's runner ingress (each sandbox has its own). Not port 0:
+ * the kernel's pick is an ephemeral port, and any outgoing connection on the machine may take
+ * it between this check and runnerd's bind (a `runner_ingress_bind_conflict` nobody injected).
+ */
 export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
+  const span = INGRESS_PORTS.to - INGRESS_PORTS.from + 1;
+  if (handedOut.size > span / 2) handedOut.clear();
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = INGRESS_PORTS.from + Math.floor(Math.random() * span);
+    if (handedOut.has(port) || !(await canListen(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error(`no free loopback port in ${INGRESS_PORTS.from}–${INGRESS_PORTS.to} for a sandbox's runner ingress after 200 tries`);
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 /**
