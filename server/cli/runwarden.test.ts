@@ -49,6 +49,7 @@ const EXPECTED: Record<string, Record<string, unknown>> = {
   "creation-intent-creator-exited.json": { kind: "creation_intent", verdict: "reclaim" },
   "teardown-fence-superseded.json": { kind: "teardown_fence", verdict: "keep", reason: "attempt_superseded" },
   "teardown-fence-claimer-exited.json": { kind: "teardown_fence", verdict: "release", reason: "claimer_exited" },
+  "teardown-fence-claimer-silent.json": { kind: "teardown_fence", verdict: "release", reason: "claimer_silent" },
   "sandbox-ownership-owned.json": { kind: "sandbox_ownership", verdict: "owned", reason: "record_matches" },
   "sandbox-ownership-unrecorded.json": { kind: "sandbox_ownership", verdict: "unrecorded", reason: "no_record" },
   "turn-result-agent-failed.json": { kind: "turn_result", verdict: "turn_failed", code: "agent_command_failed", owner: "agent", canRetry: true },

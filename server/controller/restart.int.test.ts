@@ -114,6 +114,43 @@ describe("a restart during a teardown claim (seed 003, K4)", () => {
   });
 });
 
+describe("a restart during a teardown claim on another host (K4 across hosts)", () => {
+  it("the lost claim's fence ends once its claimer's controller is silent past the window, and the sandbox is destroyed", async () => {
+    // The claimer in a PID namespace of its own: no probe from here can prove it exited (a chaos
+    // wave's K1 of such a controller left a finished run's sandbox fenced for 15 minutes).
+    const instance = { RUNWARDEN_INSTANCE_ID: "inst-k4-host", RUNWARDEN_EXECUTOR_TIMEOUT_MS: "3000" };
+    await h.db.db.instance.upsert({ where: { id: "inst-k4-host" }, create: { id: "inst-k4-host", name: "k4 host" }, update: {} });
+    const r = await submitRun(h.db.db, "inst-k4-host", { companyId: "co-1", taskId: "k4-teardown-host", agent: "a", provider: "codex", sandboxMode: "warm", turns: 1 }, actor);
+    const a = spawnController(
+      { DATABASE_URL: h.db.url, EMULATOR_URL: h.emu.emulator.url, RUNWARDEN_CONTROLLER_HOME: home(), ...instance, RUNWARDEN_CRASH_AT: "during_teardown_claim" },
+      { pidNamespace: true },
+    );
+    live.push(a);
+    await a.exited;
+    expect(a.output).toContainEqual(expect.stringMatching(/^crash point reached: during_teardown_claim/));
+    const fenced = await h.db.db.environmentLease.findFirstOrThrow({ where: { runId: r.id } });
+    expect(fenced).toMatchObject({ status: "pending_cleanup" });
+    expect(fenced.fencedUntil!.getTime()).toBeGreaterThan(Date.now() + 10 * 60_000);
+
+    await controller(instance);
+    await waitFor("the lease to expire", async () => (await h.db.db.environmentLease.findUniqueOrThrow({ where: { id: fenced.id } })).status === "expired", 30_000);
+    const release = await h.db.db.proof.findFirstOrThrow({ where: { leaseId: fenced.id, kind: "teardown_fence" } });
+    expect(release).toMatchObject({ verdict: "release", reason: "claimer_silent" });
+    const checks = release.checks as Array<{ name: string; ok: boolean }>;
+    expect(checks.map((c) => [c.name, c.ok])).toEqual([
+      ["fenced", true],
+      ["fence_active", true],
+      ["claimer_recorded", true],
+      ["same_attempt", true],
+      ["claimer_exited", false],
+      ["claimer_heartbeat", true],
+      ["claimer_stopped", false],
+      ["claimer_silent", true],
+    ]);
+    expect(await liveSandboxesOf(r.id)).toEqual([]);
+  });
+});
+
 describe("a graceful drain during a per-turn follow-up (seed 000, K2)", () => {
   it("the staged attachment is verified on its created lease and the run continues without Retry", async () => {
     const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "k2-staged", agent: "codex-c1", provider: "codex", sandboxMode: "per_turn", turns: 3 }, actor);

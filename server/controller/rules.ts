@@ -44,6 +44,6 @@ export function creationIntent(config: ControllerConfig, evidence: CreationInten
 }
 
 export function teardownFence(config: ControllerConfig, evidence: TeardownFenceEvidence): { evidence: TeardownFenceEvidence; verdict: Verdict } {
-  const used = config.breakRule === "keep_lost_fences" ? { ...evidence, claimerProbe: { readable: false, pidLive: false, liveStartedAt: null } } : evidence;
+  const used = config.breakRule === "keep_lost_fences" ? { ...evidence, claimerProbe: { readable: false, pidLive: false, liveStartedAt: null }, claimerHeartbeat: null } : evidence;
   return { evidence: used, verdict: decideTeardownFence(used) };
 }

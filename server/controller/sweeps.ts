@@ -666,6 +666,8 @@ async function releaseLostFences(ctx: ControllerContext, s: SweepSummary, compan
       select: { id: true },
     }),
   );
+  // The database's clock, which wrote the fences and the heartbeats (§2.10).
+  const now = (await databaseNow(ctx.db)).toISOString();
   for await (const page of pages) {
     s.pages += 1;
     for (const { id } of page) {
@@ -676,13 +678,17 @@ async function releaseLostFences(ctx: ControllerContext, s: SweepSummary, compan
         const lease = await tx.environmentLease.findUniqueOrThrow({ where: { id } });
         const record = (lease.claimRecord ?? null) as { attemptId?: string; claimer?: unknown } | null;
         const claimer = asIdentity(record?.claimer);
+        const controller = claimer?.bootId ? await tx.controllerProcess.findUnique({ where: { bootId: claimer.bootId }, select: { bootId: true, stoppedAt: true, lastSeenAt: true } }) : null;
         const raw: TeardownFenceEvidence = {
           kind: "teardown_fence",
-          now: new Date().toISOString(),
+          now,
           lease: { status: lease.status, claimAttemptId: lease.claimAttemptId, fencedUntil: lease.fencedUntil?.toISOString() ?? null },
           claimRecord: record?.attemptId ? { attemptId: record.attemptId, claimer } : null,
           observer: evidenceIdentity(ctx.identity),
           claimerProbe: probeFor(ctx, claimer),
+          claimerHeartbeat: controller
+            ? { bootId: controller.bootId, stoppedAt: controller.stoppedAt?.toISOString() ?? null, lastSeenAt: controller.lastSeenAt.toISOString(), silenceWindowMs: ctx.config.executorTimeoutMs }
+            : null,
         };
         const { evidence, verdict } = teardownFence(ctx.config, raw);
         count(s, id, verdict);

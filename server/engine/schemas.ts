@@ -220,6 +220,18 @@ export const teardownFenceEvidenceSchema = z.object({
   claimRecord: z.object({ attemptId: idSchema, claimer: partialIdentitySchema.nullish() }).nullish(),
   observer: identitySchema,
   claimerProbe: probeSchema.nullish(),
+  /**
+   * The claimer's controller as its heartbeat row shows it, on the database's clock: what is
+   * known of a claimer on another host, whose process no probe here can judge (§2.6, §2.10).
+   */
+  claimerHeartbeat: z
+    .object({
+      bootId: idSchema,
+      stoppedAt: isoTimeSchema.nullable(),
+      lastSeenAt: isoTimeSchema,
+      silenceWindowMs: z.number().int().positive(),
+    })
+    .nullish(),
 });
 export type TeardownFenceEvidence = z.infer<typeof teardownFenceEvidenceSchema>;
 

@@ -5,7 +5,8 @@ import type { Check, ProcessJudgement, TeardownFenceResult } from "./verdicts";
 
 /**
  * May a sweep end a teardown claim's fence? DOMAIN.md §2.6, in the order of EVIDENCE.md.
- * A fence ends early only for the lease's current attempt whose claimer provably exited.
+ * A fence ends early only for the lease's current attempt whose claimer provably exited, or,
+ * on another host, whose controller stopped or fell silent past the window.
  */
 export function decideTeardownFence(e: TeardownFenceEvidence): TeardownFenceResult {
   const { lease } = e;
@@ -40,7 +41,7 @@ export function decideTeardownFence(e: TeardownFenceEvidence): TeardownFenceResu
   checks.push(check("same_attempt", sameAttempt, lease.claimAttemptId, record.attemptId));
   if (!sameAttempt) return done("keep", "attempt_superseded");
 
-  // 5. Only a claimer proven exited ends the fence early.
+  // 5. A claimer proven exited ends the fence early.
   claimerVerdict = judgement(judgeRecordedProcess(claimer, e.observer, e.claimerProbe));
   checks.push(check("claimer_exited", claimerVerdict.verdict === "exited", "exited", `${claimerVerdict.verdict} (${claimerVerdict.reason})`));
   switch (claimerVerdict.verdict) {
@@ -49,8 +50,23 @@ export function decideTeardownFence(e: TeardownFenceEvidence): TeardownFenceResu
     case "alive":
       return done("keep", "claimer_alive");
     case "unknown":
-      return done("keep", "claimer_unknown");
+      break;
     default:
       return assertNever(claimerVerdict.verdict);
   }
+
+  // 6. A claimer no probe can judge (another host): its controller stopped, or fell silent
+  // past the window, as a run's executor is taken over (§2.10). Safe because every write of
+  // a teardown is conditional on its attempt id, and its provider calls only destroy a
+  // sandbox its lease already gave back.
+  const beat = e.claimerHeartbeat ?? null;
+  const sameController = beat !== null && !!claimer.bootId && beat.bootId === claimer.bootId;
+  checks.push(check("claimer_heartbeat", sameController, claimer.bootId ?? "the claimer's boot id", beat === null ? "no heartbeat row" : beat.bootId));
+  if (beat === null || !sameController) return done("keep", "claimer_unknown");
+  checks.push(check("claimer_stopped", beat.stoppedAt !== null, "stopped", beat.stoppedAt ?? "running"));
+  if (beat.stoppedAt !== null) return done("release", "claimer_stopped");
+  const silentMs = at(e.now) - at(beat.lastSeenAt);
+  const silent = silentMs > beat.silenceWindowMs;
+  checks.push(check("claimer_silent", silent, `last seen more than ${beat.silenceWindowMs} ms before ${e.now}`, `${beat.lastSeenAt} (${silentMs} ms)`));
+  return silent ? done("release", "claimer_silent") : done("keep", "claimer_unknown");
 }

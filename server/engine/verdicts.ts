@@ -121,6 +121,8 @@ export type CreationIntentResult = z.infer<typeof creationIntentResultSchema>;
 export const TEARDOWN_FENCE_REASONS = [
   "fence_expired",
   "claimer_exited",
+  "claimer_stopped",
+  "claimer_silent",
   "attempt_superseded",
   "claimer_alive",
   "claimer_unknown",
