@@ -112,6 +112,11 @@ await step("playwright (e2e in Chromium)", async () => {
 if (db.startedHere) await db.stop();
 
 const failed = steps.filter((s) => !s.ok);
+const slowest = slowestFiles(10);
+if (slowest.length > 0) {
+  process.stdout.write("\n  the ten slowest test files:\n");
+  for (const f of slowest) process.stdout.write(`    ${f.seconds.toFixed(1).padStart(6)} s  ${f.file}\n`);
+}
 process.stdout.write("\n");
 for (const s of steps) process.stdout.write(`  ${s.ok ? "✓" : "✗"} ${s.name.padEnd(30)} ${s.detail} (${s.seconds.toFixed(1)} s)\n`);
 const total = ((Date.now() - started) / 1000).toFixed(0);
@@ -119,6 +124,20 @@ process.stdout.write(
   `\nnpm test: ${steps.map((s) => `${s.name.split(" ")[0]} ${s.ok ? s.detail : `FAILED (${s.detail})`}`).join(" · ")} — ${failed.length ? "FAILED" : "PASSED"} in ${total} s\n`,
 );
 process.exit(failed.length ? 1 : 0);
+
+/** Each test file's wall time, from Vitest's and Playwright's JSON reports, slowest first. */
+function slowestFiles(n: number): Array<{ file: string; seconds: number }> {
+  const files: Array<{ file: string; seconds: number }> = [];
+  const vitest = readJson<{ testResults: Array<{ name: string; startTime: number; endTime: number }> }>(path.join(resultsDir, "vitest.json"));
+  for (const r of vitest?.testResults ?? []) files.push({ file: path.relative(process.cwd(), r.name), seconds: (r.endTime - r.startTime) / 1000 });
+  interface PwSuite { file: string; suites?: PwSuite[]; specs?: Array<{ tests: Array<{ results: Array<{ duration: number }> }> }> }
+  const e2e = readJson<{ suites: PwSuite[] }>(path.join(resultsDir, "e2e.json"));
+  const ms = (suite: PwSuite): number =>
+    (suite.specs ?? []).reduce((sum, spec) => sum + spec.tests.reduce((t, test) => t + test.results.reduce((r, res) => r + res.duration, 0), 0), 0) +
+    (suite.suites ?? []).reduce((sum, child) => sum + ms(child), 0);
+  for (const suite of e2e?.suites ?? []) files.push({ file: path.join("e2e", suite.file), seconds: ms(suite) / 1000 });
+  return files.sort((a, b) => b.seconds - a.seconds).slice(0, n);
+}
 
 function readJson<T>(file: string): T | null {
   try {

@@ -21,6 +21,17 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
+/** A controller of inst-a that drained (stopped on purpose): recovery takes its runs up at once. */
+async function drainedExecutor(db: ControllerHarness["db"]["db"], prefix: string): Promise<string> {
+  const me = currentProcessIdentity();
+  await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
+  const bootId = `${prefix}-${crypto.randomUUID()}`;
+  await db.controllerProcess.create({
+    data: { bootId, instanceId: "inst-a", pid: me.pid, startedAt: new Date(me.startedAt), hostname: me.hostname, pidSpace: me.pidSpace, stoppedAt: new Date(), stopReason: "drain" },
+  });
+  return bootId;
+}
+
 const uuid = (prefix: string, n: number) => `${prefix}${String(n).padStart(4, "0")}-0000-4000-8000-000000000000`;
 
 describe("run recovery paging", () => {
@@ -60,12 +71,7 @@ describe("run recovery paging", () => {
 describe("a takeover works from the run its claim left (issue 31)", () => {
   it("the old executor's checkpoint that lands between the taker's read and its claim is the one recovery sees", async () => {
     const { db } = h.db;
-    const me = currentProcessIdentity();
-    await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
-    const gone = `gone-${crypto.randomUUID()}`;
-    await db.controllerProcess.create({
-      data: { bootId: gone, instanceId: "inst-a", pid: me.pid, startedAt: new Date(me.startedAt), hostname: me.hostname, pidSpace: me.pidSpace, stoppedAt: new Date(), stopReason: "drain" },
-    });
+    const gone = await drainedExecutor(db, "gone");
     const run = await db.run.create({
       data: { instanceId: "inst-a", companyId: "co-1", taskId: `late-checkpoint-${crypto.randomUUID()}`, agent: "a", provider: "codex", target: "remote", sandboxMode: "warm", status: "starting", phase: "bootstrapping", executorBootId: gone, runnerInstanceId: "ri-late", sessionId: "s-late" },
     });
@@ -113,12 +119,7 @@ describe("a takeover works from the run its claim left (issue 31)", () => {
 describe("a takeover is not held up by a run row another transaction holds (issue 31)", () => {
   it("claims the other interrupted runs at once and the held one once its holder is gone", async () => {
     const { db } = h.db;
-    const me = currentProcessIdentity();
-    await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
-    const gone = `gone-${crypto.randomUUID()}`;
-    await db.controllerProcess.create({
-      data: { bootId: gone, instanceId: "inst-a", pid: me.pid, startedAt: new Date(me.startedAt), hostname: me.hostname, pidSpace: me.pidSpace, stoppedAt: new Date(), stopReason: "drain" },
-    });
+    const gone = await drainedExecutor(db, "gone");
     const base = { instanceId: "inst-a", companyId: "co-1", agent: "a", provider: "codex", target: "remote" as const, sandboxMode: "warm" as const, status: "running" as const, phase: "session_open" as const, executorBootId: gone };
     // Ids sort the held run first: the claim meets it before the others.
     const ids = ["11111111", "22222222", "33333333"].map((p) => `${p}-0000-4000-8000-${crypto.randomBytes(6).toString("hex")}`);
@@ -203,13 +204,8 @@ async function closedPort(): Promise<number> {
 describe("recovery never loops (§2.8, issue 12 item 6)", () => {
   it("counts each failed recovery attempt, ends the run with native_recovery_attempts_exhausted and Retry after the bound: exactly N attempts", async () => {
     const { db } = h.db;
-    const me = currentProcessIdentity();
-    await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
     // The run's executor drained: recovery takes the run up at once.
-    const drained = `drained-${crypto.randomUUID()}`;
-    await db.controllerProcess.create({
-      data: { bootId: drained, instanceId: "inst-a", pid: me.pid, startedAt: new Date(me.startedAt), hostname: me.hostname, pidSpace: me.pidSpace, stoppedAt: new Date(), stopReason: "drain" },
-    });
+    const drained = await drainedExecutor(db, "drained");
     const run = await db.run.create({
       data: {
         instanceId: "inst-a",
@@ -241,7 +237,7 @@ describe("recovery never loops (§2.8, issue 12 item 6)", () => {
       provider,
       providerTarget: "emulator",
       runner: createRunnerClient({ apiKey: "k", timeoutMs: 500, toolboxUrl: (id, o) => provider.toolboxUrl(id, o) }),
-      identity: { ...me, bootId: crypto.randomUUID() },
+      identity: { ...currentProcessIdentity(), bootId: crypto.randomUUID() },
       config: { ...base, pollMs: 30, recoveryMaxAttempts: 3, recoveryBackoffMs: 0 },
       log: pino({ level: "silent" }),
     });
@@ -301,12 +297,7 @@ describe("recovery never loops (§2.8, issue 12 item 6)", () => {
 describe("a warm sandbox that never starts again (issue 31 item 7c)", () => {
   it("each recovery's resumed lease shares the sandbox's start budget: the run ends with sandbox_not_restartable, not after every recovery attempt", async () => {
     const { db } = h.db;
-    const me = currentProcessIdentity();
-    await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
-    const drained = `drained-${crypto.randomUUID()}`;
-    await db.controllerProcess.create({
-      data: { bootId: drained, instanceId: "inst-a", pid: me.pid, startedAt: new Date(me.startedAt), hostname: me.hostname, pidSpace: me.pidSpace, stoppedAt: new Date(), stopReason: "drain" },
-    });
+    const drained = await drainedExecutor(db, "drained");
     const run = await db.run.create({
       data: {
         instanceId: "inst-a",
@@ -344,7 +335,7 @@ describe("a warm sandbox that never starts again (issue 31 item 7c)", () => {
       provider,
       providerTarget: "emulator",
       runner: h.emu.runner(real),
-      identity: { ...me, bootId: crypto.randomUUID() },
+      identity: { ...currentProcessIdentity(), bootId: crypto.randomUUID() },
       // Recovery attempts to spare: only the sandbox's own start budget may end the run.
       config: { ...base, pollMs: 30, recoveryMaxAttempts: 6, recoveryBackoffMs: 0 },
       log: pino({ level: "silent" }),
