@@ -10,9 +10,11 @@ import { isProcessRunning } from "../test/process";
 let t: TestEmulator;
 let provider: DaytonaProvider;
 let runner: RunnerClient;
+/** Every request the emulator served ("METHOD /path?query"). */
+const requests: string[] = [];
 
 beforeAll(async () => {
-  t = await startTestEmulator(inject("adminUrl"), inject("runPrefix"));
+  t = await startTestEmulator(inject("adminUrl"), inject("runPrefix"), { onRequest: (method, p) => requests.push(`${method} ${p}`) });
   provider = t.provider({ instanceId: "inst-a" });
   runner = t.runner(provider);
 });
@@ -183,5 +185,41 @@ describe("a turn's budget (issue 31 item 6)", () => {
       process.kill(pid, "SIGCONT");
       await runner.stop(sbx.id).catch(() => null);
     }
+  });
+});
+
+describe("a turn that runs past one long poll", () => {
+  const executes = (sandboxId: string) => requests.filter((r) => r.startsWith("POST ") && r.includes(sandboxId) && r.endsWith("/process/execute")).length;
+
+  it("is found by reading the runner's record between two long polls: one `ctl turn` process in the sandbox, not one per wait", async () => {
+    const sbx = await sandbox("op-long-turn");
+    const polled = t.runner(provider, 10_000, { longPollWaitMs: 1_000, longPollEveryMs: 60_000, readEveryMs: 200 });
+    await polled.start(sbx.id, { runId: "r8", runnerInstanceId: "ri-1", sessionId: "s-8", agentCommand: "sleep 4; echo done" });
+    await polled.sessionOpen(sbx.id, { timeoutMs: 5000 });
+    const before = executes(sbx.id);
+    const t0 = Date.now();
+    const turn = await polled.turn(sbx.id, 1);
+    const tookMs = Date.now() - t0;
+    expect(turn.command).toMatchObject({ seq: 1, exitCode: 0, outputTail: "done\n" });
+    expect(turn.state.processedCommands).toHaveLength(1);
+    // Four long polls of a second each before; the record is read within a read's interval of the turn's end.
+    expect(executes(sbx.id) - before).toBe(1);
+    expect(tookMs).toBeGreaterThanOrEqual(4_000);
+    expect(tookMs).toBeLessThan(6_000);
+    await polled.stop(sbx.id);
+  });
+
+  it("whose runner dies is ended by the next long poll (runner_not_running), not read forever", async () => {
+    const sbx = await sandbox("op-long-turn-dead");
+    const polled = t.runner(provider, 10_000, { longPollWaitMs: 500, longPollEveryMs: 1_000, readEveryMs: 200 });
+    const started = await polled.start(sbx.id, { runId: "r9", runnerInstanceId: "ri-1", sessionId: "s-9", agentCommand: "sleep 600" });
+    await polled.sessionOpen(sbx.id, { timeoutMs: 5000 });
+    const turn = polled.turn(sbx.id, 1).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 800));
+    process.kill(started.process!.pid, "SIGKILL");
+    const t0 = Date.now();
+    const err = await turn;
+    expect(err).toMatchObject({ code: "runner_not_running" });
+    expect(Date.now() - t0).toBeLessThan(4_000);
   });
 });

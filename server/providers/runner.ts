@@ -1,6 +1,7 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { setTimeout } from "node:timers/promises";
 import { z } from "zod";
 import { ProviderError } from "./errors";
 import { decodeJson, httpFailure, send, validate, type HttpResponse } from "./http";
@@ -146,6 +147,12 @@ export type SessionOpenResult =
 
 /** How long past a turn's budget the controller keeps polling for the runner's record (the runner's kill grace, its write, a round trip). */
 export const TURN_DEADLINE_MARGIN_MS = 30_000;
+/** One `ctl turn` long poll's wait (ms): well under the toolbox proxy's timeout (RUNNER.md: ≤ 25 s). */
+export const TURN_LONG_POLL_WAIT_MS = 15_000;
+/** How often a turn still running is long-polled through `ctl turn` (ms); the runner's record is read in between. */
+export const TURN_LONG_POLL_EVERY_MS = 60_000;
+/** How often the runner's record of a turn still running is read between two long polls (ms). */
+export const TURN_READ_EVERY_MS = 2_000;
 
 export interface TurnOptions extends RunnerCallOptions {
   prompt?: string;
@@ -227,6 +234,14 @@ export interface HttpRunnerClientOptions {
   /** The sandbox's toolbox proxy base, or null when the sandbox does not exist. */
   toolboxUrl: (sandboxId: string, options?: { signal?: AbortSignal }) => Promise<string | null>;
   timeoutMs?: number;
+  /** How a turn still running is polled (ms; defaults TURN_LONG_POLL_WAIT_MS, TURN_LONG_POLL_EVERY_MS, TURN_READ_EVERY_MS). */
+  turnPoll?: Partial<TurnPoll>;
+}
+
+export interface TurnPoll {
+  longPollWaitMs: number;
+  longPollEveryMs: number;
+  readEveryMs: number;
 }
 
 interface Program {
@@ -280,6 +295,7 @@ export class HttpRunnerClient implements RunnerClient {
   private readonly apiKey: string;
   private readonly toolboxUrl: HttpRunnerClientOptions["toolboxUrl"];
   private readonly timeoutMs: number;
+  private readonly turnPoll: TurnPoll;
   private readonly homes = new Map<string, string>();
   private readonly installed = new Map<string, string>();
 
@@ -287,6 +303,7 @@ export class HttpRunnerClient implements RunnerClient {
     this.apiKey = options.apiKey;
     this.toolboxUrl = options.toolboxUrl;
     this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.turnPoll = { longPollWaitMs: TURN_LONG_POLL_WAIT_MS, longPollEveryMs: TURN_LONG_POLL_EVERY_MS, readEveryMs: TURN_READ_EVERY_MS, ...options.turnPoll };
   }
 
   async start(sandboxId: string, input: StartRunnerInput, options: RunnerCallOptions = {}): Promise<RunnerState> {
@@ -345,25 +362,43 @@ export class HttpRunnerClient implements RunnerClient {
       return new TurnDeadlineError(seq, deadlineMs!, Date.now() - started, err instanceof Error ? err.message : null);
     };
     const args = ["ctl", "turn", "--seq", String(seq), "--prompt", prompt ?? "", ...(budget === null ? [] : ["--timeout-ms", String(budget)])];
-    // Each call stays well under the proxy's timeout; a long turn is polled (same seq: never run twice).
+    const recordIn = (state: RunnerState) =>
+      state.processedCommands.map((c) => processedCommandSchema.safeParse(c)).find((c) => c.success && c.data.seq === seq)?.data;
+    // A long turn is polled: a `ctl turn` long poll (same seq: never run twice) stays well under
+    // the proxy's timeout and is a process in the sandbox (~0.1 s of CPU), so between two of
+    // them the runner's record is read with files/download, a plain file read. The long poll
+    // still comes every TURN_LONG_POLL_EVERY_MS: it is what finds a runner that died.
+    let lastLongPoll = -Infinity;
     for (;;) {
       const left = deadlineMs === null ? Infinity : deadlineMs - (Date.now() - started);
-      const waitMs = Math.max(1_000, Math.min(15_000, left));
-      let out: Record<string, unknown>;
-      try {
-        out = await this.runnerd(sandboxId, operation, [...args, "--wait-ms", String(waitMs)], { ...call, signal, timeoutMs: call.timeoutMs ?? Math.max(this.timeoutMs, waitMs + 10_000) });
-      } catch (err) {
-        throw gaveUp(err) ?? err;
+      if (Date.now() - lastLongPoll >= this.turnPoll.longPollEveryMs) {
+        const waitMs = Math.max(1_000, Math.min(this.turnPoll.longPollWaitMs, left));
+        let out: Record<string, unknown>;
+        try {
+          out = await this.runnerd(sandboxId, operation, [...args, "--wait-ms", String(waitMs)], { ...call, signal, timeoutMs: call.timeoutMs ?? Math.max(this.timeoutMs, waitMs + 10_000) });
+        } catch (err) {
+          throw gaveUp(err) ?? err;
+        }
+        lastLongPoll = Date.now();
+        const answer = validate(operation, out, turnAnswerSchema);
+        if (!answer.pending) {
+          const command = answer.command ?? recordIn(answer.state);
+          if (!command) throw new ProviderError("garbage", operation, `the runner answered without a record of turn ${seq}`);
+          return { state: answer.state, command };
+        }
+      } else {
+        let state: RunnerState | null;
+        try {
+          await setTimeout(Math.max(0, Math.min(this.turnPoll.readEveryMs, left)), undefined, { signal });
+          state = await this.readState(sandboxId, { ...call, signal });
+        } catch (err) {
+          throw gaveUp(err) ?? err;
+        }
+        const command = state ? recordIn(state) : undefined;
+        if (state && command) return { state, command };
       }
-      const answer = validate(operation, out, turnAnswerSchema);
-      if (answer.pending) {
-        const late = gaveUp(null);
-        if (late) throw late;
-        continue;
-      }
-      const command = answer.command ?? answer.state.processedCommands.map((c) => processedCommandSchema.safeParse(c)).find((c) => c.success && c.data.seq === seq)?.data;
-      if (!command) throw new ProviderError("garbage", operation, `the runner answered without a record of turn ${seq}`);
-      return { state: answer.state, command };
+      const late = gaveUp(null);
+      if (late) throw late;
     }
   }
 

@@ -6,7 +6,7 @@ import pg from "pg";
 import { withDatabase } from "../db/url";
 import { withAdmin } from "./db";
 import { DaytonaProvider } from "../providers/daytona";
-import { createRunnerClient, type RunnerClient } from "../providers/runner";
+import { createRunnerClient, type RunnerClient, type TurnPoll } from "../providers/runner";
 import { EmulatorAdminClient } from "../emulator/admin-client";
 import { DEFAULT_API_KEY, startEmulator, type EmulatorHandle, type EmulatorOptions } from "../emulator/server";
 
@@ -38,7 +38,7 @@ export interface TestEmulator {
   admin: EmulatorAdminClient;
   /** A provider scoped to `instanceId` (unscoped when omitted). */
   provider(options?: { instanceId?: string; timeoutMs?: number; pageSize?: number }): DaytonaProvider;
-  runner(provider: DaytonaProvider, timeoutMs?: number): RunnerClient;
+  runner(provider: DaytonaProvider, timeoutMs?: number, turnPoll?: Partial<TurnPoll>): RunnerClient;
   close(): Promise<void>;
 }
 
@@ -56,8 +56,8 @@ export async function startTestEmulator(
     database,
     admin: new EmulatorAdminClient(emulator.url, apiKey),
     provider: (o = {}) => new DaytonaProvider({ apiUrl: emulator.url, apiKey, timeoutMs: o.timeoutMs ?? 10_000, instanceId: o.instanceId, pageSize: o.pageSize }),
-    runner: (provider, timeoutMs = 10_000) =>
-      createRunnerClient({ apiKey, timeoutMs, toolboxUrl: (id, o) => provider.toolboxUrl(id, o) }),
+    runner: (provider, timeoutMs = 10_000, turnPoll) =>
+      createRunnerClient({ apiKey, timeoutMs, turnPoll, toolboxUrl: (id, o) => provider.toolboxUrl(id, o) }),
     async close() {
       // The sandboxes' processes (detached runners) end with the test.
       await emulator.killAllProcesses().catch(() => 0);
