@@ -118,19 +118,28 @@ export async function expectAccessible(page: Page) {
   for (const colorScheme of ["light", "dark"] as const) {
     await page.emulateMedia({ colorScheme });
     // A toast still fading (in, out, or behind a newer one: sonner fades a stacked toast's
-    // content) is judged by its half-transparent colours: wait until no toast transition runs.
-    await page.waitForFunction(() =>
-      [...document.querySelectorAll("[data-sonner-toast]")].every((t) => getComputedStyle(t).opacity === "1") &&
-      document.getAnimations().every((a) => {
-        const target = a.effect instanceof KeyframeEffect ? a.effect.target : null;
-        return a.playState !== "running" || !target?.closest("[data-sonner-toaster]");
-      }),
-    );
-    const results = await new AxeBuilder({ page }).analyze();
-    const serious = results.violations
-      .filter((v) => v.impact === "serious" || v.impact === "critical")
-      .map((v) => `${colorScheme}: ${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => `${n.target.join(" ")}: ${n.failureSummary ?? ""}`).slice(0, 5).join("; ")}`);
-    expect(serious, serious.join("\n")).toEqual([]);
+    // content) is judged by its half-transparent colours. The pointer on the toasts holds them
+    // (sonner pauses its timers and expands the stack while hovered), so none starts leaving
+    // during the analysis — a toast that did failed CI once — then no toast transition may run.
+    // A toast that arrives or leaves during the analysis can still be caught mid-fade: the
+    // analysis is taken again, and only a violation that stays fails.
+    await expect(async () => {
+      const toasts = page.locator("[data-sonner-toast]");
+      if ((await toasts.count()) > 0) await toasts.first().hover({ timeout: 2_000 }).catch(() => {}); // gone meanwhile: nothing to hold
+      await page.waitForFunction(() =>
+        [...document.querySelectorAll("[data-sonner-toast]")].every((t) => getComputedStyle(t).opacity === "1") &&
+        document.getAnimations().every((a) => {
+          const target = a.effect instanceof KeyframeEffect ? a.effect.target : null;
+          return a.playState !== "running" || !target?.closest("[data-sonner-toaster]");
+        }),
+      );
+      const results = await new AxeBuilder({ page }).analyze();
+      const serious = results.violations
+        .filter((v) => v.impact === "serious" || v.impact === "critical")
+        .map((v) => `${colorScheme}: ${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => `${n.target.join(" ")}: ${n.failureSummary ?? ""}`).slice(0, 5).join("; ")}`);
+      await page.mouse.move(0, 0);
+      expect(serious, serious.join("\n")).toEqual([]);
+    }).toPass({ timeout: 20_000, intervals: [1_000, 2_000] });
   }
   await page.emulateMedia({ colorScheme: "light" });
 }
