@@ -28,7 +28,9 @@ const say = (line: string) => process.stdout.write(`\n▶ ${line}\n`);
 // `npm test -- --only vitest,e2e` runs some steps (a developer's shortcut; CI runs all).
 const onlyArg = process.argv.indexOf("--only");
 const only = onlyArg >= 0 ? new Set((process.argv[onlyArg + 1] ?? "").split(",")) : null;
-const STEP_KEYS: Record<string, string> = { typecheck: "typecheck", lint: "lint", "vitest (unit + integration)": "vitest", "next build": "build", "playwright (e2e in Chromium)": "e2e" };
+// In the order they run.
+const STEP_KEYS: Record<string, string> = { typecheck: "typecheck", lint: "lint", "next build": "build", "vitest (unit + integration)": "vitest", "playwright (e2e in Chromium)": "e2e" };
+const STEP_ORDER = Object.keys(STEP_KEYS);
 
 async function step(name: string, fn: () => Promise<{ ok: boolean; detail: string }>): Promise<boolean> {
   if (only && !only.has(STEP_KEYS[name] ?? name)) return true;
@@ -40,7 +42,10 @@ async function step(name: string, fn: () => Promise<{ ok: boolean; detail: strin
   } catch (err) {
     outcome = { ok: false, detail: err instanceof Error ? err.message : String(err) };
   }
-  steps.push({ name, ...outcome, seconds: (Date.now() - started) / 1000 });
+  // In the order the steps are listed, whichever of two side-by-side steps ends first.
+  const at = STEP_ORDER.indexOf(name);
+  const before = steps.findIndex((s) => STEP_ORDER.indexOf(s.name) > at);
+  steps.splice(before < 0 ? steps.length : before, 0, { name, ...outcome, seconds: (Date.now() - started) / 1000 });
   return outcome.ok;
 }
 
@@ -48,15 +53,17 @@ const node = process.execPath;
 const baseEnv = childEnv({ NEXT_TELEMETRY_DISABLED: "1", FORCE_COLOR: "1" });
 const started = Date.now();
 
-await step("typecheck", async () => {
-  const code = await runToEnd(node, [nodeBin("typescript/bin/tsc"), "--noEmit"], baseEnv);
-  return { ok: code === 0, detail: code === 0 ? "ok" : "type errors" };
-});
-
-await step("lint", async () => {
-  const code = await runToEnd(node, [nodeBin("eslint/bin/eslint.js"), "--max-warnings", "0", "."], baseEnv);
-  return { ok: code === 0, detail: code === 0 ? "ok" : "lint errors" };
-});
+// Side by side: each is one process on one core (measured: 21 s and 17 s one after the other).
+await Promise.all([
+  step("typecheck", async () => {
+    const code = await runToEnd(node, [nodeBin("typescript/bin/tsc"), "--noEmit"], baseEnv);
+    return { ok: code === 0, detail: code === 0 ? "ok" : "type errors" };
+  }),
+  step("lint", async () => {
+    const code = await runToEnd(node, [nodeBin("eslint/bin/eslint.js"), "--max-warnings", "0", "."], baseEnv);
+    return { ok: code === 0, detail: code === 0 ? "ok" : "lint errors" };
+  }),
+]);
 
 // One database server for the whole run: Vitest and the browser tests reuse it.
 const db = await openDatabase({ env, log: (l) => process.stdout.write(`  ${l}\n`) });

@@ -19,7 +19,8 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject) {
-  const runPrefix = `rwt_${Date.now().toString(36)}_${process.pid}`;
+  // Each Vitest project that needs a database runs this: its name keeps their databases apart.
+  const runPrefix = `rwt_${Date.now().toString(36)}_${process.pid}_${project.name.replace(/[^a-z0-9]/gi, "").toLowerCase()}`;
   const templateDatabase = `${runPrefix}_tmpl`;
   const db = await openDatabase({ env, database: templateDatabase });
   await migrate(db.url);
