@@ -3,7 +3,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { isProcessRunning } from "../server/test/process";
 
 /**
@@ -53,7 +53,8 @@ async function sandbox() {
   return { ...box, run, work: path.join(home, "work"), root: path.join(home, ".runwarden", "runner") };
 }
 
-afterEach(async () => {
+// At the end, not after each: the first suite's cases run side by side, each in a sandbox of its own.
+afterAll(async () => {
   for (const { home, env } of homes.splice(0)) {
     await new Promise((r) => execFile(process.execPath, [RUNNERD, "ctl", "stop"], { env: env as unknown as NodeJS.ProcessEnv }, r));
     fs.rmSync(home, { recursive: true, force: true });
@@ -64,7 +65,8 @@ const ids = (instance = "ri-1") => ["--run", "r1", "--instance", instance, "--se
 const marker = (work: string) =>
   fs.existsSync(path.join(work, "runwarden-demo-marker.txt")) ? fs.readFileSync(path.join(work, "runwarden-demo-marker.txt"), "utf8").trim().split("\n") : [];
 
-describe("runnerd", () => {
+// Side by side: each case is a chain of node starts (~0.1 s of CPU each), mostly waiting on them.
+describe.concurrent("runnerd", () => {
   it("starts once, refuses another instance's live runner, runs each turn exactly once", async () => {
     const sb = await sandbox();
     expect((await sb.run("ctl", "process")).result).toEqual({ ok: true, process: { state: "absent" } });

@@ -131,6 +131,24 @@ export function runToEnd(command: string, args: string[], env?: NodeJS.ProcessEn
   });
 }
 
+/**
+ * Like runToEnd, for a command that runs beside others: its output is held and printed in one
+ * piece when it ends, so side-by-side commands do not interleave their lines.
+ */
+export function runToEndHeld(command: string, args: string[], env?: NodeJS.ProcessEnv): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { env: env ?? childEnv({}), stdio: ["ignore", "pipe", "pipe"] });
+    const chunks: Buffer[] = [];
+    child.stdout.on("data", (d: Buffer) => chunks.push(d));
+    child.stderr.on("data", (d: Buffer) => chunks.push(d));
+    child.on("close", (code, signal) => {
+      process.stdout.write(Buffer.concat(chunks));
+      resolve(code ?? (signal ? 128 : 1));
+    });
+    child.on("error", () => resolve(127));
+  });
+}
+
 export function portFree(port: number, host = "0.0.0.0"): Promise<boolean> {
   return new Promise((resolve) => {
     const srv = net.createServer();
