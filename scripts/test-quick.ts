@@ -4,7 +4,7 @@
  * one piece as it ends. No build, no browser, no database: `npm test` runs everything.
  */
 import { childEnv } from "../server/env";
-import { nodeBin, runToEndHeld } from "./lib/processes";
+import { CHECKS, nodeBin, runToEnd } from "./lib/processes";
 
 const node = process.execPath;
 const env = childEnv({ FORCE_COLOR: "1" });
@@ -15,18 +15,17 @@ const timed = async (name: string, run: () => Promise<number>) => {
   return { name, ok: code === 0, seconds: (Date.now() - t0) / 1000 };
 };
 
+const held = { held: true };
 const steps = await Promise.all([
-  // As npm test checks them: Next's route types first (.next/types, in tsconfig's include).
+  // As npm test checks them: Next's route types first.
   timed("typecheck", async () => {
-    const typegen = await runToEndHeld(node, [nodeBin("next/dist/bin/next"), "typegen"], env);
-    return typegen !== 0 ? typegen : runToEndHeld(node, [nodeBin("typescript/bin/tsc"), "--noEmit"], env);
+    const typegen = await runToEnd(node, CHECKS.typegen, env, held);
+    return typegen !== 0 ? typegen : runToEnd(node, CHECKS.typecheck, env, held);
   }),
   // ESLint's cache: no rule here reads types or other files' contents, so a file's result depends on
   // the file and the config alone (both in the cache key). tsc is incremental by tsconfig.json.
-  timed("lint", () =>
-    runToEndHeld(node, [nodeBin("eslint/bin/eslint.js"), "--max-warnings", "0", "--cache", "--cache-location", "node_modules/.cache/eslint/", "."], env),
-  ),
-  timed("unit tests", () => runToEndHeld(node, [nodeBin("vitest/vitest.mjs"), "run", "--project", "unit"], env)),
+  timed("lint", () => runToEnd(node, [...CHECKS.lint, "--cache", "--cache-location", "node_modules/.cache/eslint/"], env, held)),
+  timed("unit tests", () => runToEnd(node, [nodeBin("vitest/vitest.mjs"), "run", "--project", "unit"], env, held)),
 ]);
 process.stdout.write("\n");
 for (const s of steps) process.stdout.write(`  ${s.ok ? "✓" : "✗"} ${s.name.padEnd(12)} (${s.seconds.toFixed(1)} s)\n`);

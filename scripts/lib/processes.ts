@@ -123,31 +123,31 @@ export function tsxArgs(script: string): string[] {
   return ["--import", "tsx", path.resolve(script)];
 }
 
-export function runToEnd(command: string, args: string[], env?: NodeJS.ProcessEnv): Promise<number> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { env: env ?? childEnv({}), stdio: "inherit" });
-    child.on("exit", (code, signal) => resolve(code ?? (signal ? 128 : 1)));
-    child.on("error", () => resolve(127));
-  });
-}
-
 /**
- * Like runToEnd, for a command that runs beside others: its output is held and printed in one
- * piece when it ends, so side-by-side commands do not interleave their lines.
+ * Runs a command to its end. `held`: for a command that runs beside others, its output is held
+ * and printed in one piece when it ends, so side-by-side commands do not interleave their lines.
  */
-export function runToEndHeld(command: string, args: string[], env?: NodeJS.ProcessEnv): Promise<number> {
+export function runToEnd(command: string, args: string[], env?: NodeJS.ProcessEnv, options: { held?: boolean } = {}): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { env: env ?? childEnv({}), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(command, args, { env: env ?? childEnv({}), stdio: options.held ? ["ignore", "pipe", "pipe"] : "inherit" });
     const chunks: Buffer[] = [];
-    child.stdout.on("data", (d: Buffer) => chunks.push(d));
-    child.stderr.on("data", (d: Buffer) => chunks.push(d));
+    child.stdout?.on("data", (d: Buffer) => chunks.push(d));
+    child.stderr?.on("data", (d: Buffer) => chunks.push(d));
     child.on("close", (code, signal) => {
-      process.stdout.write(Buffer.concat(chunks));
+      if (chunks.length) process.stdout.write(Buffer.concat(chunks));
       resolve(code ?? (signal ? 128 : 1));
     });
     child.on("error", () => resolve(127));
   });
 }
+
+/** The checks `npm test` and `npm run test:quick` both run, as commands of this Node. */
+export const CHECKS = {
+  // Next's route types first (.next/types, in tsconfig's include): what `next build` would check.
+  typegen: [nodeBin("next/dist/bin/next"), "typegen"],
+  typecheck: [nodeBin("typescript/bin/tsc"), "--noEmit"],
+  lint: [nodeBin("eslint/bin/eslint.js"), "--max-warnings", "0", "."],
+};
 
 export function portFree(port: number, host = "0.0.0.0"): Promise<boolean> {
   return new Promise((resolve) => {
