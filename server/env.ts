@@ -87,6 +87,12 @@ const envSchema = z.object({
   /** The first back-off after a failed recovery attempt; it doubles each attempt, capped at 300 s. */
   RUNWARDEN_RECOVERY_BACKOFF_MS: z.coerce.number().int().min(0).default(2_000),
   /**
+   * While the provider is unavailable (§2.8), the controller probes it after this long, then
+   * twice as long each time up to RUNWARDEN_BREAKER_PROBE_CAP_MS (at least its Retry-After).
+   */
+  RUNWARDEN_BREAKER_PROBE_MS: z.coerce.number().int().min(10).default(1_000),
+  RUNWARDEN_BREAKER_PROBE_CAP_MS: z.coerce.number().int().min(10).default(30_000),
+  /**
    * Chaos-wave tests only: a deliberately broken recovery rule, to prove the wave's checks
    * can fail. Never set in production.
    */

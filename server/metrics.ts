@@ -3,6 +3,7 @@ import { Gauge, Registry } from "prom-client";
 import { sessionUser } from "./auth/users";
 import type { Db } from "./db/client";
 import { env } from "./env";
+import { LIVE_CONTROLLER_WINDOW_SECONDS } from "./health";
 
 /**
  * GET /api/metrics. The figures span every company, so they are for a scraper holding
@@ -73,9 +74,18 @@ export async function renderMetrics(db: Db): Promise<{ body: string; contentType
   if (l && Number(l.n) > 0) {
     for (const stat of ["avg", "p50", "p95", "max"] as const) reclaimLatency.set({ stat }, Number(l[stat] ?? 0));
   }
-  const controllers = gauge("runwarden_controllers_live", "Controllers that heartbeated in the last 30 s");
+  const controllers = gauge("runwarden_controllers_live", `Controllers that heartbeated in the last ${LIVE_CONTROLLER_WINDOW_SECONDS} s`);
+  const breakers = gauge("runwarden_provider_breaker_open", "Live controllers whose provider breaker is open (the provider unavailable to them, §2.8)");
+  const outageFor = gauge("runwarden_provider_unavailable_seconds", "Seconds since the earliest open breaker of a live controller opened (0: none open)");
+  const waiting = gauge("runwarden_runs_waiting_on_provider", "Executing runs that wait for their provider to come back");
   // On the database's clock, as the heartbeats are written.
-  const live = await db.$queryRaw<Array<{ n: bigint }>>`SELECT count(*) AS n FROM controller_processes WHERE stopped_at IS NULL AND last_seen_at > now() - interval '30 seconds'`;
-  controllers.set(Number(live[0]?.n ?? 0));
+  const [live] = await db.$queryRaw<Array<{ n: bigint; open: bigint; down_s: number | null }>>`
+    SELECT count(*) AS n, count(provider_unavailable_since) AS open,
+      extract(epoch FROM now() - min(provider_unavailable_since))::float8 AS down_s
+    FROM controller_processes WHERE stopped_at IS NULL AND last_seen_at > now() - make_interval(secs => ${LIVE_CONTROLLER_WINDOW_SECONDS})`;
+  controllers.set(Number(live?.n ?? 0));
+  breakers.set(Number(live?.open ?? 0));
+  outageFor.set(Math.max(0, live?.down_s ?? 0));
+  waiting.set(await db.run.count({ where: { providerWaitSince: { not: null }, status: { in: ["starting", "running", "suspended"] } } }));
   return { body: await registry.metrics(), contentType: registry.contentType };
 }

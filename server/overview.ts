@@ -3,6 +3,7 @@ import type { Db } from "./db/client";
 import { describeFailure } from "./engine";
 import { companyWhere, type CompanyScope } from "./shared/roles";
 import { awaitingRetryByCode, runStatusCounts, runStatusCountsOutput } from "./runs/queries";
+import { healthOutput, readHealth } from "./health";
 import { listOrphans } from "./sandboxes/list";
 import type { Observer } from "./services/observer";
 import { OWNERSHIP_VERDICTS } from "./shared/confirm";
@@ -39,12 +40,14 @@ export const overviewOutput = z.object({
   /** Why there are no figures, or why they are older than they should be (the last inventory pass failed). */
   orphansError: z.string().nullable(),
   lastWave: waveListItemSchema.nullable(),
+  /** Controllers running, and the provider as they see it (§2.8). */
+  health: healthOutput,
 });
 export type Overview = z.infer<typeof overviewOutput>;
 
 export async function getOverview(db: Db, observer: Observer, scope: CompanyScope, instanceId: string, now = new Date()): Promise<Overview> {
   const mine = companyWhere(scope);
-  const [runs, retryGroups, overdue, orphans, lastWave] = await Promise.all([
+  const [runs, retryGroups, overdue, orphans, lastWave, health] = await Promise.all([
     runStatusCounts(db, scope),
     awaitingRetryByCode(db, scope),
     db.sandboxCreationIntent.aggregate({
@@ -59,6 +62,7 @@ export async function getOverview(db: Db, observer: Observer, scope: CompanyScop
       (err: unknown) => ({ ok: false as const, error: err instanceof Error ? err.message : String(err) }),
     ),
     latestWave(db, scope),
+    readHealth(db, scope, instanceId),
   ]);
   const awaitingRetry = retryGroups
     .flatMap((g) => {
@@ -74,5 +78,6 @@ export async function getOverview(db: Db, observer: Observer, scope: CompanyScop
     orphans: orphans.ok ? { count: orphans.list.totals.count, hourlyCost: orphans.list.totals.hourlyCost, byVerdict: orphans.list.byVerdict, listedAt: orphans.list.listedAt } : null,
     orphansError: orphans.ok ? orphans.list.inventory.error : orphans.error,
     lastWave,
+    health,
   };
 }

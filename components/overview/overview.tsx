@@ -5,6 +5,7 @@ import Link from "next/link";
 import type { ReactNode } from "react";
 import { liveEvery, useLiveRefetch } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
+import type { RouterOutputs } from "@/trpc/types";
 import { serializeRunsSearch } from "../runs/search-params";
 import { Badge, ErrorNotice, formatUsd, linkClass, Loading, RelativeTime, statusTone } from "../ui";
 
@@ -45,6 +46,10 @@ export function Overview() {
           Needs attention
         </h2>
         <ul className="mt-3 grid gap-3 md:grid-cols-2">
+          <Card title="Controllers and provider" testId="attention-health" tone={o.health.controllers.live === 0 || o.health.providerOutage ? "attention" : "calm"}>
+            <Health health={o.health} />
+          </Card>
+
           <Card title="Failed runs waiting for Retry" testId="attention-retry" tone={waiting ? "attention" : "calm"}>
             {waiting === 0 ? (
               <p>No failed run waits for Retry.</p>
@@ -153,6 +158,40 @@ export function Overview() {
           ))}
         </ul>
       </section>
+    </>
+  );
+}
+
+type HealthData = RouterOutputs["overview"]["get"]["health"];
+
+/** Whether controllers run, and whether they reach the provider (DOMAIN.md §2.8). */
+function Health({ health }: { health: HealthData }) {
+  const { controllers, providerOutage, runsWaiting } = health;
+  return (
+    <>
+      {controllers.live === 0 ? (
+        <p role="alert" data-testid="no-controller">
+          No controller running{controllers.noneSince ? (
+            <>
+              {" "}since <RelativeTime date={controllers.noneSince} />
+            </>
+          ) : null}
+          : queued runs wait and interrupted runs are not recovered until one starts.
+        </p>
+      ) : (
+        <p data-testid="controllers-live">
+          {controllers.live} controller{controllers.live === 1 ? "" : "s"} running.
+        </p>
+      )}
+      {providerOutage ? (
+        <p role="alert" className="mt-1" data-testid="provider-outage">
+          Provider unreachable since <RelativeTime date={providerOutage.since} />
+          {providerOutage.lastError ? <> (last error: <span className="font-mono text-xs">{providerOutage.lastError}</span>)</> : null}:{" "}
+          <span className="font-semibold tabular-nums">{runsWaiting}</span> run{runsWaiting === 1 ? "" : "s"} waiting. No run fails for it; they go on when it is back.
+        </p>
+      ) : controllers.live > 0 ? (
+        <p className="mt-1">The provider answers.</p>
+      ) : null}
     </>
   );
 }

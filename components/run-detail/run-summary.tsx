@@ -6,6 +6,13 @@ import { RetryPanel } from "./retry-panel";
 /** What a board user reads first: why the run is where it is, and what to do. */
 function plainState(d: Detail): { reason: string; next: string | null } {
   if (d.failure) return { reason: d.failure.message, next: d.failure.nextAction };
+  if (d.providerWait) {
+    const since = d.providerWait.outageSince ?? d.providerWait.since;
+    return {
+      reason: `The sandbox provider has been unreachable since ${utcTime(since)}${d.providerWait.lastError ? ` (last error: ${d.providerWait.lastError})` : ""}. The run waits where it stands and goes on by itself once the provider answers again.`,
+      next: "Nothing to do: an outage is not the run's failure, and Retry would not help while it lasts.",
+    };
+  }
   switch (d.run.status) {
     case "queued":
       return { reason: "The run is waiting for a controller to start it.", next: null };
@@ -22,6 +29,11 @@ function plainState(d: Detail): { reason: string; next: string | null } {
     case "cancelled":
       return { reason: "The run was cancelled.", next: null };
   }
+}
+
+/** A time the server and the browser print alike (no locale, no hydration mismatch). */
+function utcTime(d: Date): string {
+  return `${d.toISOString().slice(0, 19).replace("T", " ")} UTC`;
 }
 
 /** The run that replaced this one (and the newest down the Retry chain), live. */

@@ -4,6 +4,7 @@ import type { EnvironmentLease, Run } from "../db/client";
 import { settleFloorMs } from "../lib/settle";
 import { buildLabels, creationName } from "../providers/labels";
 import type { ControllerContext } from "./context";
+import { waitsForProvider } from "./outage";
 import { evidenceIdentity } from "./context";
 import { crashPoint } from "./crash";
 import { assertCurrentIn, type RunFence } from "./fence";
@@ -61,6 +62,8 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
     await dueNow();
     const message = err instanceof Error ? err.message : String(err);
     await appendEvent(ctx.db, run.id, "create_failed", ctx.identity.bootId, { operationId, error: message });
+    // An unavailable provider is no startup failure of the run's: the engine judges it (§2.8).
+    if (waitsForProvider(err)) throw err;
     throw new AcquireError(`sandbox create failed: ${message}`);
   }
   crashPoint(ctx, "after_create", { runId: run.id });

@@ -27,6 +27,9 @@ export interface ControllerConfig {
   recoveryMaxAttempts: number;
   /** First back-off after a failed recovery attempt (doubles, capped at 300 s). */
   recoveryBackoffMs: number;
+  /** The provider breaker's first probe interval and its cap (§2.8). */
+  breakerProbeMs: number;
+  breakerProbeCapMs: number;
   /** Rows a sweep reads per page (the id cursor moves on after each). */
   pageSize: number;
   /** Due rows a sweep acts on at once (RUNWARDEN_SWEEP_LANES). */
@@ -57,6 +60,8 @@ export function controllerConfig(env: Env, overrides: Partial<ControllerConfig> 
     executorTimeoutMs: env.RUNWARDEN_EXECUTOR_TIMEOUT_MS,
     recoveryMaxAttempts: env.RUNWARDEN_RECOVERY_MAX_ATTEMPTS,
     recoveryBackoffMs: env.RUNWARDEN_RECOVERY_BACKOFF_MS,
+    breakerProbeMs: env.RUNWARDEN_BREAKER_PROBE_MS,
+    breakerProbeCapMs: Math.max(env.RUNWARDEN_BREAKER_PROBE_CAP_MS, env.RUNWARDEN_BREAKER_PROBE_MS),
     // A page read is one round trip whatever its size: 500 rows keep a pass over a backlog of
     // live creators' intents near the database's own scan rate (issue 13).
     pageSize: 500,

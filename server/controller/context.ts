@@ -4,6 +4,7 @@ import type { Db } from "../db/client";
 import type { Identity } from "../engine";
 import type { ProcessIdentity } from "../process/identity";
 import type { RunnerClient } from "../providers/runner";
+import type { ProviderBreaker } from "../providers/breaker";
 import type { SandboxProvider } from "../providers/types";
 import type { ControllerConfig } from "./config";
 
@@ -19,6 +20,8 @@ export interface ControllerContext {
   log: Logger;
   /** Aborted when the controller drains: long waits end early and runs suspend. */
   drain: AbortController;
+  /** The provider's breaker (§2.8); its provider and runner above report to it. Absent outside a controller. */
+  breaker?: ProviderBreaker;
   /** The heartbeat's own connection (a controller process has one); without it the pool writes it. */
   heartbeat?: HeartbeatWriter;
 }

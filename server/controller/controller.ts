@@ -5,11 +5,13 @@ import type { ControllerContext } from "./context";
 import { DRAIN_SUSPEND_GRACE_MS } from "./drain";
 import { executeRun } from "./execute";
 import { isRunLost, type RunFence } from "./fence";
+import { clearProviderWait, createBreaker, recordBreakerChange } from "./outage";
+import { guardProvider, guardRunner } from "../providers/breaker";
 import { appendEvent } from "./records";
 import { claimInterruptedRuns, claimUntrackedRuns, countFailedAttempt, recoverRun, type ExecutorStatus } from "./recovery";
 import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "./sweeps";
 
-export type ControllerDeps = Omit<ControllerContext, "drain">;
+export type ControllerDeps = Omit<ControllerContext, "drain" | "breaker">;
 
 /** How often a controller says it is alive; the silence window (RUNWARDEN_EXECUTOR_TIMEOUT_MS) is several of these. */
 export const HEARTBEAT_MS = 2_000;
@@ -30,7 +32,11 @@ export class Controller {
   private stopped = false;
 
   constructor(deps: ControllerDeps) {
-    this.ctx = { ...deps, drain: new AbortController() };
+    // Every provider call reports to the breaker (§2.8); its changes are logged and recorded.
+    const breaker = createBreaker(deps, (change, reading) => {
+      void recordBreakerChange(this.ctx, change, reading).catch((err: unknown) => this.ctx.log.error({ err: String(err) }, "breaker state could not be recorded"));
+    });
+    this.ctx = { ...deps, provider: guardProvider(deps.provider, breaker), runner: guardRunner(deps.runner, breaker), breaker, drain: new AbortController() };
   }
 
   get running(): number {
@@ -81,6 +87,9 @@ export class Controller {
       const now = Date.now();
       if (now - this.lastHeartbeatAt > HEARTBEAT_MS) await this.heartbeat();
       if (this.ctx.drain.signal.aborted) return;
+      // The provider is unavailable (§2.8): nothing is claimed, swept or recovered; runs wait
+      // where they are until a probe (or a call in flight) finds it back.
+      if (this.ctx.breaker?.open) return;
       // The sweep first, and not awaited: a restarted controller's first act is to look for
       // what the last one left behind, while it recovers and claims runs (issue 12's bench).
       if (now - this.lastSweepAt >= this.ctx.config.sweepIntervalMs && !this.sweeping) {
@@ -131,7 +140,10 @@ export class Controller {
 
   private recover(run: Run, status: ExecutorStatus): void {
     this.track(run, async () => {
-      if (await recoverRun(this.ctx, run, status)) await executeRun(this.ctx, run);
+      if (!(await recoverRun(this.ctx, run, status))) return;
+      // It goes on: whatever it waited for is over.
+      if (run.providerWaitSince) await clearProviderWait(this.ctx, run);
+      await executeRun(this.ctx, run);
     });
   }
 
@@ -210,6 +222,7 @@ export class Controller {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     if (this.heartbeatTimer) clearTimeout(this.heartbeatTimer);
+    this.ctx.breaker?.stop();
     await this.ctx.db.controllerProcess
       .update({ where: { bootId: this.ctx.identity.bootId }, data: { stoppedAt: new Date(), stopReason: reason } })
       .catch(() => {});

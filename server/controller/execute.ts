@@ -11,6 +11,7 @@ import { finishRunFailed, finishRunSucceeded, handleStartupFailure } from "./out
 import { appendEvent, json } from "./records";
 import { assertCurrent, fenced, rereadOwnRun, RunLost, whileCurrent, type RunFence } from "./fence";
 import { markRunLeases, takeDownLeases } from "./teardown";
+import { waitsForProvider } from "./outage";
 import { drainDeadline } from "./drain";
 import { endTurnPastDeadline, turnBudgetMs, turnEvidence, turnFailureDetail } from "./turn-timeout";
 
@@ -36,7 +37,8 @@ export async function executeRun(ctx: ControllerContext, claimed: RunFence): Pro
         try {
           lease = await acquireSandbox(ctx, run, turn);
         } catch (err) {
-          if (!(err instanceof AcquireError) && !ProviderError.is(err)) throw err;
+          // An unavailable provider is judged as an outage (§2.8, countFailedAttempt), never counted as a startup failure.
+          if ((!(err instanceof AcquireError) && !ProviderError.is(err)) || waitsForProvider(err)) throw err;
           return handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message: (err as Error).message });
         }
         await fenced(ctx, run).update({
@@ -121,6 +123,7 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
     });
     await appendEvent(ctx.db, run.id, "runner_started", ctx.identity.bootId, { sandboxId, runnerInstanceId, sessionId });
   } catch (err) {
+    if (waitsForProvider(err)) throw err;
     if (isBindConflict(err)) {
       await handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message: (err as Error).message, bindConflict: true });
       return "failed";
@@ -138,7 +141,7 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
   }
 
   const opened = await ctx.runner.sessionOpen(sandboxId, { timeoutMs: ctx.config.sessionOpenTimeoutMs }).catch((err: unknown) => {
-    if (ProviderError.is(err)) return { ok: false as const, definite: false as const, reason: "error" as const, message: err.message };
+    if (ProviderError.is(err) && !waitsForProvider(err)) return { ok: false as const, definite: false as const, reason: "error" as const, message: err.message };
     throw err;
   });
   if (!opened.ok) {

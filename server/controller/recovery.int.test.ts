@@ -1,5 +1,6 @@
 import crypto from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import http from "node:http";
 import net from "node:net";
 import pg from "pg";
 import pino from "pino";
@@ -9,6 +10,7 @@ import { buildLabels } from "../providers/labels";
 import { ProviderError } from "../providers/errors";
 import { createRunnerClient } from "../providers/runner";
 import { retryRun } from "../runs/retry";
+import type { ControllerConfig } from "./config";
 import { Controller } from "./controller";
 import { claimInterruptedRuns, recoverRun } from "./recovery";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
@@ -201,46 +203,56 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/** A run interrupted mid-session on a sandbox `sandboxId`, whose executor drained: recovery takes it up at once. */
+async function interruptedRun(db: ControllerHarness["db"]["db"], sandboxId: string) {
+  const drained = await drainedExecutor(db, "drained");
+  const run = await db.run.create({
+    data: {
+      instanceId: "inst-a",
+      companyId: "co-1",
+      taskId: `${sandboxId}-${crypto.randomUUID()}`,
+      agent: "a",
+      provider: "codex",
+      target: "remote",
+      sandboxMode: "warm",
+      status: "running",
+      phase: "session_open",
+      turnsDone: 1,
+      runnerInstanceId: "ri-1",
+      sessionId: "s-1",
+      executorBootId: drained,
+      checkpoint: { turn: 1, sessionId: "s-1", providerLeaseId: sandboxId, remoteCwd: "/home/sandbox/work" },
+    },
+  });
+  await db.environmentLease.create({
+    data: { runId: run.id, instanceId: "inst-a", companyId: "co-1", provider: "emulator", providerLeaseId: sandboxId, sandboxName: `rw-${sandboxId}-${run.id}`, remoteCwd: "/home/sandbox/work", acquisitionOutcome: "created", status: "active" },
+  });
+  return run;
+}
+
+/** A controller in this process whose provider is at `apiUrl`. */
+function controllerAt(apiUrl: string, config: Partial<ControllerConfig>) {
+  const provider = new DaytonaProvider({ apiUrl, apiKey: "k", timeoutMs: 500, instanceId: "inst-a" });
+  return new Controller({
+    db: h.db.db,
+    provider,
+    providerTarget: "emulator",
+    runner: createRunnerClient({ apiKey: "k", timeoutMs: 500, toolboxUrl: (id, o) => provider.toolboxUrl(id, o) }),
+    identity: { ...currentProcessIdentity(), bootId: crypto.randomUUID() },
+    config: { ...h.service().config, pollMs: 30, recoveryBackoffMs: 0, breakerProbeMs: 50, breakerProbeCapMs: 100, ...config },
+    log: pino({ level: "silent" }),
+  });
+}
+
 describe("recovery never loops (§2.8, issue 12 item 6)", () => {
   it("counts each failed recovery attempt, ends the run with native_recovery_attempts_exhausted and Retry after the bound: exactly N attempts", async () => {
     const { db } = h.db;
-    // The run's executor drained: recovery takes the run up at once.
-    const drained = await drainedExecutor(db, "drained");
-    const run = await db.run.create({
-      data: {
-        instanceId: "inst-a",
-        companyId: "co-1",
-        taskId: `unreachable-${crypto.randomUUID()}`,
-        agent: "a",
-        provider: "codex",
-        target: "remote",
-        sandboxMode: "warm",
-        status: "running",
-        phase: "session_open",
-        turnsDone: 1,
-        runnerInstanceId: "ri-1",
-        sessionId: "s-1",
-        executorBootId: drained,
-        checkpoint: { turn: 1, sessionId: "s-1", providerLeaseId: "sbx-unreachable", remoteCwd: "/home/sandbox/work" },
-      },
-    });
-    await db.environmentLease.create({
-      data: { runId: run.id, instanceId: "inst-a", companyId: "co-1", provider: "emulator", providerLeaseId: "sbx-unreachable", sandboxName: `rw-unreachable-${run.id}`, remoteCwd: "/home/sandbox/work", acquisitionOutcome: "created", status: "active" },
-    });
-
-    // A controller whose provider cannot be reached: every recovery attempt throws.
-    const apiUrl = `http://127.0.0.1:${await closedPort()}`;
-    const provider = new DaytonaProvider({ apiUrl, apiKey: "k", timeoutMs: 500, instanceId: "inst-a" });
-    const base = h.service().config;
-    const controller = new Controller({
-      db,
-      provider,
-      providerTarget: "emulator",
-      runner: createRunnerClient({ apiKey: "k", timeoutMs: 500, toolboxUrl: (id, o) => provider.toolboxUrl(id, o) }),
-      identity: { ...currentProcessIdentity(), bootId: crypto.randomUUID() },
-      config: { ...base, pollMs: 30, recoveryMaxAttempts: 3, recoveryBackoffMs: 0 },
-      log: pino({ level: "silent" }),
-    });
+    const run = await interruptedRun(db, "sbx-garbage");
+    // A provider that answers, but never with what the API promises (an HTML page with a 200):
+    // the run's own trouble, not an outage, so every recovery attempt that meets it counts.
+    const server = http.createServer((_req, res) => res.writeHead(200, { "content-type": "text/html" }).end("<html>maintenance</html>"));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const controller = controllerAt(`http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, { recoveryMaxAttempts: 3 });
     await controller.boot();
     controller.start();
     try {
@@ -260,10 +272,39 @@ describe("recovery never loops (§2.8, issue 12 item 6)", () => {
       expect(attempts.map((p) => p.verdict)).toEqual(["try_again", "try_again", "give_up"]);
       expect(attempts.at(-1)).toMatchObject({ code: "native_recovery_attempts_exhausted" });
       expect((attempts.at(-1)!.evidence as { errors: string[] }).errors).toHaveLength(2);
+      // Each proof says why it counted: the error was an answer, not the provider's absence.
+      expect(attempts.map((p) => (p.checks as Array<{ name: string; ok: boolean }>)[0])).toEqual(
+        attempts.map(() => expect.objectContaining({ name: "error_is_provider_unavailability", ok: false })),
+      );
       expect(await db.runEvent.count({ where: { runId: run.id, type: "recovery_attempt_failed" } })).toBe(3);
       const retried = await retryRun(db, run.id, { id: "test", role: "board" });
       expect(retried).toMatchObject({ created: true });
       expect(retried.run.previousRunId).toBe(run.id);
+    } finally {
+      await controller.stop("test_end");
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }, 60_000);
+
+  it("a provider that cannot be reached at all is an outage: the run waits, no attempt counted, however long it lasts", async () => {
+    const { db } = h.db;
+    const run = await interruptedRun(db, "sbx-unreachable");
+    const controller = controllerAt(`http://127.0.0.1:${await closedPort()}`, { recoveryMaxAttempts: 2 });
+    await controller.boot();
+    controller.start();
+    try {
+      await waitFor("a recovery attempt judged", async () => (await db.proof.count({ where: { runId: run.id, kind: "recovery_attempt" } })) > 0, 30_000);
+      // Many times the whole budget of 2 attempts with no back-off: before §2.8's outage rule it ended within it.
+      await new Promise((r) => setTimeout(r, 3_000));
+      expect(controller.ctx.breaker?.open).toBe(true);
+      const now = await db.run.findUniqueOrThrow({ where: { id: run.id } });
+      expect(now).toMatchObject({ status: "running", failureCode: null, recoveryAttempts: 0 });
+      expect(now.providerWaitSince).not.toBeNull();
+      const attempts = await db.proof.findMany({ where: { runId: run.id, kind: "recovery_attempt" } });
+      expect(new Set(attempts.map((p) => p.verdict))).toEqual(new Set(["wait"]));
+      // While the breaker is open the controller claims nothing: one wait, not one per poll.
+      expect(attempts.length).toBe(1);
+      expect(await db.controllerProcess.findUniqueOrThrow({ where: { bootId: controller.ctx.identity.bootId } })).toMatchObject({ providerLastError: expect.stringContaining("ECONNREFUSED") });
     } finally {
       await controller.stop("test_end");
     }
@@ -326,7 +367,8 @@ describe("a warm sandbox that never starts again (issue 31 item 7c)", () => {
     await real.stop(sandbox.id);
     let starts = 0;
     const provider = Object.create(real, {
-      start: { value: () => ((starts += 1), Promise.reject(new ProviderError("http", `POST /sandbox/${sandbox.id}/start`, "the sandbox failed to start", { status: 500 }))) },
+      // Daytona answers a start that errors with 400 "Sandbox failed to start" (sandbox.controller.ts, waitForSandboxStarted).
+      start: { value: () => ((starts += 1), Promise.reject(new ProviderError("http", `POST /sandbox/${sandbox.id}/start`, "Sandbox failed to start", { status: 400 }))) },
     }) as typeof real;
 
     const base = h.service().config;

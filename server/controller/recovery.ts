@@ -27,6 +27,7 @@ import { assertCurrent, fenced, whileCurrent, type RunFence } from "./fence";
 import { finishRunFailed } from "./outcome";
 import { appendEvent, appendEvents, json, recordProof, type ProofLinks } from "./records";
 import { bringSandboxUp } from "./stopped-sandbox";
+import { outageEvidence } from "./outage";
 import { markRunLeases, takeDownLeases } from "./teardown";
 import { leaseBinding } from "./rules";
 import { databaseNow } from "../db/clock";
@@ -408,8 +409,28 @@ export async function countFailedAttempt(ctx: ControllerContext, claimed: RunFen
     backoffBaseMs: ctx.config.recoveryBackoffMs,
     lastError: message,
     errors,
+    // What the error was, and whether the provider is unavailable beyond it (§2.8).
+    ...(await outageEvidence(ctx, err)),
   };
   const verdict = judgeRecoveryAttempt(evidence);
+  if (verdict.verdict === "wait") {
+    // An outage is not the run's failure: not counted, no back-off of its own; it waits where
+    // it stands (its status and phase kept) and recovery takes it up once the provider is back.
+    await whileCurrent(ctx, run, async (tx) => {
+      await recordProof(tx, verdict, evidence, boot, { runId });
+      await appendEvents(tx, [{ runId, bootId: boot, type: "provider_wait", data: { error: message, unavailableSince: evidence.provider?.unavailableSince ?? null, notBefore: verdict.notBefore } }]);
+      await tx.run.update({
+        where: { id: runId },
+        data: {
+          providerWaitSince: run.providerWaitSince ?? now,
+          recoveryNotBefore: verdict.notBefore ? new Date(verdict.notBefore) : null,
+          executorBootId: null,
+          executorEpoch: { increment: 1 },
+        },
+      });
+    });
+    return;
+  }
   const landing = {
     proofs: [{ verdict, evidence }],
     events: [{ type: "recovery_attempt_failed", data: { attempts: evidence.attempts, verdict: verdict.verdict, error: message, notBefore: verdict.notBefore } }],

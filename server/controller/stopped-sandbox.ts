@@ -1,5 +1,6 @@
 import { decideStoppedSandbox, type StoppedSandboxDecision, type StoppedSandboxEvidence } from "../engine/stopped-sandbox";
 import { ProviderError } from "../providers/errors";
+import { waitsForProvider } from "./outage";
 import type { SandboxProvider } from "../providers/types";
 
 /**
@@ -41,6 +42,8 @@ export async function bringSandboxUp(
   try {
     restarted = (await provider.ensureStarted(sandbox.id)).outcome === "restarted";
   } catch (err) {
+    // An unavailable provider is not a start attempt of this sandbox's (§2.8): judged as an outage.
+    if (waitsForProvider(err)) throw err;
     error = ProviderError.is(err) ? err.message : String(err);
   }
   // Judged again on what the provider shows now, with this attempt counted.

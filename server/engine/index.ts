@@ -26,7 +26,7 @@ export { decideRunnerResume } from "./runner-resume";
 export type { RunnerResumeEvidence } from "./runner-resume";
 export type { StoppedSandboxDecision, StoppedSandboxEvidence } from "./stopped-sandbox";
 export { judgeTurnResult } from "./turn-result";
-export { judgeRecoveryAttempt, recoveryBackoffMs, RECOVERY_BACKOFF_CAP_MS } from "./recovery-attempt";
+export { isProviderUnavailable, judgeRecoveryAttempt, recoveryBackoffMs, RECOVERY_BACKOFF_CAP_MS } from "./recovery-attempt";
 export { routeRecovery, REATTACHABLE_LIFECYCLES } from "./recovery-route";
 export { restingFailure, restingCode, RUN_DECIDING_KINDS } from "./resting-code";
 export type { RestingFailure } from "./resting-code";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { fc, test as fcTest } from "@fast-check/vitest";
 import { decide } from "./decide";
-import { judgeRecoveryAttempt, RECOVERY_BACKOFF_CAP_MS, recoveryBackoffMs } from "./recovery-attempt";
+import { isProviderUnavailable, judgeRecoveryAttempt, RECOVERY_BACKOFF_CAP_MS, recoveryBackoffMs } from "./recovery-attempt";
 import { plus, recoveryAttempt, T0 } from "../test/evidence";
 import { verdictSchema } from "./verdicts";
 
@@ -49,4 +49,72 @@ describe("recovery_attempt (DOMAIN.md §2.8: recovery never loops)", () => {
       if (v.backoffMs !== null) expect(v.backoffMs).toBeLessThanOrEqual(RECOVERY_BACKOFF_CAP_MS);
     },
   );
+});
+
+describe("recovery_attempt: an outage is not the run's failure (DOMAIN.md §2.8)", () => {
+  const down = { reachable: false, unavailableSince: T0, lastError: "connect ECONNREFUSED", nextProbeAt: plus(T0, 4_000) };
+  const up = { reachable: true, unavailableSince: null, lastError: null, nextProbeAt: null };
+
+  it.each([
+    ["refused", { kind: "unreachable", status: null }],
+    ["timed out", { kind: "timeout", status: null }],
+    ["a 503", { kind: "http", status: 503 }],
+    ["a proxy's 502 page", { kind: "garbage", status: 502 }],
+    ["a 500", { kind: "http", status: 500 }],
+  ] as const)("%s, with the provider still unreachable after it: waits, not counted, even with no attempts left", (_, failure) => {
+    const v = judgeRecoveryAttempt(recoveryAttempt({ attempts: 5, maxAttempts: 5, failure: { ...failure, code: null, retryAfterMs: null }, provider: down }));
+    expect(v).toMatchObject({ verdict: "wait", reason: "provider_unavailable", counted: false, code: null, canRetry: false, notBefore: plus(T0, 4_000), backoffMs: 4_000 });
+    expect(v.checks.map((c) => [c.name, c.ok])).toEqual([
+      ["error_is_provider_unavailability", true],
+      ["provider_unavailable_after_error", true],
+    ]);
+    expect(verdictSchema.parse(v)).toEqual(v);
+  });
+
+  it("a 429 waits whatever a probe finds, at least the provider's own Retry-After", () => {
+    const v = judgeRecoveryAttempt(recoveryAttempt({ failure: { kind: "http", status: 429, code: null, retryAfterMs: 12_000 }, provider: up }));
+    expect(v).toMatchObject({ verdict: "wait", counted: false, notBefore: plus(T0, 12_000) });
+    // The later of the probe and the provider's wait.
+    expect(judgeRecoveryAttempt(recoveryAttempt({ failure: { kind: "http", status: 429, code: null, retryAfterMs: 1_000 }, provider: down })).notBefore).toBe(plus(T0, 4_000));
+  });
+
+  it("an unavailability the probe does not confirm is the run's own: counted (a sandbox's own 502 loops no run for ever)", () => {
+    const v = judgeRecoveryAttempt(recoveryAttempt({ attempts: 5, maxAttempts: 5, failure: { kind: "http", status: 502, code: null, retryAfterMs: null }, provider: up }));
+    expect(v).toMatchObject({ verdict: "give_up", counted: true, code: "native_recovery_attempts_exhausted" });
+    expect(v.checks.map((c) => [c.name, c.ok])).toEqual([
+      ["error_is_provider_unavailability", true],
+      ["provider_unavailable_after_error", false],
+      ["attempts_left", false],
+    ]);
+    // No probe reading at all: nothing proves the outage, so it counts.
+    expect(judgeRecoveryAttempt(recoveryAttempt({ failure: { kind: "unreachable", status: null, code: null, retryAfterMs: null } })).verdict).toBe("try_again");
+  });
+
+  it.each([
+    ["a 404", { kind: "http", status: 404 }],
+    ["a 400", { kind: "http", status: 400 }],
+    ["garbage with a 200", { kind: "garbage", status: 200 }],
+    ["garbage with no status", { kind: "garbage", status: null }],
+    ["our own refusal", { kind: "refused", status: null }],
+    ["an abort", { kind: "aborted", status: null }],
+    ["not a provider call", { kind: "other", status: null }],
+  ] as const)("%s is the run's own, even while the provider is down: counted", (_, failure) => {
+    const v = judgeRecoveryAttempt(recoveryAttempt({ failure: { ...failure, code: null, retryAfterMs: null }, provider: down }));
+    expect(v).toMatchObject({ verdict: "try_again", counted: true });
+    expect(v.checks[0]).toMatchObject({ name: "error_is_provider_unavailability", ok: false });
+  });
+
+  fcTest.prop([
+    fc.constantFrom("unreachable", "timeout", "aborted", "garbage", "http", "refused", "other"),
+    fc.option(fc.integer({ min: 100, max: 599 })),
+    fc.boolean(),
+    fc.integer({ min: 1, max: 20 }),
+  ])("waits only on a provider-unavailability error the provider confirms (or a 429), and a wait never counts", (kind, status, reachable, attempts) => {
+    const failure = { kind, status, code: null, retryAfterMs: null };
+    const v = judgeRecoveryAttempt(recoveryAttempt({ attempts, maxAttempts: 5, failure, provider: { ...down, reachable } }));
+    const shouldWait = isProviderUnavailable(failure) && (status === 429 || !reachable);
+    expect(v.verdict === "wait").toBe(shouldWait);
+    expect(v.counted).toBe(!shouldWait);
+    if (!shouldWait) expect(v.verdict).toBe(attempts < 5 ? "try_again" : "give_up");
+  });
 });

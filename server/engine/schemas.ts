@@ -315,6 +315,33 @@ export const recoveryAttemptEvidenceSchema = z.object({
   lastError: z.string(),
   /** The errors of the earlier attempts, oldest first (kept with the proof). */
   errors: z.array(z.string()).default([]),
+  /**
+   * What the error was, as the provider client classified it (§2.8): absent or `other` when
+   * it was not a provider call's failure. `kind` is the client's (`unreachable`, `timeout`,
+   * `http`, `garbage`, …), `status` the HTTP status when there was one.
+   */
+  failure: z
+    .object({
+      kind: z.enum(["unreachable", "timeout", "aborted", "garbage", "http", "refused", "other"]),
+      status: z.number().int().nullable(),
+      code: z.string().nullable().default(null),
+      /** The provider's own wait (Retry-After, X-RateLimit-Reset), in ms, when it sent one. */
+      retryAfterMs: z.number().int().nonnegative().nullable().default(null),
+    })
+    .optional(),
+  /**
+   * The controller's breaker for this provider, read after the error (§2.8): `reachable`
+   * false when a probe after the error found the provider unavailable too, true when one
+   * answered; `nextProbeAt` when it will be probed again (null when closed).
+   */
+  provider: z
+    .object({
+      reachable: z.boolean(),
+      unavailableSince: isoTimeSchema.nullable(),
+      lastError: z.string().nullable(),
+      nextProbeAt: isoTimeSchema.nullable(),
+    })
+    .optional(),
 });
 export type RecoveryAttemptEvidence = z.infer<typeof recoveryAttemptEvidenceSchema>;
 

@@ -166,12 +166,15 @@ export type TurnResult = z.infer<typeof turnResultSchema>;
 
 export const recoveryAttemptResultSchema = z.object({
   kind: z.literal("recovery_attempt"),
-  verdict: z.enum(["try_again", "give_up"]),
+  /** wait: the provider is unavailable (§2.8): the attempt is not counted, the run waits for it. */
+  verdict: z.enum(["try_again", "give_up", "wait"]),
   code: failureCodeSchema.nullable(),
-  reason: z.enum(["attempts_left", "attempts_exhausted"]),
+  reason: z.enum(["attempts_left", "attempts_exhausted", "provider_unavailable"]),
   checks: z.array(checkSchema),
   ...failureTail,
-  /** try_again: not before this time (doubling back-off, capped); null on give_up. */
+  /** Whether this attempt counts toward the bound (false on wait). */
+  counted: z.boolean().default(true),
+  /** try_again: not before this time (doubling back-off, capped); wait: the next probe or the provider's own Retry-After; null on give_up. */
   notBefore: z.string().nullable(),
   backoffMs: z.number().int().nullable(),
 });

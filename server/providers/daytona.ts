@@ -1,7 +1,7 @@
 import { Configuration, SandboxApi } from "@daytonaio/api-client";
 import { z } from "zod";
 import { ageSeconds, DEFAULT_RATES, hourlyCost, type ResourceRates } from "./cost";
-import { ProviderError } from "./errors";
+import { ProviderError, retryAfterMs } from "./errors";
 import { decodeJson, httpFailure, send, snippet, validate } from "./http";
 import { hasLabels, LABEL_KEYS } from "./labels";
 import type { CreateSandboxInput, DestroyOutcome, SandboxProvider, SandboxView, ViewOptions } from "./types";
@@ -470,6 +470,10 @@ function axiosFailure(operation: string, err: unknown, signal: AbortSignal | und
   if (!e || !e.isAxiosError) {
     return new ProviderError("garbage", operation, `unexpected client failure: ${(err as Error)?.message ?? String(err)}`, { cause: err });
   }
+  // The caller's own deadline (AbortSignal.timeout) is a timeout, not an abort: no answer came in time.
+  if (signal?.aborted && (signal.reason as { name?: unknown } | undefined)?.name === "TimeoutError") {
+    return new ProviderError("timeout", operation, "no answer within the caller's deadline", { cause: err });
+  }
   if (e.code === "ERR_CANCELED" || signal?.aborted) {
     return new ProviderError("aborted", operation, "the caller aborted the request", { cause: err });
   }
@@ -495,6 +499,10 @@ function axiosFailure(operation: string, err: unknown, signal: AbortSignal | und
     "http",
     operation,
     `HTTP ${res.status}${message ? `: ${message}` : ` with ${contentType || "no content type"}: ${snippet(body)}`}`,
-    { status: res.status, code, cause: err },
+    { status: res.status, code, cause: err, retryAfterMs: res.status === 429 || res.status === 503 ? retryAfterMs((n) => headerText(res.headers?.[n]), Object.keys(res.headers ?? {})) : null },
   );
+}
+
+function headerText(v: unknown): string | null {
+  return typeof v === "string" ? v : typeof v === "number" ? String(v) : null;
 }

@@ -18,21 +18,47 @@ export class ProviderError extends Error {
   readonly code: string | null;
   /** What was being done, e.g. `GET /sandbox/rw-create-op-1`. */
   readonly operation: string;
+  /** How long the provider asked us to wait (Retry-After, X-RateLimit-Reset), in ms, when it said. */
+  readonly retryAfterMs: number | null;
 
   constructor(
     kind: ProviderErrorKind,
     operation: string,
     message: string,
-    extra: { status?: number | null; code?: string | null; cause?: unknown } = {},
+    extra: { status?: number | null; code?: string | null; cause?: unknown; retryAfterMs?: number | null } = {},
   ) {
     super(`${operation}: ${message}`, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.kind = kind;
     this.operation = operation;
     this.status = extra.status ?? null;
     this.code = extra.code ?? null;
+    this.retryAfterMs = extra.retryAfterMs ?? null;
   }
 
   static is(err: unknown): err is ProviderError {
     return err instanceof ProviderError;
   }
+}
+
+/**
+ * The provider's own "wait this long" on a 429 or 503, in ms: `Retry-After` (seconds or an
+ * HTTP date), else the soonest `X-RateLimit-Reset*` (seconds until the window resets; Daytona's
+ * throttlers name theirs `X-RateLimit-Reset-<throttler>`). Null when it said nothing usable.
+ */
+export function retryAfterMs(header: (name: string) => string | null | undefined, names: readonly string[], now: number = Date.now()): number | null {
+  const retryAfter = header("retry-after")?.trim();
+  if (retryAfter) {
+    if (/^\d+(\.\d+)?$/.test(retryAfter)) return Math.round(Number(retryAfter) * 1000);
+    const when = Date.parse(retryAfter);
+    if (!Number.isNaN(when)) return Math.max(0, when - now);
+  }
+  let soonest: number | null = null;
+  for (const name of names) {
+    if (!name.toLowerCase().startsWith("x-ratelimit-reset")) continue;
+    const v = header(name)?.trim();
+    if (!v || !/^\d+(\.\d+)?$/.test(v)) continue;
+    const ms = Math.round(Number(v) * 1000);
+    soonest = soonest === null ? ms : Math.min(soonest, ms);
+  }
+  return soonest;
 }

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { ProviderError } from "./errors";
+import { ProviderError, retryAfterMs } from "./errors";
 
 /**
  * Plain `fetch` for the toolbox proxy (file reads, the emulated runner): the api-client
@@ -25,6 +25,8 @@ export interface HttpResponse {
   status: number;
   contentType: string;
   body: Buffer;
+  /** The provider's own wait on a 429/503 (see retryAfterMs), in ms. */
+  retryAfterMs?: number | null;
 }
 
 export async function send(req: HttpRequest): Promise<HttpResponse> {
@@ -42,7 +44,8 @@ export async function send(req: HttpRequest): Promise<HttpResponse> {
       signal,
     });
     const body = Buffer.from(await res.arrayBuffer());
-    return { status: res.status, contentType: res.headers.get("content-type") ?? "", body };
+    const waitMs = res.status === 429 || res.status === 503 ? retryAfterMs((n) => res.headers.get(n), [...res.headers.keys()]) : null;
+    return { status: res.status, contentType: res.headers.get("content-type") ?? "", body, retryAfterMs: waitMs };
   } catch (err) {
     throw fetchFailure(req, err, timeout);
   }
@@ -104,7 +107,7 @@ export function httpFailure(operation: string, res: HttpResponse): ProviderError
     "http",
     operation,
     `HTTP ${res.status}${message ? `: ${message}` : ` with ${res.contentType || "no content type"}: ${snippet(text)}`}`,
-    { status: res.status, code },
+    { status: res.status, code, retryAfterMs: res.retryAfterMs ?? null },
   );
 }
 

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { RunStatus, type Db, type Proof } from "../db/client";
-import { admitRetry, catalogueRowSchema, describeFailure, failureDescriptionSchema } from "../engine";
+import { admitRetry, catalogueRowSchema, describeFailure, EXECUTING_RUN_STATUSES, failureDescriptionSchema } from "../engine";
+import { readHealth } from "../health";
 import { AppError } from "../errors";
 import { runRowSchema } from "./queries";
 import { otherLiveRun } from "./retry";
@@ -61,7 +62,14 @@ export const runDetailOutput = z.object({
     agentCommand: z.string().nullable(),
     /** This run's own turn budget in ms (null: the controller's RUNWARDEN_TURN_TIMEOUT_MS). */
     turnTimeoutMs: z.number().int().nullable(),
+    /** Recovery attempts counted against the bound (§2.8), and when recovery may look again. */
+    recoveryAttempts: z.number().int(),
+    recoveryNotBefore: z.date().nullable(),
   }),
+  /** Set while the run waits for its provider to come back (§2.8): since when, and the outage as the controllers see it. */
+  providerWait: z
+    .object({ since: z.date(), outageSince: z.date().nullable(), lastError: z.string().nullable() })
+    .nullable(),
   /** Each turn's record from the runner (exit code, bounded output tail), oldest first. */
   turnLog: z.array(
     z.object({ turn: z.number().int(), at: z.date(), exitCode: z.number().int().nullable(), durationMs: z.number().nullable(), outputTail: z.string() }),
@@ -228,7 +236,10 @@ export async function getRunDetail(db: Db, scope: CompanyScope, id: string): Pro
       finishedAt: run.finishedAt,
       agentCommand: run.agentCommand,
       turnTimeoutMs: run.turnTimeoutMs,
+      recoveryAttempts: run.recoveryAttempts,
+      recoveryNotBefore: run.recoveryNotBefore,
     },
+    providerWait: await providerWaitOf(db, scope, run),
     turnLog: turnLogOf(await db.runEvent.findMany({ where: { runId: id, type: { in: ["turn_done", "turn_failed"] } }, orderBy: { id: "asc" } })),
     failure: describeFailure(run.failureCode),
     retry: { blocker, successorId: run.nextRun?.id ?? null, current: currentRun(lineage.next) },
@@ -335,4 +346,10 @@ function turnLogOf(events: Array<{ at: Date; data: unknown }>): RunDetail["turnL
     });
   }
   return out;
+}
+
+async function providerWaitOf(db: Db, scope: CompanyScope, run: { instanceId: string; providerWaitSince: Date | null; status: string }): Promise<RunDetail["providerWait"]> {
+  if (!run.providerWaitSince || !(EXECUTING_RUN_STATUSES as readonly string[]).includes(run.status)) return null;
+  const outage = (await readHealth(db, scope, run.instanceId)).providerOutage;
+  return { since: run.providerWaitSince, outageSince: outage?.since ?? null, lastError: outage?.lastError ?? null };
 }

@@ -64,6 +64,12 @@ export class EmulatorChild {
     });
   }
 
+  /** Signals the whole group without waiting (SIGSTOP: a provider that hangs; SIGCONT: back). Its sandboxes' processes are groups of their own. */
+  signal(signal: NodeJS.Signals): void {
+    if (!this.proc?.pid) throw new Error("the emulator is not running");
+    process.kill(-this.proc.pid, signal);
+  }
+
   /** Signals the whole group and waits for the exit; nothing to do when it is not running. */
   async kill(signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
     const proc = this.proc;

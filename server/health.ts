@@ -1,0 +1,51 @@
+import { z } from "zod";
+import type { Db } from "./db/client";
+import { companyWhere, type CompanyScope } from "./shared/roles";
+
+/**
+ * Whether the product's moving parts are there (DOMAIN.md §2.8): controllers that heartbeat,
+ * and the provider as their breakers see it. What the overview, the run page and /api/metrics
+ * read; each controller records its breaker's state on its own row.
+ */
+
+/** A controller that has not heartbeated for this long is not counted as running. */
+export const LIVE_CONTROLLER_WINDOW_SECONDS = 30;
+
+export const healthOutput = z.object({
+  controllers: z.object({
+    live: z.number().int(),
+    /** With none live: when the last one was last seen (null: none ever ran). */
+    noneSince: z.date().nullable(),
+  }),
+  /** Null while every live controller reaches its provider. */
+  providerOutage: z
+    .object({
+      since: z.date(),
+      lastError: z.string().nullable(),
+      nextProbeAt: z.date().nullable(),
+      /** Live controllers whose breaker is open. */
+      controllers: z.number().int(),
+    })
+    .nullable(),
+  /** Runs (in scope) that wait for the provider to come back. */
+  runsWaiting: z.number().int(),
+});
+export type Health = z.infer<typeof healthOutput>;
+
+export async function readHealth(db: Db, scope: CompanyScope, instanceId: string): Promise<Health> {
+  const [live, lastSeen, waiting] = await Promise.all([
+    db.$queryRaw<Array<{ since: Date | null; last_error: string | null; next_probe_at: Date | null }>>`
+      SELECT provider_unavailable_since AS since, provider_last_error AS last_error, provider_next_probe_at AS next_probe_at
+      FROM controller_processes
+      WHERE instance_id = ${instanceId} AND stopped_at IS NULL AND last_seen_at > now() - make_interval(secs => ${LIVE_CONTROLLER_WINDOW_SECONDS})`,
+    db.controllerProcess.aggregate({ where: { instanceId }, _max: { lastSeenAt: true } }),
+    db.run.count({ where: { AND: [companyWhere(scope), { instanceId, providerWaitSince: { not: null }, status: { in: ["starting", "running", "suspended"] } }] } }),
+  ]);
+  const out = live.filter((c) => c.since !== null);
+  const earliest = out.reduce<(typeof out)[number] | null>((a, c) => (a === null || c.since! < a.since! ? c : a), null);
+  return {
+    controllers: { live: live.length, noneSince: live.length === 0 ? lastSeen._max.lastSeenAt : null },
+    providerOutage: earliest ? { since: earliest.since!, lastError: earliest.last_error, nextProbeAt: earliest.next_probe_at, controllers: out.length } : null,
+    runsWaiting: waiting,
+  };
+}
