@@ -3,14 +3,13 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { adminUrlFor, clusterPort, RELOCATED_ROOT, stopCluster } from "../server/db/cluster";
+import { adminUrlFor, clusterPort, RELOCATED_ROOT } from "../server/db/cluster";
 import { createDb } from "../server/db/client";
 import { openDatabase } from "../server/db/embedded";
 import { withDatabase } from "../server/db/url";
 import { readEnv } from "../server/env";
 import { submitRun } from "../server/runs/submit";
-import { killSandboxProcessesUnder } from "../server/test/emulator-child";
-import { crashLines, freePort, startProduct, type ProductProcess } from "../server/test/product";
+import { crashLines, productCleanup, productEnv, startProduct, waitUntil as waitFor, type ProductProcess } from "../server/test/product";
 
 /**
  * `npm start` as a newcomer meets it: from a checkout nobody else may enter, and stopped with
@@ -25,31 +24,8 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-async function productEnv(extra: Record<string, string> = {}) {
-  return {
-    PORT: String(await freePort()),
-    EMULATOR_PORT: String(await freePort()),
-    HOSTNAME: "127.0.0.1",
-    RUNWARDEN_FIRST_BOOT_WAVE: "off",
-    LOG_LEVEL: "info",
-    ...extra,
-  };
-}
-
 function track(p: ProductProcess, dataRoot: string) {
-  cleanups.push(async () => {
-    if (p.child.exitCode === null && p.child.signalCode === null) {
-      p.kill();
-      await p.exited;
-    }
-    // Ctrl-C suspends a run's runner on purpose, and a stopped product leaves it so: end it.
-    killSandboxProcessesUnder(dataRoot);
-    const link = path.join(dataRoot, "pg");
-    if (!fs.existsSync(link)) return;
-    const dataDir = fs.realpathSync(link);
-    await stopCluster(dataDir);
-    if (fs.lstatSync(link).isSymbolicLink()) fs.rmSync(path.dirname(dataDir), { recursive: true, force: true });
-  });
+  cleanups.push(productCleanup(p, dataRoot));
 }
 
 /** Interrupts like a terminal's Ctrl-C and waits for the whole product to have stopped. */
@@ -175,13 +151,4 @@ function provideInstalledTree(from: string, to: string) {
   }
   // Written after the clone's sources, so the build counts as current for them.
   fs.writeFileSync(path.join(next, "BUILD_ID"), fs.readFileSync(path.join(from, ".next", "BUILD_ID")));
-}
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`condition not met within ${timeoutMs} ms`);
 }

@@ -16,10 +16,12 @@ import { childEnv, env } from "../server/env";
 import { buildIsCurrent } from "./lib/build";
 import { emulatorUrl } from "../server/emulator/config";
 import { controllerArgs } from "../server/controller/program";
+import { Supervisor } from "./lib/supervise";
 import { nodeBin, portFree, prettyLogLine, runToEnd, startService, stopService, tsxArgs, waitForHttp, WEB_SERVER_ENV, webServerArgs, type Service } from "./lib/processes";
 
 const say = (line: string) => process.stdout.write(`runwarden: ${line}\n`);
-const services: Service[] = [];
+/** What `npm start` runs, in start order; stopped in reverse. */
+const parts: Array<{ stop: () => Promise<void> }> = [];
 let db: DatabaseHandle | null = null;
 let stopping = false;
 let signals = 0;
@@ -30,7 +32,7 @@ async function shutdown(code: number, why: string): Promise<void> {
   stopping = true;
   say(`stopping (${why})…`);
   // Reverse start order: the dashboard before the database it reads.
-  for (const s of [...services].reverse()) await stopService(s);
+  for (const part of [...parts].reverse()) await part.stop();
   // Last: everything above drained into it. It logs whether it stopped or still serves others.
   if (db?.startedHere) await db.stop().catch((err: unknown) => say(`embedded PostgreSQL did not stop: ${String(err)}`));
   say("stopped");
@@ -69,11 +71,11 @@ async function main() {
   if (stopping) return;
 
   if (!env.DAYTONA_API_URL) {
-    const emulator = startService("emulator", process.execPath, tsxArgs("scripts/emulator.ts"), {
-      env: childEnv({ ...childVars, EMULATOR_DATABASE: emulatorDatabase(db.url) }),
-    });
-    watch(emulator);
-    if (!(await waitForHttp(`${emulatorUrl(env)}/health`, 30_000, () => emulator.child.exitCode !== null))) {
+    const emulatorDb = emulatorDatabase(db.url);
+    // Restarted when it dies, as Daytona's API comes back after a deploy: meanwhile the
+    // controller's breaker holds the runs (§2.8), and the sandboxes' processes go on.
+    const emulator = supervise("emulator", () => startService("emulator", process.execPath, tsxArgs("scripts/emulator.ts"), { env: childEnv({ ...childVars, EMULATOR_DATABASE: emulatorDb }) }));
+    if (!(await waitForHttp(`${emulatorUrl(env)}/health`, 30_000, () => emulator.service.child.exitCode !== null))) {
       throw new Error(`the provider emulator did not answer on ${emulatorUrl(env)} within 30 s`);
     }
   } else {
@@ -81,7 +83,8 @@ async function main() {
   }
   if (stopping) return;
 
-  watch(startService("controller", process.execPath, controllerArgs(), { env: childEnv(childVars), format: prettyLogLine }));
+  // A controller that dies is restarted; the dashboard keeps serving meanwhile (§2.8).
+  supervise("controller", () => startService("controller", process.execPath, controllerArgs(), { env: childEnv(childVars), format: prettyLogLine }));
 
   const web = startService(
     "web",
@@ -139,15 +142,27 @@ async function firstBootWave(url: string, vars: Record<string, string>) {
     { env: childEnv({ ...vars, EMULATOR_URL: emulatorUrl(env) }) },
   );
   // Not watched: the product keeps running whatever the wave's outcome; stopped with it.
-  services.push(wave);
+  parts.push({ stop: () => stopService(wave) });
 }
 
-/** Any service that dies takes the whole product down with it, loudly. */
+/** The dashboard: if it dies, the whole product goes down with it, loudly. */
 function watch(service: Service) {
-  services.push(service);
+  parts.push({ stop: () => stopService(service) });
   void service.exited.then(({ code, signal }) => {
     if (!stopping) void shutdown(1, `${service.name} exited (${signal ?? `code ${code}`})`);
   });
+}
+
+/** A part restarted when it dies, with back-off, given up loudly after repeated fast crashes. */
+function supervise(name: string, launch: () => Service): Supervisor {
+  const supervisor = new Supervisor(
+    name,
+    launch,
+    { backoffMs: env.RUNWARDEN_RESTART_BACKOFF_MS, capMs: 30_000, stableMs: 60_000, maxFastCrashes: env.RUNWARDEN_RESTART_MAX_CRASHES },
+    say,
+  );
+  parts.push({ stop: () => supervisor.stop() });
+  return supervisor;
 }
 
 /** The emulator's own database, beside the application's (one per application database). */

@@ -93,6 +93,13 @@ const envSchema = z.object({
   RUNWARDEN_BREAKER_PROBE_MS: z.coerce.number().int().min(10).default(1_000),
   RUNWARDEN_BREAKER_PROBE_CAP_MS: z.coerce.number().int().min(10).default(30_000),
   /**
+   * `npm start` restarts a controller (or the emulator) that died after this long, doubling
+   * with each crash in a row (up to 30 s); after RUNWARDEN_RESTART_MAX_CRASHES crashes each
+   * within a minute of its start it stops restarting it, loudly (§2.8).
+   */
+  RUNWARDEN_RESTART_BACKOFF_MS: z.coerce.number().int().min(10).default(1_000),
+  RUNWARDEN_RESTART_MAX_CRASHES: z.coerce.number().int().min(1).max(100).default(5),
+  /**
    * Chaos-wave tests only: a deliberately broken recovery rule, to prove the wave's checks
    * can fail. Never set in production.
    */

@@ -8,8 +8,8 @@ import { companyWhere, type CompanyScope } from "./shared/roles";
  * read; each controller records its breaker's state on its own row.
  */
 
-/** A controller that has not heartbeated for this long is not counted as running. */
-export const LIVE_CONTROLLER_WINDOW_SECONDS = 30;
+/** A controller that has not heartbeated for this long (five heartbeats) is not counted as running. */
+export const LIVE_CONTROLLER_WINDOW_SECONDS = 10;
 
 export const healthOutput = z.object({
   controllers: z.object({

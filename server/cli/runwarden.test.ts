@@ -60,6 +60,7 @@ const EXPECTED: Record<string, Record<string, unknown>> = {
   "sandbox-ownership-unrecorded.json": { kind: "sandbox_ownership", verdict: "unrecorded", reason: "no_record" },
   "turn-result-agent-failed.json": { kind: "turn_result", verdict: "turn_failed", code: "agent_command_failed", owner: "agent", canRetry: true },
   "recovery-attempt-exhausted.json": { kind: "recovery_attempt", verdict: "give_up", code: "native_recovery_attempts_exhausted", canRetry: true },
+  "recovery-attempt-provider-outage.json": { kind: "recovery_attempt", verdict: "wait", reason: "provider_unavailable", code: null, counted: false, notBefore: "2026-12-06T05:20:30.000Z" },
   "recovery-route-read-runner.json": { kind: "recovery_route", verdict: "read_runner", code: null },
   "recovery-route-turn-sandbox-stopped.json": { kind: "recovery_route", verdict: "next_turn_sandbox", reason: "turn_sandbox_stopped", code: null },
   "stopped-sandbox-auto-stopped.json": { kind: "stopped_sandbox", verdict: "start_sandbox", reason: "sandbox_startable", code: null },

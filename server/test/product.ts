@@ -2,7 +2,9 @@ import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
+import { stopCluster } from "../db/cluster";
 import { childEnv } from "../env";
+import { killSandboxProcessesUnder } from "./emulator-child";
 
 /**
  * `npm start` as a user runs it: `scripts/start.ts` in a checkout, in a process group of its
@@ -19,6 +21,8 @@ export interface ProductProcess {
   interrupt(): void;
   /** SIGKILL to the group and every child group it started (test clean-up). */
   kill(): void;
+  /** The process groups of the services it runs now (each a child of npm start), with their command lines. */
+  services(): Array<{ pid: number; cmdline: string }>;
 }
 
 export function startProduct(checkout: string, env: Record<string, string | undefined>, readyTimeoutMs = 240_000): ProductProcess {
@@ -86,6 +90,14 @@ export function startProduct(checkout: string, env: Record<string, string | unde
       }
       signalGroup("SIGKILL");
     },
+    services: () =>
+      childPids(child.pid!).flatMap((pid) => {
+        try {
+          return [{ pid, cmdline: fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ") }];
+        } catch {
+          return [];
+        }
+      }),
   };
 }
 
@@ -119,4 +131,43 @@ export function freePort(): Promise<number> {
 /** Lines that betray a crash: a JavaScript stack frame, or PostgreSQL shutting down under a client. */
 export function crashLines(output: string): string[] {
   return output.split("\n").filter((l) => /^\s+at .+(\(.+:\d+:\d+\)|:\d+:\d+)$/.test(l) || /57P03|the database system is shutting down|Unhandled|uncaught/i.test(l));
+}
+
+/** The product's environment for a test: free ports, loopback only, no first-boot wave. */
+export async function productEnv(extra: Record<string, string> = {}): Promise<Record<string, string>> {
+  return {
+    PORT: String(await freePort()),
+    EMULATOR_PORT: String(await freePort()),
+    HOSTNAME: "127.0.0.1",
+    RUNWARDEN_FIRST_BOOT_WAVE: "off",
+    LOG_LEVEL: "info",
+    ...extra,
+  };
+}
+
+/** What a test leaves when it is done with a product: the product killed, its sandboxes' processes and its embedded PostgreSQL ended. */
+export function productCleanup(p: ProductProcess, dataRoot: string): () => Promise<void> {
+  return async () => {
+    if (p.child.exitCode === null && p.child.signalCode === null) {
+      p.kill();
+      await p.exited;
+    }
+    // Ctrl-C suspends a run's runner on purpose, and a stopped product leaves it so: end it.
+    killSandboxProcessesUnder(dataRoot);
+    const link = path.join(dataRoot, "pg");
+    if (!fs.existsSync(link)) return;
+    const dataDir = fs.realpathSync(link);
+    await stopCluster(dataDir);
+    if (fs.lstatSync(link).isSymbolicLink()) fs.rmSync(path.dirname(dataDir), { recursive: true, force: true });
+  };
+}
+
+/** Polls `check` every 250 ms until it holds. */
+export async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, what = "condition"): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${what} not met within ${timeoutMs} ms`);
 }

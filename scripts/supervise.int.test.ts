@@ -1,0 +1,171 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { adminUrlFor, clusterPort } from "../server/db/cluster";
+import { createDb, type Db } from "../server/db/client";
+import { withDatabase } from "../server/db/url";
+import { readHealth } from "../server/health";
+import { submitRun } from "../server/runs/submit";
+import { crashLines, productCleanup, productEnv, startProduct, waitUntil, type ProductProcess } from "../server/test/product";
+
+/**
+ * A crashed controller is restarted, not mourned; an outage is not the run's failure
+ * (DOMAIN.md §2.8, issue 33). The whole product under `npm start`, as a user runs it: its
+ * controller SIGKILLed mid-run while the provider hangs (SIGSTOP) for 30 s — ten times the
+ * recovery budget these settings give (2 attempts, 100 ms back-off, 2 s call timeout: ~3 s;
+ * the defaults' is ~31 s) — and a controller that keeps crashing.
+ */
+
+const root = path.resolve(import.meta.dirname, "..");
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+const STALL_MS = 30_000;
+
+async function product(extra: Record<string, string>) {
+  const dataRoot = fs.mkdtempSync(path.join(os.tmpdir(), "rw-supervise-"));
+  fs.chmodSync(dataRoot, 0o755);
+  cleanups.push(() => fs.rmSync(dataRoot, { recursive: true, force: true }));
+  const env = await productEnv({ RUNWARDEN_DATA_DIR: dataRoot, RUNWARDEN_INSTANCE_ID: "inst-sup", RUNWARDEN_RESTART_BACKOFF_MS: "300", ...extra });
+  const p = startProduct(root, env);
+  cleanups.push(productCleanup(p, dataRoot));
+  await p.ready;
+  const db = createDb(withDatabase(adminUrlFor(clusterPort({ dataRoot })), "runwarden"), { max: 2 });
+  cleanups.push(() => db.$disconnect());
+  return { p, db, dataRoot, port: Number(env.PORT) };
+}
+
+/** The live controller's row (the newest not stopped). */
+async function liveController(db: Db) {
+  return db.controllerProcess.findFirst({ where: { instanceId: "inst-sup", stoppedAt: null }, orderBy: { bootedAt: "desc" } });
+}
+
+/** The dashboard asked every 250 ms until stopped: how many answers were not a page. */
+function watchDashboard(port: number) {
+  let asked = 0;
+  const failures: string[] = [];
+  let stopped = false;
+  const done = (async () => {
+    while (!stopped) {
+      asked += 1;
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/sign-in`, { signal: AbortSignal.timeout(5_000) });
+        if (res.status !== 200) failures.push(`HTTP ${res.status}`);
+        await res.arrayBuffer();
+      } catch (err) {
+        failures.push(String(err));
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await done;
+      return { asked, failures };
+    },
+  };
+}
+
+function emulatorGroup(p: ProductProcess): number {
+  const found = p.services().find((s) => s.cmdline.includes("scripts/emulator.ts"));
+  if (!found) throw new Error(`no emulator among npm start's services: ${JSON.stringify(p.services())}`);
+  return found.pid;
+}
+
+describe("npm start supervises its controller (DOMAIN.md §2.8)", () => {
+  it("the controller SIGKILLed mid-run while the provider hangs 30 s: the dashboard answers throughout, a controller is back by itself, no run fails or needs Retry, every turn runs once", async () => {
+    const { p, db, dataRoot, port } = await product({
+      RUNWARDEN_TURN_MS: "100",
+      DAYTONA_TIMEOUT_MS: "2000",
+      RUNWARDEN_RECOVERY_MAX_ATTEMPTS: "2",
+      RUNWARDEN_RECOVERY_BACKOFF_MS: "100",
+      RUNWARDEN_BREAKER_PROBE_MS: "250",
+      RUNWARDEN_BREAKER_PROBE_CAP_MS: "2000",
+    });
+    const runs = [];
+    for (const i of [0, 1]) {
+      const marker = path.join(dataRoot, `marker-${i}.txt`);
+      const run = await submitRun(
+        db,
+        "inst-sup",
+        { companyId: "co-1", taskId: `sup-${i}`, agent: "a", provider: "codex", turns: 4, agentCommand: `sleep 0.5; printf '%s\\n' "$RUNWARDEN_TURN" >> '${marker}'` },
+        { id: "test", role: "operator" },
+      );
+      runs.push({ id: run.id, marker });
+    }
+    const ids = runs.map((r) => r.id);
+    await waitUntil(async () => (await db.run.count({ where: { id: { in: ids }, turnsDone: { gte: 1 } } })) === 2, 120_000, "both runs past their first turn");
+
+    const dashboard = watchDashboard(port);
+    const killed = (await liveController(db))!;
+    const emulator = emulatorGroup(p);
+    process.kill(-emulator, "SIGSTOP");
+    let stalled = true;
+    cleanups.push(() => {
+      if (stalled) process.kill(-emulator, "SIGCONT");
+    });
+    process.kill(killed.pid, "SIGKILL");
+    const t0 = Date.now();
+
+    // Back by itself, while the provider is still away.
+    await waitUntil(async () => ((await liveController(db))?.bootId ?? killed.bootId) !== killed.bootId, 30_000, "a new controller");
+    expect(p.output()).toMatch(/controller exited \(SIGKILL\) after [\d.]+ s: restarting it in 0\.3 s \(restart 1\)/);
+    while (Date.now() - t0 < STALL_MS) {
+      expect(await db.run.findMany({ where: { id: { in: ids }, status: "failed" }, select: { failureCode: true, failureDetail: true } })).toEqual([]);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const health = await readHealth(db, { all: true }, "inst-sup");
+    expect(health.controllers.live).toBe(1);
+    expect(health.providerOutage).not.toBeNull();
+    process.kill(-emulator, "SIGCONT");
+    stalled = false;
+
+    await waitUntil(async () => (await db.run.count({ where: { id: { in: ids }, status: { in: ["succeeded", "failed"] } } })) === 2, 120_000, "both runs settled");
+    const rows = await db.run.findMany({ where: { id: { in: ids } } });
+    expect(rows.map((r) => ({ status: r.status, code: r.failureCode, turns: r.turnsDone, attempts: r.recoveryAttempts }))).toEqual(
+      ids.map(() => ({ status: "succeeded", code: null, turns: 4, attempts: 0 })),
+    );
+    for (const r of runs) expect(fs.readFileSync(r.marker, "utf8").trim().split("\n")).toEqual(["1", "2", "3", "4"]);
+    expect(await db.run.count({ where: { previousRunId: { in: ids } } })).toBe(0);
+    const seen = await dashboard.stop();
+    expect(seen.asked).toBeGreaterThan(STALL_MS / 1000);
+    expect(seen.failures).toEqual([]);
+
+    p.interrupt();
+    expect((await p.exited).code).toBe(0);
+    expect(crashLines(p.output())).toEqual([]);
+  }, 300_000);
+
+  it("a controller that keeps crashing is given up loudly; the dashboard keeps serving and says no controller runs", async () => {
+    const { p, db, port } = await product({ RUNWARDEN_RESTART_MAX_CRASHES: "2" });
+    const dashboard = watchDashboard(port);
+    // A SIGKILLed controller's row stays unstopped (it had no chance to say so): each start is a newer row.
+    const killed = new Set<string>();
+    for (let crash = 1; crash <= 3; crash++) {
+      let live: Awaited<ReturnType<typeof liveController>> = null;
+      await waitUntil(async () => {
+        live = await liveController(db);
+        return !!live && !killed.has(live.bootId);
+      }, 30_000, `controller start ${crash}`);
+      killed.add(live!.bootId);
+      process.kill(live!.pid, "SIGKILL");
+    }
+    await waitUntil(async () => /not restarting it again/.test(p.output()), 10_000, "the supervisor to give up");
+    expect(p.output()).toMatch(/controller exited \(SIGKILL\) 3 times in a row, each within 60 s of its start: not restarting it again/);
+    // Nothing restarts it now, and once its heartbeats are older than the window the dashboard says so.
+    await waitUntil(async () => (await readHealth(db, { all: true }, "inst-sup")).controllers.live === 0, 30_000, "no controller counted as running");
+    const newest = await liveController(db);
+    expect(killed.has(newest!.bootId)).toBe(true);
+    const health = await readHealth(db, { all: true }, "inst-sup");
+    expect(health.controllers).toMatchObject({ live: 0, noneSince: expect.any(Date) });
+    const seen = await dashboard.stop();
+    expect(seen.failures).toEqual([]);
+    expect(p.child.exitCode).toBeNull();
+    p.interrupt();
+    expect((await p.exited).code).toBe(0);
+  }, 240_000);
+});
