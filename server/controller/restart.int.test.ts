@@ -359,6 +359,25 @@ describe("the sandbox stopped while no controller ran the run (Daytona's auto-st
     expect(fs.readFileSync(marker, "utf8").trim().split("\n")).toEqual(["1", "2", "3"]);
   });
 
+  it("archived meanwhile (Daytona archives a sandbox stopped long enough): the next controller starts it from the archive and the run goes on, each turn once", async () => {
+    const marker = path.join(home(), "archived.turns");
+    const { r, sandboxId } = await interruptedWarmRun("archived", `printf '%s\n' "$RUNWARDEN_TURN" >> '${marker}'`);
+    const provider = h.emu.provider({ instanceId: "inst-a" });
+    await provider.stop(sandboxId);
+    await h.emu.admin.setState(sandboxId, "archived");
+    expect((await provider.getById(sandboxId))?.state).toBe("archived");
+    await controller({ RUNWARDEN_RECOVERY_BACKOFF_MS: "200", RUNWARDEN_RECOVERY_MAX_ATTEMPTS: "3" });
+    const done = await settled(r.id, 90_000);
+    expect({ status: done.status, code: done.failureCode, turns: done.turnsDone }).toEqual({ status: "succeeded", code: null, turns: 3 });
+    const proofs = await h.db.db.proof.findMany({ where: { runId: r.id, kind: "stopped_sandbox" }, orderBy: { evaluatedAt: "asc" } });
+    // Judged on what the provider showed after the one start: up.
+    expect(proofs.map((p) => [p.verdict, (p.evidence as { sandboxState: string }).sandboxState])).toEqual([["proceed", "started"]]);
+    expect(await h.db.db.runEvent.findMany({ where: { runId: r.id, type: "sandbox_start_attempted" }, select: { data: true } })).toEqual([
+      { data: expect.objectContaining({ sandboxId, restarted: true, error: null }) },
+    ]);
+    expect(fs.readFileSync(marker, "utf8").trim().split("\n")).toEqual(["1", "2", "3"]);
+  });
+
   it("a sandbox that is gone ends the run with sandbox_not_restartable and Retry, not a loop", async () => {
     const { r, sandboxId } = await interruptedWarmRun("auto-stopped-gone");
     await h.service().provider.destroy(sandboxId);

@@ -14,10 +14,18 @@ import { ensureSandboxDirs, freePort, killSandboxProcesses, listFiles, resolveIn
 
 const plantSchema = createSchema.extend({
   id: z.string().min(1).optional(),
-  state: z.enum(["started", "stopped"]).optional(),
+  state: z.enum(["started", "stopped", "archived"]).optional(),
   createdAt: z.iso.datetime({ offset: true }).optional(),
   files: z.record(z.string(), z.string()).optional(),
   runnerState: runnerStateSchema.optional(),
+});
+/**
+ * A state Daytona reaches on its own, set by hand: `archived` / `archiving` (a stopped sandbox
+ * archived), `error` / `build_failed` (with the reason Daytona would show). Processes end.
+ */
+const forceStateSchema = z.object({
+  state: z.enum(["archived", "archiving", "error", "build_failed"]),
+  errorReason: z.string().min(1).optional(),
 });
 const configSchema = z.object({
   duplicateNames: z.enum(["conflict", "allow"]).optional(),
@@ -48,6 +56,21 @@ export async function adminApi(ctx: EmulatorContext, parts: string[], method: st
   if (what === "sandboxes" && id && parts[2] === "files" && method === "GET") {
     const row = await ctx.requireSandbox(id);
     return { home: ctx.hostOf(row).home, files: listFiles(ctx.hostOf(row).root) };
+  }
+  if (what === "sandboxes" && id && parts[2] === "state" && method === "POST") {
+    const body = await readJson(req, forceStateSchema);
+    const row = await ctx.requireSandbox(id);
+    if ((body.state === "archived" || body.state === "archiving") && row.state !== "stopped") {
+      // Daytona archives only a stopped sandbox (sandbox.service.ts archive()).
+      throw new HttpError(400, "bad_request", `Sandbox ${row.id} is ${row.state}: only a stopped sandbox can be archived`);
+    }
+    await killSandboxProcesses(ctx.hostOf(row));
+    const now = new Date();
+    const archiving = body.state === "archiving";
+    const desired = body.state === "archived" || archiving ? "archived" : row.desired_state;
+    const out = await store.forceState(row.id, body.state, desired, body.errorReason ?? null, now, archiving ? new Date(now.getTime() + Math.max(config.transitionMs.stop, 1)) : null);
+    log(`emulator: ${row.name} set to ${body.state}${body.errorReason ? ` (${body.errorReason})` : ""}`);
+    return toApi(ctx, out);
   }
   if (what === "faults" && !id && method === "GET") return { faults: await store.faults() };
   if (what === "faults" && !id && method === "POST") {

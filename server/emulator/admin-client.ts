@@ -29,7 +29,7 @@ export interface PlantInput {
   cpu?: number;
   memory?: number;
   disk?: number;
-  state?: "started" | "stopped";
+  state?: "started" | "stopped" | "archived";
   createdAt?: string;
   /** path → text */
   files?: Record<string, string>;
@@ -64,6 +64,11 @@ export class EmulatorAdminClient {
 
   async plant(input: PlantInput): Promise<{ id: string; name: string; labels: Record<string, string> }> {
     return (await this.call("POST", "/admin/sandboxes", input)) as { id: string; name: string; labels: Record<string, string> };
+  }
+
+  /** Sets a state Daytona reaches on its own: archived / archiving (a stopped sandbox), error / build_failed. */
+  async setState(sandboxId: string, state: "archived" | "archiving" | "error" | "build_failed", errorReason?: string): Promise<void> {
+    await this.call("POST", `/admin/sandboxes/${encodeURIComponent(sandboxId)}/state`, { state, ...(errorReason ? { errorReason } : {}) });
   }
 
   async files(sandboxId: string): Promise<string[]> {

@@ -191,4 +191,45 @@ describe("Daytona fidelity of the emulator", () => {
     expect((await provider.stop(id)).state).toBe("stopped");
     expect((await provider.start(id)).state).toBe("started");
   });
+
+  it("archive (issue 33; daytonaio/daytona v0.190.0 sandbox.service.ts start(), sandbox.entity.ts autoArchiveInterval): a stopped sandbox is archived after its autoArchiveInterval; a start restores it, showing archived (desired started) meanwhile; error states do not start", async () => {
+    await t.admin.configure({ autoStopMinuteMs: 200 });
+    try {
+      const res = await call("POST", "/sandbox", { name: "fid-archive", labels: labels("fid-archive"), autoArchiveInterval: 1 });
+      expect(res.body).toMatchObject({ autoArchiveInterval: 1 });
+      const id = String(res.body.id);
+      await waitState(id, "started");
+      await call("POST", `/sandbox/${id}/stop`);
+      await waitState(id, "stopped");
+      // One (emulated) minute stopped: archiving, then archived.
+      await waitState(id, "archived", 10_000);
+      expect((await call("GET", `/sandbox/${id}`)).body).toMatchObject({ state: "archived", desiredState: "archived" });
+      // Toolbox calls need started.
+      expect((await call("GET", `/toolbox/${id}/user-home-dir`)).status).toBe(400);
+      const starting = await call("POST", `/sandbox/${id}/start`);
+      expect(starting.body).toMatchObject({ state: "archived", desiredState: "started" });
+      // A second start meanwhile is a state change in progress.
+      expect((await call("POST", `/sandbox/${id}/start`)).status).toBe(409);
+      await waitState(id, "started");
+      // The provider does it in one call, from archived as from stopped.
+      await call("POST", `/sandbox/${id}/stop`);
+      await waitState(id, "stopped");
+      await t.admin.setState(id, "archived");
+      const up = await provider.ensureStarted(id);
+      expect(up).toMatchObject({ outcome: "restarted", before: "archived", sandbox: { state: "started" } });
+      // Only a stopped sandbox can be archived by hand, as in Daytona.
+      await expect(t.admin.setState(id, "archived")).rejects.toThrow(/only a stopped sandbox/);
+    } finally {
+      await t.admin.configure({ autoStopMinuteMs: 60_000 });
+    }
+  });
+
+  it.each(["error", "build_failed"] as const)("%s (with its reason): start is refused with 400, and the provider says why", async (state) => {
+    const id = await create(`fid-${state}`);
+    await waitState(id, "started");
+    await t.admin.setState(id, state, "disk quota exceeded");
+    expect((await call("GET", `/sandbox/${id}`)).body).toMatchObject({ state, errorReason: "disk quota exceeded" });
+    expect(await call("POST", `/sandbox/${id}/start`)).toMatchObject({ status: 400, body: { message: "Sandbox is not in valid state" } });
+    await expect(provider.ensureStarted(id)).rejects.toThrow(`sandbox ${id} is ${state}: it cannot be started (disk quota exceeded)`);
+  });
 });

@@ -28,6 +28,24 @@ export async function autoStop(ctx: EmulatorContext): Promise<void> {
     ctx.log(`emulator: ${stopped.name} auto-stopped after ${stopped.auto_stop_interval} min without activity`);
     await killSandboxProcesses(ctx.hostOf(stopped));
   }
+  await autoArchive(ctx, now);
+}
+
+/**
+ * Auto-archive (Daytona, sandbox.entity.ts `autoArchiveInterval`, default 7 days): a sandbox
+ * stopped that long is archived (`archiving`, then `archived`); a start restores it.
+ */
+async function autoArchive(ctx: EmulatorContext, now: Date): Promise<void> {
+  const { store, config } = ctx;
+  for (const row of await store.archivable(now, config.autoStopMinuteMs)) {
+    const ms = config.transitionMs.stop;
+    const archived = await store.transaction(async (tx) => {
+      const current = await store.byId(row.id, tx);
+      if (!current || current.state !== "stopped" || current.destroyed_at) return null;
+      return store.setState(row.id, ms > 0 ? "archiving" : "archived", "archived", now, tx, { transitionUntil: ms > 0 ? new Date(now.getTime() + ms) : null });
+    });
+    if (archived) ctx.log(`emulator: ${archived.name} auto-archived after ${archived.auto_archive_interval} min stopped`);
+  }
 }
 
 /** Runs `autoStop` every tenth of an auto-stop minute (25 ms – 1 s), one sweep at a time. */

@@ -23,6 +23,8 @@ export const createSchema = z.object({
   memory: z.number().positive().optional(),
   disk: z.number().positive().optional(),
   autoStopInterval: z.number().int().min(0).optional(),
+  /** Minutes stopped before it is archived (Daytona: default 7 days, 0 = the maximum). */
+  autoArchiveInterval: z.number().int().min(0).optional(),
 });
 
 /** The answer (always 200) to a `/sandbox/…` request; null when no route matches. */
@@ -70,6 +72,7 @@ async function createSandbox(ctx: EmulatorContext, body: z.infer<typeof createSc
         state: createMs > 0 ? "creating" : "started",
         transitionUntil: createMs > 0 ? new Date(visibleAt.getTime() + createMs) : null,
         autoStopInterval: body.autoStopInterval ?? 15,
+        autoArchiveInterval: body.autoArchiveInterval || 7 * 24 * 60,
         createdAt: visibleAt,
         visibleAt,
         ingressPort: await freePort(),
@@ -151,8 +154,9 @@ async function sandboxOp(ctx: EmulatorContext, idOrName: string, op: "get" | "de
       if (op === "delete") throw new HttpError(404, "not_found", `Sandbox ${row.id} is already destroyed`);
       throw new HttpError(400, "bad_request", `Sandbox ${row.id} is destroyed`);
     }
-    // Daytona refuses a lifecycle change while one is under way.
-    if (CHANGING.has(row.state)) throw new HttpError(409, "conflict", "Sandbox state change in progress");
+    // Daytona refuses a lifecycle change while one is under way, but starts an archiving
+    // sandbox (sandbox.service.ts start(): "Allow start of stopped | archived and archiving | archived").
+    if (CHANGING.has(row.state) && !(op === "start" && row.state === "archiving")) throw new HttpError(409, "conflict", "Sandbox state change in progress");
     switch (op) {
       case "delete":
         // Renamed at once: GET by name is a 404, the name is free; GET by id shows `destroying`.
@@ -166,6 +170,12 @@ async function sandboxOp(ctx: EmulatorContext, idOrName: string, op: "get" | "de
         );
       case "start":
         if (row.state === "started") return toApi(ctx, row);
+        // Only these start (sandbox.service.ts start(): "Sandbox is not in valid state", a 400).
+        if (!["stopped", "archived", "archiving"].includes(row.state)) throw new HttpError(400, "bad_request", "Sandbox is not in valid state");
+        if (row.state !== "stopped") {
+          // Restored from the archive first: slower than a start, and its DTO still says `archived` meanwhile.
+          return toApi(ctx, await store.setState(row.id, "restoring", "started", now, tx, { transitionUntil: until(Math.max(ms.start, 1) * 3) }));
+        }
         return toApi(ctx, await store.setState(row.id, ms.start > 0 ? "starting" : "started", "started", now, tx, { transitionUntil: until(ms.start) }));
       case "stop":
         if (row.state !== "started") throw new HttpError(400, "bad_request", `Sandbox ${row.id} is ${row.state}, not started`);
@@ -215,11 +225,12 @@ export function toApi(ctx: EmulatorContext, row: SandboxRow) {
     gpu: 0,
     memory: row.memory,
     disk: row.disk,
-    state: row.state,
+    // A restore shows `archived` (desired `started`) until its sandbox is up (issue 33).
+    state: row.state === "restoring" ? "archived" : row.state,
     desiredState: row.desired_state,
     errorReason: row.error_reason ?? undefined,
     autoStopInterval: row.auto_stop_interval,
-    autoArchiveInterval: 0,
+    autoArchiveInterval: row.auto_archive_interval,
     autoDeleteInterval: -1,
     createdAt: at(row.created_at),
     updatedAt: at(row.updated_at),

@@ -36,6 +36,8 @@ ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS transition_until timestamp
 ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS last_activity_at timestamptz;
 -- Minutes without activity before the sandbox stops (0 = never); Daytona's default is 15.
 ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS auto_stop_interval integer NOT NULL DEFAULT 15;
+-- Minutes stopped before the sandbox is archived; Daytona's default is 7 days (sandbox.entity.ts).
+ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS auto_archive_interval integer NOT NULL DEFAULT 10080;
 CREATE INDEX IF NOT EXISTS emulator_sandbox_name_idx ON emulator_sandbox (name);
 CREATE INDEX IF NOT EXISTS emulator_sandbox_transition_idx ON emulator_sandbox (transition_until) WHERE transition_until IS NOT NULL;
 CREATE INDEX IF NOT EXISTS emulator_sandbox_labels_idx ON emulator_sandbox USING gin (labels);
@@ -71,7 +73,7 @@ async function againOnDeadlock<T>(statement: () => Promise<T>, attempts = 3): Pr
  * unset), lazily, so it survives an emulator restart; RETURNING the rows changed.
  */
 const settleSql = (now: string, scope = "true") => `UPDATE emulator_sandbox SET
-    state = CASE state WHEN 'creating' THEN 'started' WHEN 'starting' THEN 'started' WHEN 'stopping' THEN 'stopped' WHEN 'destroying' THEN 'destroyed' ELSE state END,
+    state = CASE state ${Object.entries(TRANSITIONS).map(([from, to]) => `WHEN '${from}' THEN '${to}'`).join(" ")} ELSE state END,
     updated_at = transition_until,
     destroyed_at = CASE WHEN state = 'destroying' THEN transition_until ELSE destroyed_at END,
     transition_until = NULL
@@ -97,10 +99,19 @@ export interface SandboxRow {
   transition_until: Date | null;
   last_activity_at: Date | null;
   auto_stop_interval: number;
+  auto_archive_interval: number;
 }
 
 /** The state a transitional state ends in. */
-export const TRANSITIONS: Record<string, string> = { creating: "started", starting: "started", stopping: "stopped", destroying: "destroyed" };
+export const TRANSITIONS: Record<string, string> = {
+  creating: "started",
+  starting: "started",
+  stopping: "stopped",
+  destroying: "destroyed",
+  // Daytona's archive moves a stopped sandbox's disk to object storage; a start restores it.
+  archiving: "archived",
+  restoring: "started",
+};
 
 export type SortKey = "createdAt" | "updatedAt" | "lastActivityAt" | "name";
 const SORT_COLUMNS: Record<SortKey, string> = {
@@ -259,13 +270,14 @@ export class EmulatorStore {
       /** When `creating` becomes `started` (null: no transition). */
       transitionUntil?: Date | null;
       autoStopInterval?: number;
+      autoArchiveInterval?: number;
       lastActivityAt?: Date;
     },
     db: Queryable,
   ): Promise<SandboxRow> {
     const { rows } = await db.query<SandboxRow>(
-      `INSERT INTO emulator_sandbox (id, name, labels, env, cpu, memory, disk, state, desired_state, created_at, updated_at, visible_at, ingress_port, transition_until, last_activity_at, auto_stop_interval)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13, $15, $14) RETURNING *`,
+      `INSERT INTO emulator_sandbox (id, name, labels, env, cpu, memory, disk, state, desired_state, created_at, updated_at, visible_at, ingress_port, transition_until, last_activity_at, auto_stop_interval, auto_archive_interval)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13, $15, $14, $16) RETURNING *`,
       [
         row.id,
         row.name,
@@ -275,13 +287,14 @@ export class EmulatorStore {
         row.memory,
         row.disk,
         row.state,
-        row.state === "stopped" ? "stopped" : "started",
+        row.state === "stopped" || row.state === "archived" ? row.state : "started",
         row.createdAt,
         row.visibleAt,
         row.ingressPort,
         row.transitionUntil ?? null,
         row.autoStopInterval ?? 15,
         row.lastActivityAt ?? row.createdAt,
+        row.autoArchiveInterval ?? 7 * 24 * 60,
       ],
     );
     return mustRow(rows[0]);
@@ -323,6 +336,26 @@ export class EmulatorStore {
   /** Toolbox or lifecycle activity: pushes the auto-stop deadline back. */
   async touch(id: string, now: Date): Promise<void> {
     await this.pool.query("UPDATE emulator_sandbox SET last_activity_at = GREATEST(COALESCE(last_activity_at, $2), $2) WHERE id = $1", [id, now]);
+  }
+
+  /** Stopped sandboxes stopped for longer than their autoArchiveInterval (one minute = `minuteMs`). */
+  async archivable(now: Date, minuteMs: number): Promise<SandboxRow[]> {
+    const { rows } = await this.pool.query<SandboxRow>(
+      `SELECT * FROM emulator_sandbox WHERE state = 'stopped' AND destroyed_at IS NULL AND auto_archive_interval > 0
+         AND updated_at + (auto_archive_interval * $2::double precision || ' milliseconds')::interval <= $1`,
+      [now, minuteMs],
+    );
+    return rows;
+  }
+
+  /** A state set from outside the lifecycle (the admin API: archived, error, build_failed…), with its error reason. */
+  async forceState(id: string, state: string, desired: string, errorReason: string | null, now: Date, transitionUntil: Date | null = null): Promise<SandboxRow> {
+    const { rows } = await this.pool.query<SandboxRow>(
+      `UPDATE emulator_sandbox SET state = $2, desired_state = $3, error_reason = $4, updated_at = $5, transition_until = $6
+       WHERE id = $1 AND destroyed_at IS NULL RETURNING *`,
+      [id, state, desired, errorReason, now, transitionUntil],
+    );
+    return mustRow(rows[0]);
   }
 
   /** Started sandboxes idle for longer than their autoStopInterval (one minute = `minuteMs`). */

@@ -16,8 +16,13 @@ describe("decideStoppedSandbox (issue 11: auto-stop while the controller was dow
     expect(decideStoppedSandbox(evidence({ sandboxState: "started", desiredState: "started" })).verdict).toBe("proceed");
   });
 
-  test.each(["stopped", "archived"])("a %s sandbox is started again while attempts are left", (state) => {
-    const d = decideStoppedSandbox(evidence({ sandboxState: state }));
+  // Daytona's start() takes all three (sandbox.service.ts at v0.190.0), archiving included.
+  test.each([
+    ["stopped", "stopped"],
+    ["archived", "archived"],
+    ["archiving", "archived"],
+  ])("a %s sandbox (desired %s) is started again while attempts are left", (state, desired) => {
+    const d = decideStoppedSandbox(evidence({ sandboxState: state, desiredState: desired }));
     expect(d).toMatchObject({ verdict: "start_sandbox", code: null });
     expect(d.checks.find((c) => c.name === "start_attempts_left")).toMatchObject({ ok: true, expected: 2, actual: 0 });
   });
@@ -28,8 +33,12 @@ describe("decideStoppedSandbox (issue 11: auto-stop while the controller was dow
     expect(describeFailure(d.code)).toMatchObject({ outcome: "terminal_failure", canRetry: true });
   });
 
-  test.each(["creating", "starting", "stopping"])("%s: the provider is already acting, look again", (state) => {
+  test.each(["creating", "starting", "stopping", "restoring"])("%s: the provider is already acting, look again", (state) => {
     expect(decideStoppedSandbox(evidence({ sandboxState: state, desiredState: "started" })).verdict).toBe("wait");
+  });
+
+  test("an archived sandbox whose start was asked (Daytona shows archived, desired started, while it restores): look again, no second start", () => {
+    expect(decideStoppedSandbox(evidence({ sandboxState: "archived", desiredState: "started" })).verdict).toBe("wait");
   });
 
   test.each([

@@ -14,9 +14,9 @@ export type StoppedSandboxDecision = StoppedSandboxResult;
  */
 
 /** States on the way to `started` or `stopped`: the provider is already acting; look again. */
-const TRANSITIONAL = new Set(["creating", "starting", "stopping", "restoring", "pulling_snapshot", "pending_build", "building_snapshot", "resuming", "archiving"]);
-/** States Daytona's `POST /sandbox/{id}/start` takes a sandbox out of. */
-const STARTABLE = new Set(["stopped", "archived"]);
+const TRANSITIONAL = new Set(["creating", "starting", "stopping", "restoring", "pulling_snapshot", "pending_build", "building_snapshot", "resuming"]);
+/** States Daytona's `POST /sandbox/{id}/start` takes a sandbox out of (sandbox.service.ts start(), v0.190.0). */
+const STARTABLE = new Set(["stopped", "archived", "archiving"]);
 
 export function decideStoppedSandbox(e: StoppedSandboxEvidence): StoppedSandboxResult {
   const state = e.sandboxState;
@@ -40,7 +40,9 @@ export function decideStoppedSandbox(e: StoppedSandboxEvidence): StoppedSandboxR
   if (state === null) return end("sandbox_gone");
   checks.push(check("sandbox_started", state === "started", "started", state));
   if (state === "started") return go("proceed", "sandbox_started");
-  if (TRANSITIONAL.has(state) && e.desiredState !== "destroyed") {
+  // An archived sandbox whose start was asked keeps showing `archived` while it is restored.
+  const restoring = (state === "archived" || state === "archiving") && e.desiredState === "started";
+  if ((TRANSITIONAL.has(state) || restoring) && e.desiredState !== "destroyed") {
     checks.push(check("sandbox_in_transition", true, true, true));
     return go("wait", "sandbox_in_transition");
   }

@@ -35,6 +35,17 @@ export interface DaytonaProviderOptions {
 
 /** States a sandbox passes through on its way to `started` (wait, do not act). */
 const STARTING_STATES = new Set(["creating", "starting", "restoring", "pulling_snapshot", "pending_build", "building_snapshot", "resuming"]);
+/** What `POST /sandbox/{id}/start` accepts (Daytona's sandbox.service.ts start(), at v0.190.0). */
+const STARTABLE_STATES = new Set(["stopped", "archived", "archiving"]);
+
+/**
+ * On its way to `started`: a starting state, or an archived (archiving) one whose start was
+ * asked — Daytona's answer keeps `archived` with desired state `started` while it restores.
+ */
+function isComingUp(view: { state?: string | null; desiredState?: string | null }): boolean {
+  const state = view.state ?? "";
+  return STARTING_STATES.has(state) || ((state === "archived" || state === "archiving") && view.desiredState === "started");
+}
 
 export type EnsureStartedOutcome =
   /** It was already started (or became so on its own). */
@@ -335,10 +346,12 @@ export class DaytonaProvider implements SandboxProvider {
     let view = await this.getById(id, options);
     if (view === null) throw new ProviderError("http", operation, `sandbox ${id} does not exist`, { status: 404, code: "sandbox_not_found" });
     const before = view.state;
-    if (STARTING_STATES.has(view.state)) view = await this.waitFor(id, "started", options);
+    if (isComingUp(view)) view = await this.waitFor(id, "started", options);
     if (view.state === "stopping") view = await this.waitFor(id, "stopped", options);
     if (view.state === "started") return { outcome: "already_started", before, sandbox: view };
-    if (view.state !== "stopped") throw new ProviderError("refused", operation, `sandbox ${id} is ${view.state}: it cannot be started`);
+    // Daytona starts a stopped, an archived and an archiving sandbox (sandbox.service.ts start());
+    // an archived one is restored first (its processes, like a stopped one's, are gone).
+    if (!STARTABLE_STATES.has(view.state)) throw new ProviderError("refused", operation, `sandbox ${id} is ${view.state}: it cannot be started${view.errorReason ? ` (${view.errorReason})` : ""}`);
     return { outcome: "restarted", before, sandbox: await this.start(id, options) };
   }
 
@@ -346,12 +359,12 @@ export class DaytonaProvider implements SandboxProvider {
   private async waitFor(id: string, target: "started" | "stopped", options: ViewOptions): Promise<SandboxView> {
     const operation = `wait for ${id} ${target}`;
     const deadline = Date.now() + this.transitionTimeoutMs;
-    const passing = target === "started" ? STARTING_STATES : new Set(["stopping"]);
     for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
       const view = await this.getById(id, options);
       if (view === null) throw new ProviderError("http", operation, `sandbox ${id} does not exist`, { status: 404, code: "sandbox_not_found" });
       if (view.state === target) return view;
-      if (!passing.has(view.state)) throw new ProviderError("refused", operation, `sandbox ${id} is ${view.state}, not ${target}${view.errorReason ? `: ${view.errorReason}` : ""}`);
+      const passing = target === "started" ? isComingUp(view) : view.state === "stopping";
+      if (!passing) throw new ProviderError("refused", operation, `sandbox ${id} is ${view.state}, not ${target}${view.errorReason ? `: ${view.errorReason}` : ""}`);
       if (Date.now() + delay > deadline) throw new ProviderError("timeout", operation, `still ${view.state} after ${this.transitionTimeoutMs} ms`);
       await abortableSleep(delay, options.signal, operation);
     }
@@ -371,7 +384,7 @@ export class DaytonaProvider implements SandboxProvider {
     if (data === null) return null;
     let raw = validate(operation, data, sandboxSchema, "the sandbox");
     // Toolbox calls need `started`: wait out `creating` (and other ways up) first.
-    if (STARTING_STATES.has(raw.state ?? "")) {
+    if (isComingUp(raw)) {
       const started = await this.waitFor(sandboxId, "started", options);
       raw = { ...raw, state: started.state, toolboxProxyUrl: started.toolboxProxyUrl ?? raw.toolboxProxyUrl };
     }
