@@ -5,7 +5,7 @@
  */
 import { DaytonaProvider } from "../server/providers/daytona";
 import { CONTRACT_STEPS, cleanupContract, contractContext } from "../server/providers/contract";
-import { createRunnerClient } from "../server/providers/runner";
+import { runnerClientFor } from "../server/providers/from-env";
 import { env } from "../server/env";
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -21,7 +21,7 @@ async function main(): Promise<number> {
   const ctx = contractContext({
     label: "daytona",
     makeProvider: ({ instanceId, pageSize }) => new DaytonaProvider({ apiUrl, apiKey, timeoutMs, instanceId, pageSize }),
-    makeRunner: (provider) => createRunnerClient({ apiKey, timeoutMs, toolboxUrl: (id, o) => provider.toolboxUrl(id, o) }),
+    makeRunner: (provider) => runnerClientFor(provider, { apiKey, timeoutMs }),
   });
   say(`provider contract against ${apiUrl} (instance label ${ctx.instanceId})`);
   let failed = 0;

@@ -19,7 +19,7 @@ import { json } from "../../server/controller/records";
 import type { Db } from "../../server/db/client";
 import type { Identity } from "../../server/engine";
 import { DaytonaProvider } from "../../server/providers/daytona";
-import { createRunnerClient } from "../../server/providers/runner";
+import { runnerClientFor } from "../../server/providers/from-env";
 import { currentProcessIdentity } from "../../server/process/identity";
 import { buildLabels, creationName } from "../../server/providers/labels";
 import { stopService, tsxArgs, waitForHttp } from "../lib/processes";
@@ -131,7 +131,7 @@ export async function benchController(db: Db, emulatorUrl: string, instanceId: s
     db,
     provider,
     providerTarget: "emulator",
-    runner: createRunnerClient({ apiKey: "emulator-key", toolboxUrl: (id, o) => provider.toolboxUrl(id, o) }),
+    runner: runnerClientFor(provider, { apiKey: "emulator-key" }),
     identity,
     config: controllerConfig(env, { instanceId, home: fs.mkdtempSync(path.join(os.tmpdir(), "rw-bench-")) }),
     log: pino({ level: "silent" }),

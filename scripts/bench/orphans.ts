@@ -24,7 +24,7 @@ import { env, readEnv } from "../../server/env";
 import { currentProcessIdentity } from "../../server/process/identity";
 import { DaytonaProvider } from "../../server/providers/daytona";
 import { buildLabels } from "../../server/providers/labels";
-import { createRunnerClient } from "../../server/providers/runner";
+import { runnerClientFor } from "../../server/providers/from-env";
 import { judgeInventory, refreshInventory } from "../../server/sandboxes/inventory";
 import { listOrphans } from "../../server/sandboxes/list";
 import { previewReclaim } from "../../server/sandboxes/dry-run";
@@ -203,7 +203,7 @@ async function plantOrphans(db: Db, emulatorUrl: string, instanceId: string, siz
     db,
     provider,
     providerTarget: "emulator",
-    runner: createRunnerClient({ apiKey: "emulator-key", toolboxUrl: (id, o) => provider.toolboxUrl(id, o) }),
+    runner: runnerClientFor(provider, { apiKey: "emulator-key" }),
     identity: currentProcessIdentity(),
     config: controllerConfig(readEnv({}), { instanceId, home: fs.mkdtempSync(path.join(os.tmpdir(), "rw-orphans-")) }),
     log: pino({ level: "silent" }),

@@ -9,7 +9,7 @@ import { withDatabase } from "../../server/db/url";
 import { startEmulator } from "../../server/emulator/server";
 import { env } from "../../server/env";
 import { DaytonaProvider } from "../../server/providers/daytona";
-import { createRunnerClient } from "../../server/providers/runner";
+import { runnerClientFor } from "../../server/providers/from-env";
 import { buildLabels, creationName } from "../../server/providers/types";
 
 const rounds = Number(process.argv[2] ?? 20);
@@ -39,7 +39,7 @@ async function timed<T>(op: string, fn: () => Promise<T>): Promise<T> {
 }
 try {
   const provider = new DaytonaProvider({ apiUrl: emulator.url, apiKey: "emulator-key", instanceId: "inst-bench" });
-  const runner = createRunnerClient({ apiKey: "emulator-key", toolboxUrl: (id, o) => provider.toolboxUrl(id, o) });
+  const runner = runnerClientFor(provider, { apiKey: "emulator-key" });
   const sbx = await provider.create({ name: creationName("rw", "bench-runner"), labels: buildLabels({ instanceId: "inst-bench", companyId: "co-1", operationId: "bench-runner" }) });
   await timed("start (first: upload + spawn)", () => runner.start(sbx.id, { runId: "r", runnerInstanceId: "ri", sessionId: "s", agentCommand: "true" }));
   await timed("session-open", () => runner.sessionOpen(sbx.id, { timeoutMs: 5000 }));

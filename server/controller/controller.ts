@@ -5,7 +5,7 @@ import type { ControllerContext } from "./context";
 import { DRAIN_SUSPEND_GRACE_MS } from "./drain";
 import { executeRun } from "./execute";
 import { isRunLost, type RunFence } from "./fence";
-import { clearProviderWait, createBreaker, recordBreakerChange } from "./outage";
+import { clearProviderWait, createBreaker, recordBreakerChange, waitsForProvider } from "./outage";
 import { guardProvider, guardRunner } from "../providers/breaker";
 import { appendEvent } from "./records";
 import { claimInterruptedRuns, claimUntrackedRuns, countFailedAttempt, recoverRun, type ExecutorStatus } from "./recovery";
@@ -181,7 +181,9 @@ export class Controller {
         }
         // A failed attempt is counted and judged (§2.8): the run is let go with a back-off so
         // recovery (a "hot" restart) takes it up with proof, or it ends with Retry.
-        this.ctx.log.error({ runId, err: err instanceof Error ? err.stack : String(err) }, "run task failed");
+        // The provider's absence is no bug of ours: one line, no stack (the engine judges it below).
+        if (waitsForProvider(err)) this.ctx.log.warn({ runId, err: err instanceof Error ? err.message : String(err) }, "run task met an unavailable provider");
+        else this.ctx.log.error({ runId, err: err instanceof Error ? err.stack : String(err) }, "run task failed");
         await countFailedAttempt(this.ctx, claimed, err).catch(async (countErr: unknown) => {
           this.ctx.log.error({ runId, err: String(countErr) }, "recovery attempt could not be counted");
           await this.ctx.db.run

@@ -32,6 +32,7 @@ const configSchema = z.object({
   destroyedRetentionMs: z.number().int().min(0).optional(),
   transitionMs: z.object({ create: z.number().int().min(0), start: z.number().int().min(0), stop: z.number().int().min(0), destroy: z.number().int().min(0) }).partial().optional(),
   autoStopMinuteMs: z.number().int().min(1).optional(),
+  toolboxGone: z.object({ afterMs: z.number().int().min(0), status: z.union([z.literal(401), z.literal(400)]) }).partial().optional(),
 });
 
 /** The answer (always 200) to an `/admin/…` request (`parts` after `admin`). */
@@ -91,6 +92,7 @@ export async function adminApi(ctx: EmulatorContext, parts: string[], method: st
     if (next.duplicateNames) config.duplicateNames = next.duplicateNames;
     if (next.transitionMs) config.transitionMs = { ...config.transitionMs, ...next.transitionMs };
     if (next.autoStopMinuteMs !== undefined) config.autoStopMinuteMs = next.autoStopMinuteMs;
+    if (next.toolboxGone) config.toolboxGone = { ...config.toolboxGone, ...next.toolboxGone };
     if (next.destroyedRetentionMs !== undefined) {
       config.destroyedRetentionMs = next.destroyedRetentionMs;
       store.destroyedRetentionMs = next.destroyedRetentionMs;

@@ -82,6 +82,8 @@ export class EmulatorAdminClient {
     transitionMs?: Partial<Record<"create" | "start" | "stop" | "destroy", number>>;
     /** How long one minute of `autoStopInterval` lasts. */
     autoStopMinuteMs?: number;
+    /** What the toolbox answers for a deleted sandbox once the proxy's caches forgot it, and when. */
+    toolboxGone?: { afterMs?: number; status?: 401 | 400 };
   }): Promise<void> {
     await this.call("POST", "/admin/config", config);
   }

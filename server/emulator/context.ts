@@ -19,11 +19,25 @@ export interface TransitionMs {
 
 export const DEFAULT_TRANSITION_MS: TransitionMs = { create: 150, start: 100, stop: 100, destroy: 100 };
 
+/**
+ * What the toolbox proxy answers for a deleted sandbox (Daytona v0.190.0,
+ * apps/proxy/pkg/proxy/get_sandbox_target.go and auth.go): 404 while its caches still hold the
+ * sandbox (runner info 2 min), then 401 "Bearer token is invalid" (the API no longer vouches
+ * for the token) or 400 "failed to get runner info".
+ */
+export interface ToolboxGone {
+  afterMs: number;
+  status: 401 | 400;
+}
+
+export const DEFAULT_TOOLBOX_GONE: ToolboxGone = { afterMs: 120_000, status: 401 };
+
 export interface EmulatorConfig {
   duplicateNames: DuplicateNames;
   destroyedRetentionMs: number;
   transitionMs: TransitionMs;
   autoStopMinuteMs: number;
+  toolboxGone: ToolboxGone;
 }
 
 export interface EmulatorContext {

@@ -232,4 +232,36 @@ describe("Daytona fidelity of the emulator", () => {
     expect(await call("POST", `/sandbox/${id}/start`)).toMatchObject({ status: 400, body: { message: "Sandbox is not in valid state" } });
     await expect(provider.ensureStarted(id)).rejects.toThrow(`sandbox ${id} is ${state}: it cannot be started (disk quota exceeded)`);
   });
+
+  it("a deleted sandbox's toolbox (issue 33; Daytona v0.190.0 apps/proxy/pkg/proxy/get_sandbox_target.go, auth.go): 404 while the proxy's caches last, then 401 or 400; the provider and the runner still see it gone", async () => {
+    await t.admin.configure({ toolboxGone: { afterMs: 300, status: 401 } });
+    try {
+      const id = await create("fid-gone");
+      await waitState(id, "started");
+      const runner = t.runner(provider);
+      // Caches its toolbox URL and home, as a controller working on it has.
+      expect(await provider.readFile(id, "nothing-here.txt")).toBeNull();
+      expect((await runner.process(id)).state).toBe("absent");
+      await provider.destroy(id);
+      expect((await call("GET", `/toolbox/${id}/user-home-dir`)).status).toBe(404);
+      await new Promise((r) => setTimeout(r, 400));
+      expect(await call("GET", `/toolbox/${id}/user-home-dir`)).toMatchObject({ status: 401, body: { message: "Bearer token is invalid" } });
+      // Through the cached URL: gone, not an error (a read of a gone sandbox is no file, §EVIDENCE).
+      expect(await provider.readFile(id, "nothing-here.txt")).toBeNull();
+      await expect(runner.process(id)).rejects.toMatchObject({ status: 404, code: "sandbox_not_found" });
+      await t.admin.configure({ toolboxGone: { status: 400 } });
+      expect(await call("GET", `/toolbox/${id}/user-home-dir`)).toMatchObject({ status: 400, body: { message: expect.stringContaining("failed to get runner info") } });
+      expect(await provider.readFile(id, "/etc/hostname")).toBeNull();
+    } finally {
+      await t.admin.configure({ toolboxGone: { afterMs: 120_000, status: 401 } });
+    }
+  });
+
+  it("a stopped sandbox's toolbox 400 stays an error: it is there, only not started", async () => {
+    const id = await create("fid-stopped-400");
+    await waitState(id, "started");
+    expect(await provider.readFile(id, "nothing-here.txt")).toBeNull();
+    await provider.stop(id);
+    await expect(provider.readFile(id, "nothing-here.txt")).rejects.toThrow(/HTTP 400/);
+  });
 });

@@ -28,7 +28,8 @@ export async function toolboxApi(ctx: EmulatorContext, sandboxId: string, route:
   // The toolbox proxy resolves a sandbox by id only (RUNNER.md), never by name.
   const row = await store.byId(sandboxId);
   const now = Date.now();
-  if (!row || row.destroyed_at || row.visible_at.getTime() > now) throw new HttpError(404, "not_found", `sandbox container ${sandboxId} not found`);
+  if (!row || row.visible_at.getTime() > now) throw new HttpError(404, "not_found", `sandbox container ${sandboxId} not found`);
+  if (row.destroyed_at || row.state === "destroying") throw goneAnswer(ctx, row, now);
   const host = ctx.hostOf(row);
   if (row.state !== "started") throw new HttpError(400, "bad_request", `Sandbox ${row.id} is ${row.state}. Is the Sandbox started?`);
   ensureSandboxDirs(host);
@@ -44,6 +45,20 @@ export async function toolboxApi(ctx: EmulatorContext, sandboxId: string, route:
     else inFlight.delete(row.id);
     await store.touch(row.id, new Date()).catch(() => {});
   }
+}
+
+/**
+ * A deleted sandbox, as Daytona's toolbox proxy answers for it (config `toolboxGone`): 404
+ * while the proxy's caches still know it, then 401 or 400 — never a 404 again.
+ */
+function goneAnswer(ctx: EmulatorContext, row: SandboxRow, now: number): HttpError {
+  // The delete's moment: its last activity (a transition's end moves updated_at, not this).
+  const goneFor = now - (row.last_activity_at ?? row.updated_at).getTime();
+  const { afterMs, status } = ctx.config.toolboxGone;
+  if (goneFor < afterMs) return new HttpError(404, "not_found", `sandbox container ${row.id} not found`);
+  return status === 401
+    ? new HttpError(401, "unauthorized", "Bearer token is invalid")
+    : new HttpError(400, "bad_request", `failed to get runner info: sandbox ${row.id} not found`);
 }
 
 async function toolboxRoute(ctx: EmulatorContext, row: SandboxRow, host: SandboxHost, route: string, method: string, url: URL, req: http.IncomingMessage, res: http.ServerResponse) {

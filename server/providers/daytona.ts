@@ -281,6 +281,7 @@ export class DaytonaProvider implements SandboxProvider {
       throw err;
     }
     if (res.status === 404) return null;
+    if ((res.status === 400 || res.status === 401) && (await this.isGone(sandboxId, options))) return null;
     if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
     // Raw bytes (DAYTONA.md): decode as UTF-8 text.
     return res.body.toString("utf8");
@@ -297,10 +298,27 @@ export class DaytonaProvider implements SandboxProvider {
     const operation = "GET /user-home-dir";
     const res = await send({ method: "GET", url: `${toolbox}/${encodeURIComponent(sandboxId)}/user-home-dir`, operation, apiKey: this.apiKey, timeoutMs: this.timeoutMs, signal: options.signal });
     if (res.status === 404) return null;
+    if ((res.status === 400 || res.status === 401) && (await this.isGone(sandboxId, options))) return null;
     if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
     const dir = validate(operation, decodeJson(operation, res), homeDirSchema, "the home directory").dir.replace(/\/+$/, "");
     this.homes.set(sandboxId, dir);
     return dir;
+  }
+
+  /**
+   * Whether the API says the sandbox is gone (no such sandbox, or destroyed / being destroyed):
+   * what a toolbox 400 or 401 means for a deleted sandbox once Daytona's proxy caches forget it
+   * (apps/proxy/pkg/proxy/get_sandbox_target.go, auth.go at v0.190.0). Its cached toolbox
+   * URL and home go with it.
+   */
+  async isGone(sandboxId: string, options: { signal?: AbortSignal } = {}): Promise<boolean> {
+    const view = await this.getById(sandboxId, { signal: options.signal });
+    const gone = view === null || view.state === "destroyed" || view.state === "destroying" || view.desiredState === "destroyed";
+    if (gone) {
+      this.toolboxUrls.delete(sandboxId);
+      this.homes.delete(sandboxId);
+    }
+    return gone;
   }
 
   /** A sandbox by id, or null when it does not exist. */

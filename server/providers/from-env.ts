@@ -2,7 +2,7 @@ import type { Env } from "../env";
 import { emulatorApiKeys, emulatorUrl } from "../emulator/config";
 import { DaytonaProvider } from "./daytona";
 import { ProviderError } from "./errors";
-import { createRunnerClient, type RunnerClient } from "./runner";
+import { createRunnerClient, type HttpRunnerClientOptions, type RunnerClient } from "./runner";
 
 export interface ConfiguredProvider {
   /** `daytona` when DAYTONA_API_URL is set, otherwise the local emulator. */
@@ -36,10 +36,15 @@ export function providerFromEnv(
     apiKey = emulatorApiKeys(env)[0] ?? "emulator-key";
   }
   const provider = new DaytonaProvider({ apiUrl, apiKey, timeoutMs: env.DAYTONA_TIMEOUT_MS, instanceId: options.instanceId });
-  const runner = createRunnerClient({
-    apiKey,
-    timeoutMs: env.DAYTONA_TIMEOUT_MS,
-    toolboxUrl: (sandboxId, o) => provider.toolboxUrl(sandboxId, o),
-  });
+  const runner = runnerClientFor(provider, { apiKey, timeoutMs: env.DAYTONA_TIMEOUT_MS });
   return { target, apiUrl, provider, runner };
+}
+
+/** The runner client that reaches its sandboxes through this provider's toolbox (and asks it whether one is gone). */
+export function runnerClientFor(provider: DaytonaProvider, options: Omit<HttpRunnerClientOptions, "toolboxUrl" | "sandboxGone">): RunnerClient {
+  return createRunnerClient({
+    ...options,
+    toolboxUrl: (sandboxId, o) => provider.toolboxUrl(sandboxId, o),
+    sandboxGone: (sandboxId, o) => provider.isGone(sandboxId, o),
+  });
 }

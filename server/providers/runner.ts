@@ -236,6 +236,12 @@ export interface HttpRunnerClientOptions {
   timeoutMs?: number;
   /** How a turn still running is polled (ms; defaults TURN_LONG_POLL_WAIT_MS, TURN_LONG_POLL_EVERY_MS, TURN_READ_EVERY_MS). */
   turnPoll?: Partial<TurnPoll>;
+  /**
+   * Whether the provider's API says the sandbox is gone: asked when the toolbox answers 400,
+   * 401 or 404, since a deleted sandbox's toolbox answers 401 or 400 once the proxy's caches
+   * forget it (issue 33). Without it such an answer stays an error.
+   */
+  sandboxGone?: (sandboxId: string, options?: { signal?: AbortSignal }) => Promise<boolean>;
 }
 
 export interface TurnPoll {
@@ -284,6 +290,9 @@ const processResultSchema = z.object({ process: runnerProcessSchema });
 const turnAnswerSchema = z.object({ state: runnerStateSchema, pending: z.boolean().optional(), command: processedCommandSchema.optional() });
 const rejectResultSchema = z.object({ definite: z.boolean().optional(), providerFailure: providerFailureSchema.optional(), message: z.string().optional() });
 
+/** What the toolbox answers for a sandbox that may have been deleted (Daytona's proxy: 404, then 401 or 400). */
+const GONE_MAYBE: ReadonlySet<number> = new Set([400, 401, 404]);
+
 /** Runner refusals that mean "not there" rather than "in the way". */
 const NOT_FOUND_CODES = new Set(["runner_state_missing"]);
 
@@ -294,6 +303,7 @@ export function shellQuote(text: string): string {
 export class HttpRunnerClient implements RunnerClient {
   private readonly apiKey: string;
   private readonly toolboxUrl: HttpRunnerClientOptions["toolboxUrl"];
+  private readonly sandboxGone: HttpRunnerClientOptions["sandboxGone"];
   private readonly timeoutMs: number;
   private readonly turnPoll: TurnPoll;
   private readonly homes = new Map<string, string>();
@@ -302,6 +312,7 @@ export class HttpRunnerClient implements RunnerClient {
   constructor(options: HttpRunnerClientOptions) {
     this.apiKey = options.apiKey;
     this.toolboxUrl = options.toolboxUrl;
+    this.sandboxGone = options.sandboxGone;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.turnPoll = { longPollWaitMs: TURN_LONG_POLL_WAIT_MS, longPollEveryMs: TURN_LONG_POLL_EVERY_MS, readEveryMs: TURN_READ_EVERY_MS, ...options.turnPoll };
   }
@@ -505,7 +516,7 @@ export class HttpRunnerClient implements RunnerClient {
     if (toolbox === null) {
       throw new ProviderError("http", operation, `sandbox ${sandboxId} does not exist`, { status: 404, code: "sandbox_not_found" });
     }
-    return send({
+    const res = await send({
       method,
       url: `${toolbox}/${encodeURIComponent(sandboxId)}/${route}`,
       operation,
@@ -515,6 +526,12 @@ export class HttpRunnerClient implements RunnerClient {
       timeoutMs: extra.timeoutMs ?? options.timeoutMs ?? this.timeoutMs,
       signal: options.signal,
     });
+    if (GONE_MAYBE.has(res.status) && this.sandboxGone && (await this.sandboxGone(sandboxId, { signal: options.signal }))) {
+      this.homes.delete(sandboxId);
+      this.installed.delete(sandboxId);
+      throw new ProviderError("http", operation, `sandbox ${sandboxId} does not exist (its toolbox answered ${res.status})`, { status: 404, code: "sandbox_not_found" });
+    }
+    return res;
   }
 }
 

@@ -6,7 +6,8 @@ import pg from "pg";
 import { withDatabase } from "../db/url";
 import { withAdmin } from "./db";
 import { DaytonaProvider } from "../providers/daytona";
-import { createRunnerClient, type RunnerClient, type TurnPoll } from "../providers/runner";
+import { runnerClientFor } from "../providers/from-env";
+import type { RunnerClient, TurnPoll } from "../providers/runner";
 import { EmulatorAdminClient } from "../emulator/admin-client";
 import { DEFAULT_API_KEY, startEmulator, type EmulatorHandle, type EmulatorOptions } from "../emulator/server";
 
@@ -57,7 +58,7 @@ export async function startTestEmulator(
     admin: new EmulatorAdminClient(emulator.url, apiKey),
     provider: (o = {}) => new DaytonaProvider({ apiUrl: emulator.url, apiKey, timeoutMs: o.timeoutMs ?? 10_000, instanceId: o.instanceId, pageSize: o.pageSize }),
     runner: (provider, timeoutMs = 10_000, turnPoll) =>
-      createRunnerClient({ apiKey, timeoutMs, turnPoll, toolboxUrl: (id, o) => provider.toolboxUrl(id, o) }),
+      runnerClientFor(provider, { apiKey, timeoutMs, turnPoll }),
     async close() {
       // The sandboxes' processes (detached runners) end with the test.
       await emulator.killAllProcesses().catch(() => 0);
