@@ -169,6 +169,19 @@ describe("a provider outage across a controller restart (DOMAIN.md §2.8)", () =
     });
   });
 
+  it("answering 502s and 429s (the emulator's http_error and rate_limit faults on every call): the same", { timeout: 240_000 }, async () => {
+    const admin = new EmulatorAdminClient(`http://127.0.0.1:${port}`);
+    await outageScenario("answering", {
+      begin: async () => {
+        await admin.setFault({ fault: { kind: "rate_limit", retryAfterSeconds: 1 }, times: 3 });
+        await admin.setFault({ fault: { kind: "http_error", status: 502 } });
+      },
+      end: async () => {
+        await admin.clearFaults();
+      },
+    });
+  });
+
   it("refusing connections (killed, then started again on its port): the same", { timeout: 240_000 }, async () => {
     await outageScenario("refused", {
       begin: () => emulator.kill(),

@@ -1,4 +1,4 @@
-import { applicableRules, type FaultKind, type FaultPoint, type FaultRule, type FaultSubject } from "./faults";
+import { applicableRules, UNAVAILABLE_KINDS, type FaultKind, type FaultPoint, type FaultRule, type FaultSubject } from "./faults";
 import { HttpError } from "./http";
 import { sandboxHost, type SandboxHost } from "./sandbox-host";
 import type { EmulatorStore, Queryable, SandboxRow } from "./store";
@@ -91,11 +91,43 @@ export function createContext(args: {
     for (const rule of applicableRules(rules, point, subject, "latency")) {
       if (rule.fault.kind === "latency" && (await store.consumeFault(rule.id))) await sleep(rule.fault.ms);
     }
+    for (const unavailable of UNAVAILABLE_KINDS) {
+      for (const rule of applicableRules(rules, point, subject, unavailable)) {
+        if (await store.consumeFault(rule.id)) await unavailableAnswer(rule.fault, point);
+      }
+    }
     if (kind === null || kind === "latency") return null;
     for (const rule of applicableRules(rules, point, subject, kind)) {
       if (await store.consumeFault(rule.id)) return rule;
     }
     return null;
+  }
+
+  /** Throws (or holds) what an unavailable Daytona answers. */
+  async function unavailableAnswer(fault: FaultRule["fault"], point: FaultPoint): Promise<void> {
+    switch (fault.kind) {
+      case "rate_limit": {
+        // @nestjs/throttler's named throttlers: headers suffixed with the throttler's name.
+        const t = fault.throttler;
+        throw new HttpError(429, "too_many_requests", "ThrottlerException: Too Many Requests", {
+          "retry-after": String(fault.retryAfterSeconds),
+          [`x-ratelimit-limit-${t}`]: "10",
+          [`x-ratelimit-remaining-${t}`]: "0",
+          [`x-ratelimit-reset-${t}`]: String(fault.retryAfterSeconds),
+        });
+      }
+      case "http_error":
+        if (fault.status === 502) {
+          throw new HttpError(502, "bad_gateway", "Bad Gateway", {}, "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n");
+        }
+        throw new HttpError(fault.status, "internal", point === "create" ? "Failed to create sandbox" : "Internal server error");
+      case "hang":
+        // Held until the client gives up; an answer nobody waits for is never written.
+        await sleep(600_000);
+        throw new HttpError(504, "gateway_timeout", "the emulator held this request (hang fault) until it closed");
+      default:
+        return;
+    }
   }
 
   async function firstFault(point: FaultPoint, subject: FaultSubject, kind: FaultKind): Promise<FaultRule | null> {

@@ -197,6 +197,49 @@ describe("fault admin", () => {
   });
 });
 
+describe("the provider unavailable, as Daytona is met (issue 33)", () => {
+  it("rate_limit: a 429 with Retry-After and the throttler's X-RateLimit-* headers; the provider error carries the wait", async () => {
+    await t.admin.setFault({ match: { name: "rl-1" }, fault: { kind: "rate_limit", retryAfterSeconds: 7, throttler: "sandbox-create" }, times: 1 });
+    const res = await fetch(`${t.emulator.url}/sandbox`, {
+      method: "POST",
+      headers: { authorization: "Bearer emulator-key", "content-type": "application/json" },
+      body: JSON.stringify({ name: "rl-1", labels: labelsFor("rl-1") }),
+    });
+    expect(res.status).toBe(429);
+    expect(Object.fromEntries([...res.headers].filter(([k]) => k === "retry-after" || k.startsWith("x-ratelimit")))).toEqual({
+      "retry-after": "7",
+      "x-ratelimit-limit-sandbox-create": "10",
+      "x-ratelimit-remaining-sandbox-create": "0",
+      "x-ratelimit-reset-sandbox-create": "7",
+    });
+    await t.admin.setFault({ match: { name: creationName("rw", "rl-2") }, fault: { kind: "rate_limit", retryAfterSeconds: 3 }, times: 1 });
+    const err = await provider.create({ name: creationName("rw", "rl-2"), labels: labelsFor("rl-2") }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ kind: "http", status: 429, retryAfterMs: 3_000 });
+    // Used up: the next one goes through.
+    expect((await provider.create({ name: creationName("rw", "rl-2"), labels: labelsFor("rl-2") })).name).toBe(creationName("rw", "rl-2"));
+  });
+
+  it("http_error: a 502 is the proxy's HTML page (a garbage answer with its status), a 503 Nest's JSON; on the toolbox too", async () => {
+    const sbx = await provider.create({ name: creationName("rw", "he-1"), labels: labelsFor("he-1") });
+    await t.admin.setFault({ match: { name: sbx.name }, fault: { kind: "http_error", status: 502 }, times: 1 });
+    expect(await provider.getById(sbx.id).catch((e: unknown) => e)).toMatchObject({ status: 502 });
+    await t.admin.setFault({ match: { name: sbx.name }, fault: { kind: "http_error", status: 503 }, times: 1 });
+    expect(await provider.getById(sbx.id).catch((e: unknown) => e)).toMatchObject({ kind: "http", status: 503 });
+    await t.admin.setFault({ match: { name: sbx.name }, fault: { kind: "http_error", status: 502 }, times: 1 });
+    const read = await provider.readFile(sbx.id, "/etc/hostname").catch((e: unknown) => e);
+    expect(ProviderError.is(read) && read.status).toBe(502);
+  });
+
+  it("hang: no answer; the caller's timeout is what ends it", async () => {
+    const sbx = await provider.create({ name: creationName("rw", "hang-1"), labels: labelsFor("hang-1") });
+    await t.admin.setFault({ match: { name: sbx.name }, fault: "hang", times: 1 });
+    const impatient = t.provider({ instanceId: "inst-a", timeoutMs: 400 });
+    const { value, ms } = await timed(() => impatient.getById(sbx.id).catch((e: unknown) => e));
+    expect(value).toMatchObject({ kind: "timeout" });
+    expect(ms).toBeGreaterThanOrEqual(350);
+  });
+});
+
 async function pollFor<T>(fn: () => Promise<T | null>, timeoutMs: number): Promise<T | null> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -28,10 +28,21 @@ export const faultSpecSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("reject"), providerFailure: providerFailureSchema.default({ ...DEFAULT_REJECTION }) }),
   /** Runner start fails with `runner_ingress_bind_conflict`. */
   z.object({ kind: z.literal("bind_conflict") }),
+  /**
+   * The provider unavailable, as Daytona is met (issue 33): a 429 of a named throttler with its
+   * headers (`Retry-After`, `X-RateLimit-*-<throttler>`, as @nestjs/throttler sends them), …
+   */
+  z.object({ kind: z.literal("rate_limit"), retryAfterSeconds: z.number().int().min(0).max(3600).default(2), throttler: z.string().min(1).default("sandbox-lifecycle") }),
+  /** … a 5xx (a 502 is its proxy's HTML page, not JSON), … */
+  z.object({ kind: z.literal("http_error"), status: z.union([z.literal(500), z.literal(502), z.literal(503), z.literal(504)]).default(502) }),
+  /** … or no answer at all: the request is held until the client gives up (or the emulator closes). */
+  z.object({ kind: z.literal("hang") }),
 ]);
 export type FaultSpec = z.infer<typeof faultSpecSchema>;
 export type FaultKind = FaultSpec["kind"];
-export const FAULT_KINDS = ["latency", "late", "never_connect", "reject", "bind_conflict"] as const satisfies readonly FaultKind[];
+export const FAULT_KINDS = ["latency", "late", "never_connect", "reject", "bind_conflict", "rate_limit", "http_error", "hang"] as const satisfies readonly FaultKind[];
+/** Faults that make the provider unavailable: they apply at every point, like latency. */
+export const UNAVAILABLE_KINDS = ["rate_limit", "http_error", "hang"] as const satisfies readonly FaultKind[];
 
 export const faultMatchSchema = z
   .object({
@@ -76,6 +87,9 @@ export type FaultPoint = "create" | "sandbox" | "list" | "files" | "runner_start
 export function faultAppliesAt(kind: FaultKind, point: FaultPoint): boolean {
   switch (kind) {
     case "latency":
+    case "rate_limit":
+    case "http_error":
+    case "hang":
       return true;
     case "late":
       return point === "create";

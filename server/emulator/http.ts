@@ -11,6 +11,10 @@ export class HttpError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** Extra answer headers (a 429's Retry-After and rate-limit headers). */
+    readonly headers: Record<string, string> = {},
+    /** An HTML page instead of JSON (what a proxy answers with a 502). */
+    readonly html: string | null = null,
   ) {
     super(message);
   }
@@ -51,12 +55,19 @@ export async function readJson<T>(req: http.IncomingMessage, schema: z.ZodType<T
   return parsed.data;
 }
 
-export function reply(res: http.ServerResponse, status: number, body: unknown) {
+export function reply(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
   // The caller may be gone (aborted create, closed connection): nothing to answer.
   if (res.headersSent || res.destroyed || res.writableEnded) return;
   const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) });
+  res.writeHead(status, { ...headers, "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) });
   res.end(text);
+}
+
+/** An HTML error page, as a proxy in front of the API answers (nginx's 502). */
+export function replyHtml(res: http.ServerResponse, status: number, html: string) {
+  if (res.headersSent || res.destroyed || res.writableEnded) return;
+  res.writeHead(status, { "content-type": "text/html", "content-length": Buffer.byteLength(html) });
+  res.end(html);
 }
 
 export function intParam(url: URL, name: string, fallback: number, min: number, max: number): number {

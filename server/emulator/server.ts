@@ -8,7 +8,7 @@ import { openDatabase } from "../db/embedded";
 import { readEnv } from "../env";
 import { adminApi } from "./admin-api";
 import { createContext, DEFAULT_TOOLBOX_GONE, DEFAULT_TRANSITION_MS, type DuplicateNames, type EmulatorConfig, type ToolboxGone, type TransitionMs } from "./context";
-import { authorize, decodeSegment, HttpError, reply } from "./http";
+import { authorize, decodeSegment, HttpError, reply, replyHtml } from "./http";
 import { startAutoStopSweeper } from "./lifecycle";
 import { sandboxApi } from "./sandbox-api";
 import { killSandboxProcesses } from "./sandbox-host";
@@ -103,9 +103,10 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
       const status = e?.status ?? 500;
       const message = e?.message ?? "internal emulator error";
       const pathname = (req.url ?? "/").split("?")[0] ?? "/";
+      if (e?.html) return replyHtml(res, status, e.html);
       // The toolbox answers {statusCode, message, code}; the REST API Nest's shape, no `code`.
-      if (pathname.startsWith("/toolbox/")) reply(res, status, { statusCode: status, message, code: e?.code ?? "internal" });
-      else reply(res, status, { path: pathname, timestamp: new Date().toISOString(), statusCode: status, error: STATUS_CODES[status] ?? "Error", message });
+      if (pathname.startsWith("/toolbox/")) reply(res, status, { statusCode: status, message, code: e?.code ?? "internal" }, e?.headers);
+      else reply(res, status, { path: pathname, timestamp: new Date().toISOString(), statusCode: status, error: STATUS_CODES[status] ?? "Error", message }, e?.headers);
     });
   });
 

@@ -63,7 +63,10 @@ function goneAnswer(ctx: EmulatorContext, row: SandboxRow, now: number): HttpErr
 
 async function toolboxRoute(ctx: EmulatorContext, row: SandboxRow, host: SandboxHost, route: string, method: string, url: URL, req: http.IncomingMessage, res: http.ServerResponse) {
   if (method === "GET" && route === "version") return reply(res, 200, { version: TOOLBOX_VERSION });
-  if (method === "GET" && route === "user-home-dir") return reply(res, 200, { dir: host.home });
+  if (method === "GET" && route === "user-home-dir") {
+    await ctx.faultFor("files", subjectOf(row.name, row.labels, runIdOnDisk(host)), null);
+    return reply(res, 200, { dir: host.home });
+  }
   if (method === "GET" && route === "files/download") {
     await ctx.faultFor("files", subjectOf(row.name, row.labels, runIdOnDisk(host)), null);
     return download(host, url.searchParams.get("path"), res);
