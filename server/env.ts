@@ -78,8 +78,12 @@ const envSchema = z.object({
   RUNWARDEN_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(0).max(10 * 60_000).default(20_000),
   /** Bound on session.open before it counts as an interruption. */
   RUNWARDEN_SESSION_OPEN_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
-  /** Bound on a provider create; past it the controller stops waiting and the sweep takes over. */
-  RUNWARDEN_CREATE_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /**
+   * Bound on a provider create; past it the controller looks the sandbox up by its exact name,
+   * and the sweep takes over what it does not find. Above Daytona's own 30 s server-side wait
+   * for `started` (sandbox.controller.ts), so a slow start is not taken for a lost create.
+   */
+  RUNWARDEN_CREATE_TIMEOUT_MS: z.coerce.number().int().min(100).default(45_000),
   /** A controller silent this long no longer holds its runs (other hosts cannot be probed). */
   RUNWARDEN_EXECUTOR_TIMEOUT_MS: z.coerce.number().int().min(500).default(20_000),
   /** Recovery attempts that may throw before a run ends with `native_recovery_attempts_exhausted` (§2.8). */

@@ -8,7 +8,9 @@ import { waitsForProvider } from "./outage";
 import { evidenceIdentity } from "./context";
 import { crashPoint } from "./crash";
 import { assertCurrentIn, type RunFence } from "./fence";
-import { appendEvent, json } from "./records";
+import { appendEvent, json, recordProof } from "./records";
+import { judgeOwnership } from "./ownership";
+import type { SandboxView } from "../providers/types";
 
 export class AcquireError extends Error {
   override name = "AcquireError";
@@ -53,18 +55,23 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
   await appendEvent(ctx.db, run.id, "intent_committed", ctx.identity.bootId, { operationId, creationName: name, turn });
   crashPoint(ctx, "after_intent_commit", { runId: run.id });
 
-  let sandbox;
+  let sandbox: SandboxView;
   try {
     sandbox = await ctx.provider.create({ name, labels }, { signal: AbortSignal.timeout(config.createTimeoutMs) });
   } catch (err) {
-    // This creator has stopped waiting: the intent is due now, and the sweep inspects it
-    // (a create the provider still materialises later is reclaimed, not leaked).
-    await dueNow();
     const message = err instanceof Error ? err.message : String(err);
     await appendEvent(ctx.db, run.id, "create_failed", ctx.identity.bootId, { operationId, error: message });
-    // An unavailable provider is no startup failure of the run's: the engine judges it (§2.8).
-    if (waitsForProvider(err)) throw err;
-    throw new AcquireError(`sandbox create failed: ${message}`);
+    // No answer is not "not created": the sandbox is looked up by its exact name before anything else.
+    const found = waitsForProvider(err) ? await foundByName(ctx, run, operationId, name) : null;
+    if (!found) {
+      // This creator has stopped waiting: the intent is due now, and the sweep inspects it
+      // (a create the provider still materialises later is reclaimed, not leaked).
+      await dueNow();
+      // An unavailable provider is no startup failure of the run's: the engine judges it (§2.8).
+      if (waitsForProvider(err)) throw err;
+      throw new AcquireError(`sandbox create failed: ${message}`);
+    }
+    sandbox = found;
   }
   crashPoint(ctx, "after_create", { runId: run.id });
 
@@ -113,6 +120,24 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
   });
   return lease;
 }
+
+/**
+ * The sandbox a create that got no answer made after all, found by its exact creation name,
+ * taken when the engine proves it this intent's (`sandbox_ownership`, stored) and it is up or
+ * on its way up; null otherwise (and when the provider cannot be asked: the sweep looks later).
+ */
+async function foundByName(ctx: ControllerContext, run: Run, operationId: string, name: string): Promise<SandboxView | null> {
+  const found = await ctx.provider.getByName(name).catch(() => null);
+  if (!found) return null;
+  const { evidence, verdict } = await judgeOwnership(ctx.db, ctx.config.instanceId, found, { type: "intent", id: operationId });
+  await recordProof(ctx.db, verdict, evidence, ctx.identity.bootId, { runId: run.id, intentId: operationId, sandboxId: found.id });
+  const usable = verdict.verdict === "owned" && USABLE_STATES.has(found.state);
+  await appendEvent(ctx.db, run.id, "create_found_by_name", ctx.identity.bootId, { operationId, sandboxId: found.id, state: found.state, ownership: verdict.verdict, taken: usable });
+  return usable ? found : null;
+}
+
+/** A sandbox a run may take: started, or on its way there (toolbox calls wait for it). */
+const USABLE_STATES: ReadonlySet<string> = new Set(["started", "creating", "starting", "pulling_snapshot", "pending_build", "building_snapshot"]);
 
 /**
  * A warm sandbox taken up again after a restart: a new lease on the same sandbox with

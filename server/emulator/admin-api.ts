@@ -33,6 +33,7 @@ const configSchema = z.object({
   transitionMs: z.object({ create: z.number().int().min(0), start: z.number().int().min(0), stop: z.number().int().min(0), destroy: z.number().int().min(0) }).partial().optional(),
   autoStopMinuteMs: z.number().int().min(1).optional(),
   toolboxGone: z.object({ afterMs: z.number().int().min(0), status: z.union([z.literal(401), z.literal(400)]) }).partial().optional(),
+  serverWaitMs: z.number().int().min(0).max(600_000).optional(),
 });
 
 /** The answer (always 200) to an `/admin/…` request (`parts` after `admin`). */
@@ -93,6 +94,7 @@ export async function adminApi(ctx: EmulatorContext, parts: string[], method: st
     if (next.transitionMs) config.transitionMs = { ...config.transitionMs, ...next.transitionMs };
     if (next.autoStopMinuteMs !== undefined) config.autoStopMinuteMs = next.autoStopMinuteMs;
     if (next.toolboxGone) config.toolboxGone = { ...config.toolboxGone, ...next.toolboxGone };
+    if (next.serverWaitMs !== undefined) config.serverWaitMs = next.serverWaitMs;
     if (next.destroyedRetentionMs !== undefined) {
       config.destroyedRetentionMs = next.destroyedRetentionMs;
       store.destroyedRetentionMs = next.destroyedRetentionMs;

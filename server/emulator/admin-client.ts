@@ -84,6 +84,8 @@ export class EmulatorAdminClient {
     autoStopMinuteMs?: number;
     /** What the toolbox answers for a deleted sandbox once the proxy's caches forgot it, and when. */
     toolboxGone?: { afterMs?: number; status?: 401 | 400 };
+    /** How long a create or start waits for `started` before it answers. */
+    serverWaitMs?: number;
   }): Promise<void> {
     await this.call("POST", "/admin/config", config);
   }

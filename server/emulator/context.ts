@@ -32,7 +32,12 @@ export interface ToolboxGone {
 
 export const DEFAULT_TOOLBOX_GONE: ToolboxGone = { afterMs: 120_000, status: 401 };
 
+/** How long a create or start waits server-side for `started` (Daytona: `waitForSandboxStarted(…, 30)`, sandbox.controller.ts). */
+export const DEFAULT_SERVER_WAIT_MS = 30_000;
+
 export interface EmulatorConfig {
+  /** How long a create or start waits for `started` before it answers. */
+  serverWaitMs: number;
   duplicateNames: DuplicateNames;
   destroyedRetentionMs: number;
   transitionMs: TransitionMs;

@@ -37,10 +37,21 @@ export const faultSpecSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("http_error"), status: z.union([z.literal(500), z.literal(502), z.literal(503), z.literal(504)]).default(502) }),
   /** … or no answer at all: the request is held until the client gives up (or the emulator closes). */
   z.object({ kind: z.literal("hang") }),
+  /**
+   * A create or start that takes `ms` to reach `started` — or ends in `error` with `errorReason`
+   * (Daytona answers 400 "Sandbox failed to start" if that happens within its server-side wait,
+   * while the sandbox exists and holds its name).
+   */
+  z.object({
+    kind: z.literal("slow_start"),
+    ms: z.number().int().min(0).max(600_000).default(40_000),
+    outcome: z.enum(["started", "error"]).default("started"),
+    errorReason: z.string().min(1).default("failed to pull the snapshot: context deadline exceeded"),
+  }),
 ]);
 export type FaultSpec = z.infer<typeof faultSpecSchema>;
 export type FaultKind = FaultSpec["kind"];
-export const FAULT_KINDS = ["latency", "late", "never_connect", "reject", "bind_conflict", "rate_limit", "http_error", "hang"] as const satisfies readonly FaultKind[];
+export const FAULT_KINDS = ["latency", "late", "never_connect", "reject", "bind_conflict", "rate_limit", "http_error", "hang", "slow_start"] as const satisfies readonly FaultKind[];
 /** Faults that make the provider unavailable: they apply at every point, like latency. */
 export const UNAVAILABLE_KINDS = ["rate_limit", "http_error", "hang"] as const satisfies readonly FaultKind[];
 
@@ -82,7 +93,7 @@ export interface FaultSubject {
 }
 
 /** Which faults each emulator operation honours (latency applies to all of them). */
-export type FaultPoint = "create" | "sandbox" | "list" | "files" | "runner_start" | "session_open" | "runner";
+export type FaultPoint = "create" | "start" | "sandbox" | "list" | "files" | "runner_start" | "session_open" | "runner";
 
 export function faultAppliesAt(kind: FaultKind, point: FaultPoint): boolean {
   switch (kind) {
@@ -93,6 +104,8 @@ export function faultAppliesAt(kind: FaultKind, point: FaultPoint): boolean {
       return true;
     case "late":
       return point === "create";
+    case "slow_start":
+      return point === "create" || point === "start";
     case "never_connect":
     case "reject":
       return point === "session_open";

@@ -58,7 +58,24 @@ async function waitState(id: string, state: string, timeoutMs = 5000): Promise<v
 }
 
 describe("Daytona fidelity of the emulator", () => {
-  it("create answers creating, then started after the delay; toolbox calls need started; the provider waits for it", async () => {
+  it("create waits server-side for started and answers the DTO it created (creating) (Daytona v0.190.0 sandbox.controller.ts, waitForSandboxStarted(…, 30))", async () => {
+    const t0 = Date.now();
+    const res = await call("POST", "/sandbox", { name: "fid-create-wait", labels: labels("fid-create-wait") });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(TRANSITION_MS.create - 50);
+    expect(res.body).toMatchObject({ state: "creating", desiredState: "started" });
+    expect((await call("GET", `/sandbox/${String(res.body.id)}`)).body).toMatchObject({ state: "started" });
+  });
+
+  it("past its server-side wait, create answers creating, then started after the delay; toolbox calls need started; the provider waits for it", async () => {
+    await t.admin.configure({ serverWaitMs: 0 });
+    try {
+      await createAnswersBeforeStarted();
+    } finally {
+      await t.admin.configure({ serverWaitMs: 30_000 });
+    }
+  });
+
+  async function createAnswersBeforeStarted() {
     const id = await create("fid-create");
     expect((await call("GET", `/sandbox/${id}`)).body).toMatchObject({ state: "creating", desiredState: "started" });
     const early = await call("GET", `/toolbox/${id}/version`);
@@ -73,7 +90,7 @@ describe("Daytona fidelity of the emulator", () => {
     const home = await provider.homeDir(created.id);
     expect(home).toMatch(/\/home$/);
     expect((await provider.getById(created.id))?.state).toBe("started");
-  });
+  }
 
   it("delete renames to DESTROYED_<name>_<ms> and goes through destroying; by name 404 at once; a second delete is 409", async () => {
     const id = await create("fid-delete");
@@ -170,7 +187,21 @@ describe("Daytona fidelity of the emulator", () => {
     expect(answers).toEqual([400, 400, 400, 400]);
   });
 
-  it("start and stop pass through starting and stopping and refuse (409) while changing", async () => {
+  it("start and stop pass through starting and stopping and refuse (409) while changing (past the start's server-side wait)", async () => {
+    await t.admin.configure({ serverWaitMs: 0 });
+    try {
+      await lifecycle();
+    } finally {
+      await t.admin.configure({ serverWaitMs: 30_000 });
+    }
+    // Within it, a start answers once the sandbox is started.
+    const id = await create("fid-life-wait");
+    await waitState(id, "started");
+    await provider.stop(id);
+    expect((await call("POST", `/sandbox/${id}/start`)).body).toMatchObject({ state: "started" });
+  });
+
+  async function lifecycle() {
     const id = await create("fid-life");
     // Still creating: no lifecycle change.
     expect((await call("POST", `/sandbox/${id}/stop`)).status).toBe(409);
@@ -190,7 +221,7 @@ describe("Daytona fidelity of the emulator", () => {
     // The provider's stop and start wait for the end of the transition.
     expect((await provider.stop(id)).state).toBe("stopped");
     expect((await provider.start(id)).state).toBe("started");
-  });
+  }
 
   it("archive (issue 33; daytonaio/daytona v0.190.0 sandbox.service.ts start(), sandbox.entity.ts autoArchiveInterval): a stopped sandbox is archived after its autoArchiveInterval; a start restores it, showing archived (desired started) meanwhile; error states do not start", async () => {
     await t.admin.configure({ autoStopMinuteMs: 200 });
@@ -263,5 +294,29 @@ describe("Daytona fidelity of the emulator", () => {
     expect(await provider.readFile(id, "nothing-here.txt")).toBeNull();
     await provider.stop(id);
     await expect(provider.readFile(id, "nothing-here.txt")).rejects.toThrow(/HTTP 400/);
+  });
+
+  it("slow_start: a create slower than the server-side wait answers creating when the wait is over; one that fails meanwhile answers 400 while the sandbox exists and holds its name", async () => {
+    await t.admin.configure({ serverWaitMs: 300 });
+    try {
+      await t.admin.setFault({ match: { name: "fid-slow" }, fault: { kind: "slow_start", ms: 1_000 }, times: 1 });
+      const t0 = Date.now();
+      const slow = await call("POST", "/sandbox", { name: "fid-slow", labels: labels("fid-slow") });
+      const waited = Date.now() - t0;
+      expect(slow).toMatchObject({ status: 200, body: { state: "creating" } });
+      expect(waited).toBeGreaterThanOrEqual(250);
+      expect(waited).toBeLessThan(1_000);
+      await waitState(String(slow.body.id), "started");
+
+      await t.admin.setFault({ match: { name: "fid-fails" }, fault: { kind: "slow_start", ms: 100, outcome: "error", errorReason: "no space left on device" }, times: 1 });
+      const failed = await call("POST", "/sandbox", { name: "fid-fails", labels: labels("fid-fails") });
+      expect(failed).toMatchObject({ status: 400, body: { message: "Sandbox failed to start: no space left on device" } });
+      const kept = await provider.getByName("fid-fails");
+      expect(kept).toMatchObject({ state: "error", errorReason: "no space left on device" });
+      // The name is taken: a second create under it is refused.
+      expect((await call("POST", "/sandbox", { name: "fid-fails", labels: labels("fid-fails") })).status).toBe(409);
+    } finally {
+      await t.admin.configure({ serverWaitMs: 30_000 });
+    }
   });
 });

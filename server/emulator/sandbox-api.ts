@@ -51,10 +51,12 @@ async function createSandbox(ctx: EmulatorContext, body: z.infer<typeof createSc
   const labels = body.labels ?? {};
   const late = await ctx.faultFor("create", subjectOf(name, labels), "late");
   const delayMs = late?.fault.kind === "late" ? late.fault.delayMs : 0;
+  const slow = await ctx.firstFault("create", subjectOf(name, labels), "slow_start");
+  const slowStart = slow?.fault.kind === "slow_start" ? slow.fault : null;
   // Stored now, visible from arrival + delay: the caller may abort, the sandbox still appears.
   const visibleAt = new Date(arrived + delayMs);
   // Daytona answers `creating`; toolbox calls work once it is `started`.
-  const createMs = config.transitionMs.create;
+  const createMs = slowStart ? Math.max(slowStart.ms, 1) : config.transitionMs.create;
   const row = await store.transaction(async (tx) => {
     await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`name:${name}`]);
     if (config.duplicateNames === "conflict" && (await store.nameTaken(name, tx))) {
@@ -73,6 +75,7 @@ async function createSandbox(ctx: EmulatorContext, body: z.infer<typeof createSc
         transitionUntil: createMs > 0 ? new Date(visibleAt.getTime() + createMs) : null,
         autoStopInterval: body.autoStopInterval ?? 15,
         autoArchiveInterval: body.autoArchiveInterval || 7 * 24 * 60,
+        transitionError: slowStart?.outcome === "error" ? slowStart.errorReason : null,
         createdAt: visibleAt,
         visibleAt,
         ingressPort: await freePort(),
@@ -85,7 +88,29 @@ async function createSandbox(ctx: EmulatorContext, body: z.infer<typeof createSc
     ctx.log(`emulator: create ${name} held ${delayMs} ms (late fault)`);
     await ctx.sleep(visibleAt.getTime() - Date.now());
   }
+  if (slowStart) ctx.log(`emulator: create ${name} takes ${slowStart.ms} ms to ${slowStart.outcome === "error" ? "fail" : "start"} (slow_start fault)`);
+  // Daytona answers the DTO it created (`creating`) — but only once the sandbox started, failed
+  // (400, the sandbox kept) or its 30 s wait passed (sandbox.controller.ts createSandbox).
+  await waitForStarted(ctx, row.id);
   return toApi(ctx, row);
+}
+
+/**
+ * Daytona's `waitForSandboxStarted(sandbox, 30)`: until the sandbox is `started` or the wait
+ * is over; `error` / `build_failed` meanwhile is a 400 "Sandbox failed to start: <reason>".
+ * The latest row, for start's answer.
+ */
+async function waitForStarted(ctx: EmulatorContext, id: string): Promise<SandboxRow | null> {
+  const deadline = Date.now() + ctx.config.serverWaitMs;
+  for (;;) {
+    const row = await ctx.store.settledById(id, new Date());
+    if (!row || row.destroyed_at) return row;
+    if (row.state === "error" || row.state === "build_failed") throw new HttpError(400, "bad_request", `Sandbox failed to start: ${row.error_reason ?? "unknown error"}`);
+    if (!CHANGING.has(row.state) || row.state === "destroying" || row.state === "stopping") return row;
+    const wait = Math.min(25, deadline - Date.now(), Math.max(0, (row.transition_until?.getTime() ?? 0) - Date.now()) + 1);
+    if (wait <= 0) return row;
+    await ctx.sleep(wait);
+  }
 }
 
 async function listSandboxes(ctx: EmulatorContext, url: URL) {
@@ -145,6 +170,9 @@ async function sandboxOp(ctx: EmulatorContext, idOrName: string, op: "get" | "de
     if (quiet && found) return toApi(ctx, found);
     return toApi(ctx, await ctx.requireSandbox(idOrName));
   }
+  const slow = op === "start" && found ? await ctx.firstFault("start", subjectOf(found.name, found.labels), "slow_start") : null;
+  const slowStart = slow?.fault.kind === "slow_start" ? slow.fault : null;
+  const startMs = slowStart ? Math.max(slowStart.ms, 1) : config.transitionMs.start;
   const out = await store.transaction(async (tx) => {
     const row = await ctx.requireSandbox(idOrName, tx, true);
     const now = new Date();
@@ -176,7 +204,7 @@ async function sandboxOp(ctx: EmulatorContext, idOrName: string, op: "get" | "de
           // Restored from the archive first: slower than a start, and its DTO still says `archived` meanwhile.
           return toApi(ctx, await store.setState(row.id, "restoring", "started", now, tx, { transitionUntil: until(Math.max(ms.start, 1) * 3) }));
         }
-        return toApi(ctx, await store.setState(row.id, ms.start > 0 ? "starting" : "started", "started", now, tx, { transitionUntil: until(ms.start) }));
+        return toApi(ctx, await store.setState(row.id, startMs > 0 ? "starting" : "started", "started", now, tx, { transitionUntil: until(startMs), transitionError: slowStart?.outcome === "error" ? slowStart.errorReason : null }));
       case "stop":
         if (row.state !== "started") throw new HttpError(400, "bad_request", `Sandbox ${row.id} is ${row.state}, not started`);
         return toApi(ctx, await store.setState(row.id, ms.stop > 0 ? "stopping" : "stopped", "stopped", now, tx, { transitionUntil: until(ms.stop) }));
@@ -192,6 +220,11 @@ async function sandboxOp(ctx: EmulatorContext, idOrName: string, op: "get" | "de
 async function afterChange(ctx: EmulatorContext, op: "delete" | "start" | "stop", out: ReturnType<typeof toApi>) {
   // A stopped or deleted sandbox keeps no process running, detached ones included.
   if (op === "stop" || op === "delete") await killSandboxProcesses(ctx.hostOf(out));
+  // Daytona's start waits for `started` (up to 30 s), unless it restores from the archive (sandbox.controller.ts startSandbox).
+  if (op === "start" && out.state !== "archived") {
+    const latest = await waitForStarted(ctx, out.id);
+    if (latest) return toApi(ctx, latest);
+  }
   // Off the event loop: a synchronous rm held every other request up (a reclaim sweep's
   // profile spent 5 % of its CPU here). Daytona's delete does not wait for the disk either.
   if (op === "delete") await fs.promises.rm(ctx.hostOf(out).root, { recursive: true, force: true });

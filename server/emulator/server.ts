@@ -7,7 +7,7 @@ import path from "node:path";
 import { openDatabase } from "../db/embedded";
 import { readEnv } from "../env";
 import { adminApi } from "./admin-api";
-import { createContext, DEFAULT_TOOLBOX_GONE, DEFAULT_TRANSITION_MS, type DuplicateNames, type EmulatorConfig, type ToolboxGone, type TransitionMs } from "./context";
+import { createContext, DEFAULT_SERVER_WAIT_MS, DEFAULT_TOOLBOX_GONE, DEFAULT_TRANSITION_MS, type DuplicateNames, type EmulatorConfig, type ToolboxGone, type TransitionMs } from "./context";
 import { authorize, decodeSegment, HttpError, reply, replyHtml } from "./http";
 import { startAutoStopSweeper } from "./lifecycle";
 import { sandboxApi } from "./sandbox-api";
@@ -43,6 +43,8 @@ export interface EmulatorOptions {
   autoStopMinuteMs?: number;
   /** What the toolbox answers for a deleted sandbox, and after how long (default: 401 after 2 min). */
   toolboxGone?: Partial<ToolboxGone>;
+  /** How long a create or start waits for `started` before it answers (default Daytona's 30 s). */
+  serverWaitMs?: number;
   /**
    * Where sandboxes live on the host (`<dataDir>/sandboxes/<id>`). Unset: a directory under
    * the OS temp dir named after the database, so a restart on the same database finds them.
@@ -89,6 +91,7 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     transitionMs: { ...DEFAULT_TRANSITION_MS, ...(options.transitionMs ?? {}) },
     autoStopMinuteMs: options.autoStopMinuteMs ?? 60_000,
     toolboxGone: { ...DEFAULT_TOOLBOX_GONE, ...(options.toolboxGone ?? {}) },
+    serverWaitMs: options.serverWaitMs ?? DEFAULT_SERVER_WAIT_MS,
   };
   const apiKeys = new Set(options.apiKeys?.length ? options.apiKeys : [DEFAULT_API_KEY]);
   const host = options.host ?? "127.0.0.1";

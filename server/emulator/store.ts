@@ -38,6 +38,8 @@ ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS last_activity_at timestamp
 ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS auto_stop_interval integer NOT NULL DEFAULT 15;
 -- Minutes stopped before the sandbox is archived; Daytona's default is 7 days (sandbox.entity.ts).
 ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS auto_archive_interval integer NOT NULL DEFAULT 10080;
+-- A transition that ends in the error state with this reason instead of its usual one (the slow_start fault).
+ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS transition_error text;
 CREATE INDEX IF NOT EXISTS emulator_sandbox_name_idx ON emulator_sandbox (name);
 CREATE INDEX IF NOT EXISTS emulator_sandbox_transition_idx ON emulator_sandbox (transition_until) WHERE transition_until IS NOT NULL;
 CREATE INDEX IF NOT EXISTS emulator_sandbox_labels_idx ON emulator_sandbox USING gin (labels);
@@ -73,7 +75,9 @@ async function againOnDeadlock<T>(statement: () => Promise<T>, attempts = 3): Pr
  * unset), lazily, so it survives an emulator restart; RETURNING the rows changed.
  */
 const settleSql = (now: string, scope = "true") => `UPDATE emulator_sandbox SET
-    state = CASE state ${Object.entries(TRANSITIONS).map(([from, to]) => `WHEN '${from}' THEN '${to}'`).join(" ")} ELSE state END,
+    state = CASE WHEN transition_error IS NOT NULL THEN 'error' ELSE CASE state ${Object.entries(TRANSITIONS).map(([from, to]) => `WHEN '${from}' THEN '${to}'`).join(" ")} ELSE state END END,
+    error_reason = COALESCE(transition_error, error_reason),
+    transition_error = NULL,
     updated_at = transition_until,
     destroyed_at = CASE WHEN state = 'destroying' THEN transition_until ELSE destroyed_at END,
     transition_until = NULL
@@ -100,6 +104,7 @@ export interface SandboxRow {
   last_activity_at: Date | null;
   auto_stop_interval: number;
   auto_archive_interval: number;
+  transition_error: string | null;
 }
 
 /** The state a transitional state ends in. */
@@ -243,6 +248,18 @@ export class EmulatorStore {
     return rows[0] ?? null;
   }
 
+  /** One sandbox by id as of `now`: its transition ended first if it is due (only its row is touched). */
+  async settledById(id: string, now: Date): Promise<SandboxRow | null> {
+    const { rows } = await againOnDeadlock(() =>
+      this.pool.query<SandboxRow>(
+        `WITH settled AS (${settleSql("$2", "id = $1")})
+         SELECT * FROM settled UNION ALL SELECT * FROM emulator_sandbox e WHERE e.id = $1 AND NOT EXISTS (SELECT 1 FROM settled)`,
+        [id, now],
+      ),
+    );
+    return rows[0] ?? null;
+  }
+
   async byId(id: string, db: Queryable = this.pool): Promise<SandboxRow | null> {
     const { rows } = await db.query<SandboxRow>("SELECT * FROM emulator_sandbox WHERE id = $1", [id]);
     return rows[0] ?? null;
@@ -272,12 +289,14 @@ export class EmulatorStore {
       autoStopInterval?: number;
       autoArchiveInterval?: number;
       lastActivityAt?: Date;
+      /** The creation ends in `error` with this reason (the slow_start fault). */
+      transitionError?: string | null;
     },
     db: Queryable,
   ): Promise<SandboxRow> {
     const { rows } = await db.query<SandboxRow>(
-      `INSERT INTO emulator_sandbox (id, name, labels, env, cpu, memory, disk, state, desired_state, created_at, updated_at, visible_at, ingress_port, transition_until, last_activity_at, auto_stop_interval, auto_archive_interval)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13, $15, $14, $16) RETURNING *`,
+      `INSERT INTO emulator_sandbox (id, name, labels, env, cpu, memory, disk, state, desired_state, created_at, updated_at, visible_at, ingress_port, transition_until, last_activity_at, auto_stop_interval, auto_archive_interval, transition_error)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13, $15, $14, $16, $17) RETURNING *`,
       [
         row.id,
         row.name,
@@ -295,6 +314,7 @@ export class EmulatorStore {
         row.autoStopInterval ?? 15,
         row.lastActivityAt ?? row.createdAt,
         row.autoArchiveInterval ?? 7 * 24 * 60,
+        row.transitionError ?? null,
       ],
     );
     return mustRow(rows[0]);
@@ -386,14 +406,14 @@ export class EmulatorStore {
     desired: string,
     now: Date,
     db: Queryable,
-    extra: { destroyed?: boolean; transitionUntil?: Date | null; name?: string } = {},
+    extra: { destroyed?: boolean; transitionUntil?: Date | null; name?: string; transitionError?: string | null } = {},
   ): Promise<SandboxRow> {
     const { rows } = await db.query<SandboxRow>(
       `UPDATE emulator_sandbox SET state = $2, desired_state = $3, updated_at = $4, last_activity_at = $4,
          destroyed_at = CASE WHEN $5::boolean THEN $4 ELSE destroyed_at END,
-         transition_until = $6, name = COALESCE($7, name)
+         transition_until = $6, name = COALESCE($7, name), transition_error = $8
        WHERE id = $1 RETURNING *`,
-      [id, state, desired, now, extra.destroyed ?? false, extra.transitionUntil ?? null, extra.name ?? null],
+      [id, state, desired, now, extra.destroyed ?? false, extra.transitionUntil ?? null, extra.name ?? null, extra.transitionError ?? null],
     );
     return mustRow(rows[0]);
   }

@@ -34,6 +34,12 @@ export interface DaytonaProviderOptions {
 }
 
 /** States a sandbox passes through on its way to `started` (wait, do not act). */
+/**
+ * How long Daytona's `POST /sandbox` and `POST /sandbox/{id}/start` wait for `started` before
+ * they answer (sandbox.controller.ts, `waitForSandboxStarted(…, 30)` at v0.190.0).
+ */
+export const DAYTONA_SERVER_WAIT_MS = 30_000;
+
 const STARTING_STATES = new Set(["creating", "starting", "restoring", "pulling_snapshot", "pending_build", "building_snapshot", "resuming"]);
 /** What `POST /sandbox/{id}/start` accepts (Daytona's sandbox.service.ts start(), at v0.190.0). */
 const STARTABLE_STATES = new Set(["stopped", "archived", "archiving"]);
@@ -133,6 +139,8 @@ export class DaytonaProvider implements SandboxProvider {
   private readonly maxPages: number;
   private readonly toolboxUrls = new Map<string, string>();
   private readonly transitionTimeoutMs: number;
+  /** Create and start wait server-side for `started` (up to DAYTONA_SERVER_WAIT_MS): their requests get longer than that. */
+  private readonly lifecycleTimeoutMs: number;
 
   constructor(options: DaytonaProviderOptions) {
     if (!options.apiUrl) throw new ProviderError("refused", "DaytonaProvider", "apiUrl is required (DAYTONA_API_URL)");
@@ -147,6 +155,7 @@ export class DaytonaProvider implements SandboxProvider {
     this.pageSize = options.pageSize ?? 100;
     this.maxPages = options.maxPages ?? 1000;
     this.transitionTimeoutMs = options.transitionTimeoutMs ?? 120_000;
+    this.lifecycleTimeoutMs = Math.max(this.timeoutMs, DAYTONA_SERVER_WAIT_MS + 15_000);
     // basePath is used verbatim: the client adds no /api prefix (DAYTONA.md).
     const configuration = new Configuration({
       basePath: this.apiUrl,
@@ -168,7 +177,7 @@ export class DaytonaProvider implements SandboxProvider {
     if (input.autoStopInterval !== undefined) body.autoStopInterval = input.autoStopInterval;
     const signal = input.signal ?? options.signal;
     const data = await this.call(operation, signal, () =>
-      this.api.createSandbox(body, this.organizationId, { signal, timeout: this.timeoutMs }),
+      this.api.createSandbox(body, this.organizationId, { signal, timeout: this.lifecycleTimeoutMs }),
     );
     const raw = validate(operation, data, sandboxSchema, "the created sandbox");
     if (raw.name !== input.name) {
@@ -337,7 +346,7 @@ export class DaytonaProvider implements SandboxProvider {
   async start(id: string, options: ViewOptions = {}): Promise<SandboxView> {
     const operation = `POST /sandbox/${id}/start`;
     const data = await this.call(operation, options.signal, () =>
-      this.api.startSandbox(id, this.organizationId, { signal: options.signal, timeout: this.timeoutMs }),
+      this.api.startSandbox(id, this.organizationId, { signal: options.signal, timeout: this.lifecycleTimeoutMs }),
     );
     const view = this.view(validate(operation, data, sandboxSchema, "the sandbox"), options.now);
     return view.state === "started" ? view : this.waitFor(id, "started", options);
