@@ -84,6 +84,8 @@ const envSchema = z.object({
    * for `started` (sandbox.controller.ts), so a slow start is not taken for a lost create.
    */
   RUNWARDEN_CREATE_TIMEOUT_MS: z.coerce.number().int().min(100).default(45_000),
+  /** The snapshot sandboxes are created from (the provider's default when unset); it needs Node.js 18+ for the runner. */
+  RUNWARDEN_SANDBOX_SNAPSHOT: z.string().trim().min(1).optional(),
   /** A controller silent this long no longer holds its runs (other hosts cannot be probed). */
   RUNWARDEN_EXECUTOR_TIMEOUT_MS: z.coerce.number().int().min(500).default(20_000),
   /** Recovery attempts that may throw before a run ends with `native_recovery_attempts_exhausted` (§2.8). */

@@ -57,7 +57,7 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
 
   let sandbox: SandboxView;
   try {
-    sandbox = await ctx.provider.create({ name, labels }, { signal: AbortSignal.timeout(config.createTimeoutMs) });
+    sandbox = await ctx.provider.create({ name, labels, ...(config.sandboxSnapshot ? { snapshot: config.sandboxSnapshot } : {}) }, { signal: AbortSignal.timeout(config.createTimeoutMs) });
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     await appendEvent(ctx.db, run.id, "create_failed", ctx.identity.bootId, { operationId, error: message });

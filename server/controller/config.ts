@@ -22,6 +22,8 @@ export interface ControllerConfig {
   drainTimeoutMs: number;
   sessionOpenTimeoutMs: number;
   createTimeoutMs: number;
+  /** The snapshot sandboxes are created from (null: the provider's default). */
+  sandboxSnapshot: string | null;
   executorTimeoutMs: number;
   /** Failed recovery attempts before the run ends with Retry (§2.8). */
   recoveryMaxAttempts: number;
@@ -57,6 +59,7 @@ export function controllerConfig(env: Env, overrides: Partial<ControllerConfig> 
     drainTimeoutMs: env.RUNWARDEN_DRAIN_TIMEOUT_MS,
     sessionOpenTimeoutMs: env.RUNWARDEN_SESSION_OPEN_TIMEOUT_MS,
     createTimeoutMs: env.RUNWARDEN_CREATE_TIMEOUT_MS,
+    sandboxSnapshot: env.RUNWARDEN_SANDBOX_SNAPSHOT ?? null,
     executorTimeoutMs: env.RUNWARDEN_EXECUTOR_TIMEOUT_MS,
     recoveryMaxAttempts: env.RUNWARDEN_RECOVERY_MAX_ATTEMPTS,
     recoveryBackoffMs: env.RUNWARDEN_RECOVERY_BACKOFF_MS,

@@ -1,7 +1,7 @@
 import crypto from "node:crypto";
 import type { EnvironmentLease, Run } from "../db/client";
 import { ProviderError } from "../providers/errors";
-import { isBindConflict, TurnDeadlineError, type TurnResult } from "../providers/runner";
+import { isBindConflict, isNodeMissing, TurnDeadlineError, type TurnResult } from "../providers/runner";
 import { AcquireError, acquireSandbox } from "./acquire";
 import type { ControllerContext } from "./context";
 import { crashPoint } from "./crash";
@@ -124,6 +124,13 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
     await appendEvent(ctx.db, run.id, "runner_started", ctx.identity.bootId, { sandboxId, runnerInstanceId, sessionId });
   } catch (err) {
     if (waitsForProvider(err)) throw err;
+    if (isNodeMissing(err)) {
+      // The snapshot, as the provider names it, goes on the proof: it is what the board must change.
+      const snapshot = (await ctx.provider.getById(sandboxId).catch(() => null))?.snapshot ?? null;
+      const message = `the sandbox's snapshot ${snapshot ?? "(not named by the provider)"} has no node on its PATH, so the runner cannot run: ${(err as Error).message}`;
+      await handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message, runnerMissing: { program: "node", snapshot } });
+      return "failed";
+    }
     if (isBindConflict(err)) {
       await handleStartupFailure(ctx, run, { definite: false, providerFailure: null, message: (err as Error).message, bindConflict: true });
       return "failed";

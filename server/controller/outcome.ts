@@ -105,6 +105,8 @@ export interface StartupFailure {
   message: string;
   /** The runner could not bind its ingress port (retryable under its own code). */
   bindConflict?: boolean;
+  /** The sandbox could not run the runner at all (no node), and the snapshot it was made from. */
+  runnerMissing?: StartupFailureEvidence["runnerMissing"];
 }
 
 /**
@@ -123,6 +125,7 @@ export async function handleStartupFailure(ctx: ControllerContext, run: Run, fai
     attempt,
     maxAttempts: run.maxProviderAttempts,
     bindConflict: failure.bindConflict === true,
+    ...(failure.runnerMissing ? { runnerMissing: failure.runnerMissing } : {}),
   };
   const verdict = classifyStartupFailure(evidence, { retryAfterSeconds: ctx.config.retryDelayMs / 1000 });
   // The proof and its event land only with the fenced write they explain (§2.10).

@@ -34,6 +34,7 @@ const configSchema = z.object({
   autoStopMinuteMs: z.number().int().min(1).optional(),
   toolboxGone: z.object({ afterMs: z.number().int().min(0), status: z.union([z.literal(401), z.literal(400)]) }).partial().optional(),
   serverWaitMs: z.number().int().min(0).max(600_000).optional(),
+  snapshotsWithoutNode: z.array(z.string().min(1)).optional(),
 });
 
 /** The answer (always 200) to an `/admin/…` request (`parts` after `admin`). */
@@ -95,6 +96,7 @@ export async function adminApi(ctx: EmulatorContext, parts: string[], method: st
     if (next.autoStopMinuteMs !== undefined) config.autoStopMinuteMs = next.autoStopMinuteMs;
     if (next.toolboxGone) config.toolboxGone = { ...config.toolboxGone, ...next.toolboxGone };
     if (next.serverWaitMs !== undefined) config.serverWaitMs = next.serverWaitMs;
+    if (next.snapshotsWithoutNode) config.snapshotsWithoutNode = next.snapshotsWithoutNode;
     if (next.destroyedRetentionMs !== undefined) {
       config.destroyedRetentionMs = next.destroyedRetentionMs;
       store.destroyedRetentionMs = next.destroyedRetentionMs;

@@ -86,6 +86,8 @@ export class EmulatorAdminClient {
     toolboxGone?: { afterMs?: number; status?: 401 | 400 };
     /** How long a create or start waits for `started` before it answers. */
     serverWaitMs?: number;
+    /** Snapshots whose sandboxes have no node on PATH. */
+    snapshotsWithoutNode?: string[];
   }): Promise<void> {
     await this.call("POST", "/admin/config", config);
   }

@@ -11,6 +11,8 @@ import { TRANSITIONS, type SandboxRow, type SortKey } from "./store";
 /** The subset of Daytona's REST API that server/providers/daytona.ts uses (DAYTONA.md): `/sandbox/…`. */
 
 const ORGANIZATION_ID = "emulator-org";
+/** The image a sandbox is made from when the create names none: it has node, as Daytona's default snapshot does. */
+export const EMULATOR_SNAPSHOT = "runwarden-emulator";
 const CHANGING = new Set(Object.keys(TRANSITIONS));
 const SORT_KEYS: readonly SortKey[] = ["createdAt", "updatedAt", "lastActivityAt", "name"];
 
@@ -23,6 +25,8 @@ export const createSchema = z.object({
   memory: z.number().positive().optional(),
   disk: z.number().positive().optional(),
   autoStopInterval: z.number().int().min(0).optional(),
+  /** The image to make it from (Daytona's `snapshot`); config `snapshotsWithoutNode` lists those without node. */
+  snapshot: z.string().min(1).max(255).optional(),
   /** Minutes stopped before it is archived (Daytona: default 7 days, 0 = the maximum). */
   autoArchiveInterval: z.number().int().min(0).optional(),
 });
@@ -76,6 +80,7 @@ async function createSandbox(ctx: EmulatorContext, body: z.infer<typeof createSc
         autoStopInterval: body.autoStopInterval ?? 15,
         autoArchiveInterval: body.autoArchiveInterval || 7 * 24 * 60,
         transitionError: slowStart?.outcome === "error" ? slowStart.errorReason : null,
+        snapshot: body.snapshot ?? null,
         createdAt: visibleAt,
         visibleAt,
         ingressPort: await freePort(),
@@ -246,7 +251,7 @@ export function toApi(ctx: EmulatorContext, row: SandboxRow) {
     id: row.id,
     organizationId: ORGANIZATION_ID,
     name: row.name,
-    snapshot: "runwarden-emulator",
+    snapshot: row.snapshot ?? EMULATOR_SNAPSHOT,
     user: "daytona",
     env: row.env,
     labels: row.labels,

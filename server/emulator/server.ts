@@ -7,7 +7,7 @@ import path from "node:path";
 import { openDatabase } from "../db/embedded";
 import { readEnv } from "../env";
 import { adminApi } from "./admin-api";
-import { createContext, DEFAULT_SERVER_WAIT_MS, DEFAULT_TOOLBOX_GONE, DEFAULT_TRANSITION_MS, type DuplicateNames, type EmulatorConfig, type ToolboxGone, type TransitionMs } from "./context";
+import { createContext, DEFAULT_SERVER_WAIT_MS, DEFAULT_SNAPSHOTS_WITHOUT_NODE, DEFAULT_TOOLBOX_GONE, DEFAULT_TRANSITION_MS, type DuplicateNames, type EmulatorConfig, type ToolboxGone, type TransitionMs } from "./context";
 import { authorize, decodeSegment, HttpError, reply, replyHtml } from "./http";
 import { startAutoStopSweeper } from "./lifecycle";
 import { sandboxApi } from "./sandbox-api";
@@ -92,6 +92,7 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     autoStopMinuteMs: options.autoStopMinuteMs ?? 60_000,
     toolboxGone: { ...DEFAULT_TOOLBOX_GONE, ...(options.toolboxGone ?? {}) },
     serverWaitMs: options.serverWaitMs ?? DEFAULT_SERVER_WAIT_MS,
+    snapshotsWithoutNode: [...DEFAULT_SNAPSHOTS_WITHOUT_NODE],
   };
   const apiKeys = new Set(options.apiKeys?.length ? options.apiKeys : [DEFAULT_API_KEY]);
   const host = options.host ?? "127.0.0.1";

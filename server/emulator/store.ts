@@ -40,6 +40,8 @@ ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS auto_stop_interval integer
 ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS auto_archive_interval integer NOT NULL DEFAULT 10080;
 -- A transition that ends in the error state with this reason instead of its usual one (the slow_start fault).
 ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS transition_error text;
+-- The snapshot named at create (null: the emulator's own image, which has node).
+ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS snapshot text;
 CREATE INDEX IF NOT EXISTS emulator_sandbox_name_idx ON emulator_sandbox (name);
 CREATE INDEX IF NOT EXISTS emulator_sandbox_transition_idx ON emulator_sandbox (transition_until) WHERE transition_until IS NOT NULL;
 CREATE INDEX IF NOT EXISTS emulator_sandbox_labels_idx ON emulator_sandbox USING gin (labels);
@@ -105,6 +107,7 @@ export interface SandboxRow {
   auto_stop_interval: number;
   auto_archive_interval: number;
   transition_error: string | null;
+  snapshot: string | null;
 }
 
 /** The state a transitional state ends in. */
@@ -291,12 +294,13 @@ export class EmulatorStore {
       lastActivityAt?: Date;
       /** The creation ends in `error` with this reason (the slow_start fault). */
       transitionError?: string | null;
+      snapshot?: string | null;
     },
     db: Queryable,
   ): Promise<SandboxRow> {
     const { rows } = await db.query<SandboxRow>(
-      `INSERT INTO emulator_sandbox (id, name, labels, env, cpu, memory, disk, state, desired_state, created_at, updated_at, visible_at, ingress_port, transition_until, last_activity_at, auto_stop_interval, auto_archive_interval, transition_error)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13, $15, $14, $16, $17) RETURNING *`,
+      `INSERT INTO emulator_sandbox (id, name, labels, env, cpu, memory, disk, state, desired_state, created_at, updated_at, visible_at, ingress_port, transition_until, last_activity_at, auto_stop_interval, auto_archive_interval, transition_error, snapshot)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13, $15, $14, $16, $17, $18) RETURNING *`,
       [
         row.id,
         row.name,
@@ -315,6 +319,7 @@ export class EmulatorStore {
         row.lastActivityAt ?? row.createdAt,
         row.autoArchiveInterval ?? 7 * 24 * 60,
         row.transitionError ?? null,
+        row.snapshot ?? null,
       ],
     );
     return mustRow(rows[0]);

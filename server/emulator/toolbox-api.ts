@@ -148,10 +148,23 @@ function lifecycleOnDisk(host: SandboxHost): string | null {
   }
 }
 
+/** A directory whose `node` answers as a shell that has none does (exit 127). */
+function missingNodeDir(ctx: EmulatorContext): string {
+  const dir = path.join(ctx.dataDir, "no-node-bin");
+  const node = path.join(dir, "node");
+  if (!fs.existsSync(node)) {
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(node, "#!/bin/sh\necho 'sh: 1: node: not found' >&2\nexit 127\n", { mode: 0o755 });
+  }
+  return dir;
+}
+
 /** What a process in this sandbox sees: its HOME, the sandbox env, its ingress port. */
-function sandboxEnv(row: SandboxRow, host: SandboxHost): Record<string, string> {
+function sandboxEnv(ctx: EmulatorContext, row: SandboxRow, host: SandboxHost): Record<string, string> {
+  // A snapshot without node: this host's node is shadowed by one the shell reports missing.
+  const noNode = row.snapshot !== null && ctx.config.snapshotsWithoutNode.includes(row.snapshot);
   return {
-    PATH: `${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`,
+    PATH: `${noNode ? `${missingNodeDir(ctx)}:` : `${path.dirname(process.execPath)}:`}/usr/local/bin:/usr/bin:/bin`,
     HOME: host.home,
     USER: "daytona",
     LANG: "C.UTF-8",
@@ -163,7 +176,7 @@ function sandboxEnv(row: SandboxRow, host: SandboxHost): Record<string, string> 
 
 async function processExecute(ctx: EmulatorContext, row: SandboxRow, host: SandboxHost, body: z.infer<typeof executeSchema>, res: http.ServerResponse) {
   const { log } = ctx;
-  const env = sandboxEnv(row, host);
+  const env = sandboxEnv(ctx, row, host);
   const envs: Record<string, string> = { ...(body.envs ?? {}) };
   // Faults are real here: they change what runs in the sandbox, not the answer.
   const plain = body.command.replace(/'/g, "");

@@ -110,6 +110,15 @@ export const FAILURE_CATALOGUE = {
     message: "Something else in the sandbox was using the connection the agent needs, so the agent could not start yet.",
     nextAction: "The sandbox was busy: nothing to do, it is tried again automatically",
   },
+  // The sandbox's image has no `node` (Daytona's open-source default snapshot, ubuntu:22.04,
+  // has none): the runner cannot run there, and a Retry in the same snapshot would fail alike (issue 33).
+  runner_node_missing: {
+    outcome: "terminal_failure",
+    owner: "board",
+    canRetry: false,
+    message: "The sandbox's snapshot has no Node.js, which Runwarden's runner needs, so the agent could not be started.",
+    nextAction: "Use a snapshot with Node.js 18 or later (RUNWARDEN_SANDBOX_SNAPSHOT), then submit the task again",
+  },
   // The sandbox stopped (Daytona's auto-stop, e.g. while the controller was down) and could
   // not be started again: the run cannot go on in it (issue 11).
   sandbox_not_restartable: {

@@ -157,6 +157,11 @@ export const startupFailureEvidenceSchema = z.object({
   maxAttempts: z.number().int().positive().default(DEFAULT_MAX_PROVIDER_ATTEMPTS),
   /** The runner could not bind its ingress port (something else in the sandbox holds it). */
   bindConflict: z.boolean().default(false),
+  /**
+   * The runner could not be run at all: the sandbox has no `node` on its PATH (the shell's
+   * exit 127), with the snapshot the provider says the sandbox was made from.
+   */
+  runnerMissing: z.object({ program: z.literal("node"), snapshot: z.string().nullable() }).nullish(),
 });
 export type StartupFailureEvidence = z.infer<typeof startupFailureEvidenceSchema>;
 

@@ -111,4 +111,10 @@ describe("startup_failure (DOMAIN.md §2.3, seed 004)", () => {
     const { bindConflict: _omit, ...bundle } = startupFailure({ target: "local", providerFailure: null, attempt: 1 });
     expect(decide(bundle)).toMatchObject({ code: "native_session_interrupted" });
   });
+
+  test("a sandbox without node (exit 127) ends at once with runner_node_missing, naming the snapshot; no Retry in the same snapshot", () => {
+    const v = classifyStartupFailure({ kind: "startup_failure", target: "remote", phase: "session.open", definite: false, providerFailure: null, attempt: 1, maxAttempts: 3, bindConflict: false, runnerMissing: { program: "node", snapshot: "ubuntu:22.04" } });
+    expect(v).toMatchObject({ verdict: "terminal_failure", code: "runner_node_missing", reason: "runner_node_missing", owner: "board", canRetry: false, retryAfterSeconds: null });
+    expect(v.checks.at(-1)).toEqual({ name: "runner_can_run", ok: false, expected: "node on the sandbox's PATH", actual: "no node in snapshot ubuntu:22.04" });
+  });
 });

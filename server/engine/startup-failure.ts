@@ -62,6 +62,14 @@ export function classifyStartupFailure(
   checks.push(check("remote_definite_provider_failure", remoteRejected, "remote, definite, with a provider failure", actual));
   if (remoteRejected) return done("native_provider_startup_rejected", "remote_startup_rejected");
 
+  // Rule 3: a sandbox that cannot run the runner at all fails alike on every try (and on a
+  // Retry in the same snapshot): it ends now, naming the snapshot (issue 33). Asked of the
+  // bundles that report it (the shell saw the shell's exit 127).
+  if (e.runnerMissing) {
+    checks.push(check("runner_can_run", false, "node on the sandbox's PATH", `no ${e.runnerMissing.program} in snapshot ${e.runnerMissing.snapshot ?? "(unknown)"}`));
+    return done("runner_node_missing", "runner_node_missing");
+  }
+
   // Otherwise the same run is retried, at most maxAttempts provider attempts in all.
   const attemptsLeft = e.attempt < e.maxAttempts;
   checks.push(check("attempts_left", attemptsLeft, `attempt below ${e.maxAttempts}`, e.attempt));

@@ -72,6 +72,7 @@ const sandboxSchema = z.object({
   disk: z.number().nullish(),
   createdAt: z.string().refine((v) => Number.isFinite(Date.parse(v)), "expected an ISO date"),
   toolboxProxyUrl: z.string().nullish(),
+  snapshot: z.string().nullish(),
 });
 type RawSandbox = z.infer<typeof sandboxSchema>;
 
@@ -175,6 +176,7 @@ export class DaytonaProvider implements SandboxProvider {
     if (input.memory !== undefined) body.memory = input.memory;
     if (input.disk !== undefined) body.disk = input.disk;
     if (input.autoStopInterval !== undefined) body.autoStopInterval = input.autoStopInterval;
+    if (input.snapshot !== undefined) body.snapshot = input.snapshot;
     const signal = input.signal ?? options.signal;
     const data = await this.call(operation, signal, () =>
       this.api.createSandbox(body, this.organizationId, { signal, timeout: this.lifecycleTimeoutMs }),
@@ -450,6 +452,7 @@ export class DaytonaProvider implements SandboxProvider {
       ...resources,
       hourlyCost: hourlyCost(resources, this.rates),
       toolboxProxyUrl: raw.toolboxProxyUrl ? raw.toolboxProxyUrl.replace(/\/+$/, "") : null,
+      snapshot: raw.snapshot ?? null,
     };
   }
 

@@ -490,6 +490,10 @@ export class HttpRunnerClient implements RunnerClient {
     if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
     const answer = validate(operation, decodeJson(operation, res), executeAnswerSchema, "the process/execute answer");
     const line = answer.result.split("\n").reverse().find((l) => l.startsWith(RESULT_PREFIX));
+    // The shell found no node to run runnerd with: the sandbox's image lacks it (issue 33).
+    if (!line && answer.exitCode === 127 && /\bnode\b.*(not found|No such file)/i.test(answer.result)) {
+      throw new ProviderError("garbage", operation, `the sandbox has no node on its PATH (exit 127: ${answer.result.trim().slice(-200)})`, { code: RUNNER_NODE_MISSING });
+    }
     if (!line) {
       throw new ProviderError("garbage", operation, `runnerd printed no result line (exit ${answer.exitCode}): ${answer.result.slice(-300).trim() || "no output"}`);
     }
@@ -543,6 +547,14 @@ function refusal(operation: string, out: Record<string, unknown>): ProviderError
 
 export function createRunnerClient(options: HttpRunnerClientOptions): RunnerClient {
   return new HttpRunnerClient(options);
+}
+
+/** The code of the error a sandbox without `node` gives every runner call. */
+export const RUNNER_NODE_MISSING = "runner_node_missing";
+
+/** True when the sandbox could not run the runner for want of `node`. */
+export function isNodeMissing(err: unknown): boolean {
+  return ProviderError.is(err) && err.code === RUNNER_NODE_MISSING;
 }
 
 /** True for the runner's "ingress port already bound" refusal. */

@@ -53,6 +53,8 @@ export interface SandboxView {
   hourlyCost: number;
   /** Base of the toolbox proxy (file access, emulated runner); null when the provider did not say. */
   toolboxProxyUrl: string | null;
+  /** The snapshot (image) it was made from, when the provider says. */
+  snapshot?: string | null;
 }
 
 export interface CreateSandboxInput {
@@ -67,6 +69,8 @@ export interface CreateSandboxInput {
   disk?: number;
   /** Minutes without activity before the provider stops the sandbox (Daytona: default 15, 0 = never). */
   autoStopInterval?: number;
+  /** The snapshot (image) to make it from; the provider's default when absent. It needs `node` for the runner. */
+  snapshot?: string;
   /** Aborting it abandons the request; the provider may still materialise the sandbox later. */
   signal?: AbortSignal;
 }

@@ -2,20 +2,26 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { submitRun } from "../runs/submit";
 import { LABEL_KEYS } from "../providers/labels";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
+import type { Controller } from "./controller";
 
 /**
- * Slow starts, as Daytona has them (issue 33; sandbox.controller.ts at v0.190.0: a create waits
- * up to 30 s for `started` before it answers, and answers 400 "Sandbox failed to start" when the
- * sandbox errors meanwhile — the sandbox exists and holds its name).
+ * A controller against what real Daytona does that a kind emulator would not (issue 33): slow
+ * starts (sandbox.controller.ts at v0.190.0: a create waits up to 30 s for `started` before it
+ * answers, and answers 400 "Sandbox failed to start" when the sandbox errors meanwhile — the
+ * sandbox exists and holds its name), and a snapshot without `node` (the open-source default,
+ * ubuntu:22.04).
  */
 
 let h: ControllerHarness;
 const actor = { id: "test", role: "operator" as const };
+/** Each test's controller, stopped after it: the next test's run is its own controller's. */
+const running: Controller[] = [];
 
 beforeAll(async () => {
   h = await startControllerHarness();
 });
 afterEach(async () => {
+  for (const c of running.splice(0)) await c.stop("test_end");
   await h.emu.admin.clearFaults();
 });
 afterAll(() => h.close());
@@ -38,6 +44,7 @@ describe("a create slower than the controller waits", () => {
     await h.emu.admin.setFault({ match: { labels: { [LABEL_KEYS.run]: r.id } }, fault: { kind: "slow_start", ms: 2_500 }, times: 1 });
     const c = await h.controller({ createTimeoutMs: 800 });
     c.start();
+    running.push(c);
     const done = await settled(r.id);
     expect({ status: done.status, code: done.failureCode, turns: done.turnsDone, attempts: done.providerAttempts }).toEqual({ status: "succeeded", code: null, turns: 2, attempts: 0 });
     const found = await h.db.db.runEvent.findFirstOrThrow({ where: { runId: r.id, type: "create_found_by_name" } });
@@ -56,6 +63,7 @@ describe("a create that fails while Daytona waits for it (400, the sandbox kept)
     await h.emu.admin.setFault({ match: { labels: { [LABEL_KEYS.run]: r.id } }, fault: { kind: "slow_start", ms: 100, outcome: "error", errorReason: "no space left on device" }, times: 1 });
     const c = await h.controller({ sweepIntervalMs: 300 });
     c.start();
+    running.push(c);
     const done = await settled(r.id);
     expect({ status: done.status, code: done.failureCode }).toEqual({ status: "succeeded", code: null });
     const failed = await h.db.db.runEvent.findFirstOrThrow({ where: { runId: r.id, type: "create_failed" } });
@@ -70,5 +78,32 @@ describe("a create that fails while Daytona waits for it (400, the sandbox kept)
     // Nothing of the run's is left running at the provider but the sandbox it finished in (its teardown is the sweep's).
     const live = (await h.emu.admin.sandboxes()).filter((s) => s.labels[LABEL_KEYS.run] === r.id && s.state !== "destroying");
     expect(live.every((s) => s.state !== "error")).toBe(true);
+  });
+});
+
+describe("a snapshot without node (Daytona's open-source default image, ubuntu:22.04)", () => {
+  it("ends the run at once with runner_node_missing, naming the snapshot; no retry in the same snapshot, and its sandbox is given back", async () => {
+    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "no-node", agent: "a", provider: "codex", turns: 1 }, actor);
+    const c = await h.controller({ sandboxSnapshot: "ubuntu:22.04" });
+    c.start();
+    running.push(c);
+    const done = await settled(r.id);
+    expect({ status: done.status, code: done.failureCode, canRetry: done.canRetry, owner: done.owner, attempts: done.providerAttempts }).toEqual({
+      status: "failed",
+      code: "runner_node_missing",
+      canRetry: false,
+      owner: "board",
+      attempts: 1,
+    });
+    expect(done.failureDetail).toMatch(/^the sandbox's snapshot ubuntu:22\.04 has no node on its PATH/);
+    const proof = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "startup_failure" } });
+    expect(proof).toMatchObject({ verdict: "terminal_failure", code: "runner_node_missing" });
+    expect((proof.evidence as { runnerMissing: unknown }).runnerMissing).toEqual({ program: "node", snapshot: "ubuntu:22.04" });
+    // Made from the snapshot asked for, and torn down with the run's end.
+    await waitFor("the sandbox given back", async () => {
+      const mine = await runSandboxes(r.id);
+      return mine.length === 1 && (mine[0]!.destroyedAt !== null || mine[0]!.state === "destroying") ? mine : null;
+    }, 30_000);
+    expect((await runSandboxes(r.id))[0]).toMatchObject({ snapshot: "ubuntu:22.04" });
   });
 });
