@@ -72,6 +72,10 @@ async function toolboxRoute(ctx: EmulatorContext, row: SandboxRow, host: Sandbox
     return download(host, url.searchParams.get("path"), res);
   }
   if (method === "POST" && route === "files/bulk-upload") return reply(res, 200, await bulkUpload(host, req));
+  if (method === "POST" && route === "files/bulk-download") {
+    await ctx.faultFor("files", subjectOf(row.name, row.labels, runIdOnDisk(host)), null);
+    return bulkDownload(host, req, res);
+  }
   if (method === "POST" && route === "process/execute") return processExecute(ctx, row, host, await readJson(req, executeSchema), res);
   throw new HttpError(404, "not_found", `no toolbox route for ${method} /${route}`);
 }
@@ -96,6 +100,75 @@ function download(host: SandboxHost, rawPath: string | null, res: http.ServerRes
 }
 
 /** Multipart `files[i].path` + `files[i].file`; parent directories are created (not atomic, as in Daytona). */
+const bulkDownloadSchema = z.object({ paths: z.array(z.string()).min(1) });
+const BULK_BOUNDARY = "DAYTONA-FILE-BOUNDARY";
+
+/**
+ * `POST /files/bulk-download` (Daytona's daemon, apps/daemon/pkg/toolbox/fs/download_files.go
+ * at v0.190.0; what the TypeScript SDK's `fs.downloadFile` calls): `{paths: [...]}` in, a
+ * multipart answer out — a `file` part per file read, an `error` part (JSON) per file that
+ * could not be, each named by its path. Content types are all application/octet-stream here
+ * (Daytona guesses them from the extension).
+ */
+async function bulkDownload(host: SandboxHost, req: http.IncomingMessage, res: http.ServerResponse) {
+  const raw = await readBody(req);
+  let parsed: z.infer<typeof bulkDownloadSchema> | null = null;
+  try {
+    const ok = bulkDownloadSchema.safeParse(JSON.parse(raw.toString("utf8")));
+    if (ok.success) parsed = ok.data;
+  } catch {
+    // falls through to the daemon's 400
+  }
+  if (!parsed) return reply(res, 400, { error: 'request body must be {"paths": [ ... ]} and non-empty' });
+  const chunks: Buffer[] = [];
+  const part = (headers: Record<string, string>, body: Buffer) => {
+    chunks.push(Buffer.from(`--${BULK_BOUNDARY}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("")}\r\n`), body, Buffer.from("\r\n"));
+  };
+  for (const p of parsed.paths) {
+    const disposition = (name: string) => `form-data; name="${name}"; filename="${latin1(p)}"; filename*=utf-8''${rfc5987(p)}`;
+    const failure = (statusCode: number, code: string, message: string) =>
+      part(
+        { "Content-Disposition": disposition("error"), "Content-Type": "application/json; charset=utf-8" },
+        Buffer.from(JSON.stringify({ statusCode, message, code, timestamp: new Date().toISOString(), path: p, method: "POST" })),
+      );
+    const file = p === "" ? null : resolveInSandbox(host, p);
+    if (p === "") {
+      failure(400, "INVALID_FILE_PATH", "invalid file path: path is empty");
+      continue;
+    }
+    let content: Buffer;
+    try {
+      // Outside this sandbox's directory is another file system: there is no such file.
+      if (!file) throw Object.assign(new Error("outside"), { code: "ENOENT" });
+      content = fs.readFileSync(file);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") failure(404, "FILE_NOT_FOUND", `file not found: ${p}`);
+      else if (code === "EACCES") failure(403, "FILE_ACCESS_DENIED", `permission denied: ${p}`);
+      else failure(500, "FILE_READ_FAILED", `failed to open file: ${(err as Error).message}`);
+      continue;
+    }
+    part({ "Content-Disposition": disposition("file"), "Content-Length": String(content.length), "Content-Type": "application/octet-stream" }, content);
+  }
+  chunks.push(Buffer.from(`--${BULK_BOUNDARY}--\r\n`));
+  const body = Buffer.concat(chunks);
+  res.writeHead(200, { "content-type": `multipart/form-data; boundary=${BULK_BOUNDARY}`, "content-length": body.length });
+  res.end(body);
+}
+
+/** A path as the daemon puts it in a `filename` parameter: quotes escaped, controls and non-Latin-1 as `_`. */
+function latin1(s: string): string {
+  return [...s.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/[\r\n\0]/g, "")].map((ch) => {
+    const c = ch.codePointAt(0) ?? 0;
+    return c > 0xff || c < 0x20 || c === 0x7f ? "_" : ch;
+  }).join("");
+}
+
+/** RFC 5987 encoding, as the daemon's `filename*`. */
+function rfc5987(s: string): string {
+  return [...Buffer.from(s, "utf8")].map((b) => (/[A-Za-z0-9!#$&+\-.^_`|~]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, "0")}`)).join("");
+}
+
 async function bulkUpload(host: SandboxHost, req: http.IncomingMessage) {
   const body = await readBody(req);
   const form = await new Request("http://emulator.invalid/", {
