@@ -26,6 +26,8 @@ const plantSchema = createSchema.extend({
 const forceStateSchema = z.object({
   state: z.enum(["archived", "archiving", "error", "build_failed"]),
   errorReason: z.string().min(1).optional(),
+  /** Archive a started sandbox as auto-stop then auto-archive would (its processes end): chaos waves. */
+  fromStarted: z.boolean().optional(),
 });
 const configSchema = z.object({
   duplicateNames: z.enum(["conflict", "allow"]).optional(),
@@ -63,7 +65,7 @@ export async function adminApi(ctx: EmulatorContext, parts: string[], method: st
   if (what === "sandboxes" && id && parts[2] === "state" && method === "POST") {
     const body = await readJson(req, forceStateSchema);
     const row = await ctx.requireSandbox(id);
-    if ((body.state === "archived" || body.state === "archiving") && row.state !== "stopped") {
+    if ((body.state === "archived" || body.state === "archiving") && row.state !== "stopped" && !(body.fromStarted && row.state === "started")) {
       // Daytona archives only a stopped sandbox (sandbox.service.ts archive()).
       throw new HttpError(400, "bad_request", `Sandbox ${row.id} is ${row.state}: only a stopped sandbox can be archived`);
     }

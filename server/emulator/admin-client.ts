@@ -67,8 +67,8 @@ export class EmulatorAdminClient {
   }
 
   /** Sets a state Daytona reaches on its own: archived / archiving (a stopped sandbox), error / build_failed. */
-  async setState(sandboxId: string, state: "archived" | "archiving" | "error" | "build_failed", errorReason?: string): Promise<void> {
-    await this.call("POST", `/admin/sandboxes/${encodeURIComponent(sandboxId)}/state`, { state, ...(errorReason ? { errorReason } : {}) });
+  async setState(sandboxId: string, state: "archived" | "archiving" | "error" | "build_failed", errorReason?: string, options: { fromStarted?: boolean } = {}): Promise<void> {
+    await this.call("POST", `/admin/sandboxes/${encodeURIComponent(sandboxId)}/state`, { state, ...(errorReason ? { errorReason } : {}), ...(options.fromStarted ? { fromStarted: true } : {}) });
   }
 
   async files(sandboxId: string): Promise<string[]> {

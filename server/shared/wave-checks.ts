@@ -8,7 +8,14 @@ import type { KillRecord, WaveReport } from "./wave-report";
 /** The kills and faults a wave plans (server/waves/plan.ts) and its report records. */
 export const KILL_KINDS = ["K1", "K2", "K4", "K5", "K15"] as const;
 export type KillKind = (typeof KILL_KINDS)[number];
-export const FAULT_NAMES = ["bind", "reject", "late", "unconnected"] as const;
+/**
+ * Faults a wave injects into a task's run: the runner's own (bind, reject, unconnected), a late
+ * create, and the provider's as Daytona has them (issue 33): `slow_start` (a create slower than
+ * the controller waits), `rate_limit` (429s), `outage` (the provider answering 503 to every
+ * call for a stretch while the first kill lands) and `archive` (the run's sandbox archived while
+ * no controller runs).
+ */
+export const FAULT_NAMES = ["bind", "reject", "late", "unconnected", "slow_start", "rate_limit", "outage", "archive"] as const;
 export type FaultName = (typeof FAULT_NAMES)[number];
 
 export const CHECK_IDS = ["R1", "R2", "R3", "R4", "R5", "R6"] as const;

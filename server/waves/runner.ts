@@ -142,7 +142,10 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
         { waveId: id },
       );
       runsByTask.set(task.key, run.id);
-      for (const fault of task.faults) await admin.setFault(faultRule(fault, run.id));
+      for (const fault of task.faults) {
+        const rule = faultRule(fault, run.id);
+        if (rule) await admin.setFault(rule);
+      }
     }
 
     // ── controllers, kills and retries ──
@@ -181,6 +184,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       await c.handle.exited;
     };
 
+    const effects = new KillEffects(plan, admin, db, runsByTask, t0, note);
     await start("first");
     const records: KillRecord[] = plan.kills.map((k) => ({
       kind: k.kind,
@@ -262,7 +266,12 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
           kill.firedAtMs = elapsed;
           kill.targetPid = target.handle.pid;
           kill.interruptedRunId = inFlight.id;
-          const after = await performKill(kill, target, inFlight.id, { stop, start, note, db, t0, bystanders, runInFlight });
+          // The faults that land with the first kill come between its stop and the next start.
+          const startAfterEffects: StartController = async (...args) => {
+            await effects.beforeRestart();
+            return start(...args);
+          };
+          const after = await performKill(kill, target, inFlight.id, { stop, start: startAfterEffects, note, db, t0, bystanders, runInFlight });
           kill.restartPid = after.handle.pid;
           if (kill.kind === "K4") {
             armed = kill;
@@ -343,7 +352,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       .filter((s) => !decoyIds.has(s.id) && s.state !== "destroyed" && s.state !== "destroying")
       .map((s) => ({ id: s.id, name: s.name, state: s.state, run: s.labels[LABEL_KEYS.run] ?? null }));
     const reclaims = await reclaimTimes(db, instanceId, deaths, t0);
-    const faults = await faultRecords(admin, plan, runsByTask);
+    const faults = await faultRecords(admin, plan, runsByTask, await effects.records([...runsByTask.values()]));
     for (const f of faults.filter((x) => !x.fired)) note("fault", `${f.task} ${f.fault} did not fire: ${f.detail}`);
     const report: WaveReport = {
       id,
@@ -525,12 +534,17 @@ async function runOfLease(db: Db, leaseId: string): Promise<string | null> {
 }
 
 /** Whether each planned fault fired: the provider applied it (its rule's uses) to that task's run. */
-async function faultRecords(admin: EmulatorAdminClient, plan: WavePlan, runsByTask: Map<string, string>): Promise<FaultRecord[]> {
+async function faultRecords(admin: EmulatorAdminClient, plan: WavePlan, runsByTask: Map<string, string>, atKill: Map<FaultName, Omit<FaultRecord, "task" | "fault" | "runId">>): Promise<FaultRecord[]> {
   const rules = await admin.faults();
   return plan.tasks.flatMap((task) =>
     task.faults.map((fault) => {
       const runId = runsByTask.get(task.key) ?? null;
-      const kind = faultRule(fault, runId ?? "").fault.kind;
+      const planned = faultRule(fault, runId ?? "");
+      if (!planned) {
+        const landed = atKill.get(fault);
+        return { task: task.key, fault, runId, ...(landed ?? { fired: false, uses: 0, detail: "no kill landed for it to land with" }) };
+      }
+      const kind = planned.fault.kind;
       const rule = rules.find((r) => r.match.runId === runId && r.fault.kind === kind);
       const uses = rule?.used ?? 0;
       return {
@@ -555,11 +569,108 @@ function faultRule(fault: FaultName, runId: string) {
       return { match: { runId }, fault: { kind: "late" as const, delayMs: 2500 }, times: 1 };
     case "unconnected":
       return { match: { runId }, fault: { kind: "never_connect" as const }, times: null };
+    case "slow_start":
+      // Longer than the wave controllers' create timeout (1.5 s): found by its name after it.
+      return { match: { runId }, fault: { kind: "slow_start" as const, ms: 2500, outcome: "started" as const }, times: 1 };
+    case "rate_limit":
+      return { match: { runId }, fault: { kind: "rate_limit" as const, retryAfterSeconds: 1, throttler: "sandbox-lifecycle" }, times: 2 };
+    case "outage":
+    case "archive":
+      // Provider-wide and at the first kill: set when it lands (see `KillEffects`), not here.
+      return null;
     default: {
       const never: never = fault;
       throw new Error(`unknown fault ${String(never)}`);
     }
   }
+}
+
+/** How long the `outage` fault keeps the provider answering 503 to everything. */
+export const WAVE_OUTAGE_MS = 5_000;
+
+/**
+ * The faults that land with the first kill, between the stop of its controller and the start
+ * of the next: `outage` (every provider call answers 503 for WAVE_OUTAGE_MS) and `archive` (the
+ * faulted task's sandbox stopped and archived, as auto-stop then auto-archive would while no
+ * controller runs). Each says afterwards what it did.
+ */
+class KillEffects {
+  private outage: { ruleId: string; fromMs: number; toMs: number | null; timer: NodeJS.Timeout | null } | null = null;
+  private archived: { sandboxId: string; runId: string; atMs: number } | null = null;
+  private archiveMiss: string | null = null;
+  private done = false;
+
+  constructor(
+    private readonly plan: WavePlan,
+    private readonly admin: EmulatorAdminClient,
+    private readonly db: Db,
+    private readonly runsByTask: Map<string, string>,
+    private readonly t0: number,
+    private readonly note: (kind: string, detail: string) => void,
+  ) {}
+
+  /** Runs once, at the first kill, before its restart. */
+  async beforeRestart(): Promise<void> {
+    if (this.done) return;
+    this.done = true;
+    const faults = new Set(this.plan.tasks.flatMap((t) => t.faults));
+    if (faults.has("outage")) {
+      const rule = await this.admin.setFault({ fault: { kind: "http_error", status: 503 } });
+      const fromMs = Date.now() - this.t0;
+      this.outage = { ruleId: rule.id, fromMs, toMs: null, timer: null };
+      this.note("fault", `outage: the provider answers 503 to every call for ${WAVE_OUTAGE_MS} ms`);
+      this.outage.timer = setTimeout(() => void this.endOutage(), WAVE_OUTAGE_MS);
+    }
+    const task = this.plan.tasks.find((t) => t.faults.includes("archive"));
+    if (task) {
+      const runId = this.runsByTask.get(task.key);
+      const lease = runId ? await this.db.environmentLease.findFirst({ where: { runId, status: "active", providerLeaseId: { not: null } }, orderBy: { createdAt: "desc" } }) : null;
+      if (!lease?.providerLeaseId || !runId) {
+        this.archiveMiss = `run ${runId ?? "?"} held no sandbox when the kill landed`;
+      } else {
+        try {
+          await this.admin.setState(lease.providerLeaseId, "archived", undefined, { fromStarted: true });
+          this.archived = { sandboxId: lease.providerLeaseId, runId, atMs: Date.now() - this.t0 };
+          this.note("fault", `archive: sandbox ${lease.providerLeaseId} of run ${runId} stopped and archived while no controller runs`);
+        } catch (err) {
+          this.archiveMiss = `sandbox ${lease.providerLeaseId} could not be archived: ${err instanceof Error ? err.message : String(err)}`;
+        }
+      }
+    }
+  }
+
+  async endOutage(): Promise<void> {
+    const o = this.outage;
+    if (!o || o.toMs !== null) return;
+    if (o.timer) clearTimeout(o.timer);
+    o.toMs = Date.now() - this.t0;
+    // Its uses are read before it goes: a cleared rule keeps no count.
+    this.outageUses = (await this.admin.faults().catch(() => [])).find((r) => r.id === o.ruleId)?.used ?? 0;
+    await this.admin.clearFaults(o.ruleId).catch(() => {});
+    this.note("fault", `outage over after ${o.toMs - o.fromMs} ms`);
+  }
+
+  /** The records of the two faults, with how long the outage lasted and which runs waited through it. */
+  async records(waveRunIds: string[]): Promise<Map<FaultName, Omit<FaultRecord, "task" | "fault" | "runId">>> {
+    await this.endOutage();
+    const out = new Map<FaultName, Omit<FaultRecord, "task" | "fault" | "runId">>();
+    if (this.outage) {
+      const uses = this.outageUses;
+      const waited = await this.db.proof.findMany({ where: { runId: { in: waveRunIds }, kind: "recovery_attempt", verdict: "wait" }, distinct: ["runId"], select: { runId: true } });
+      const lasted = (this.outage.toMs ?? 0) - this.outage.fromMs;
+      out.set("outage", {
+        fired: uses > 0,
+        uses,
+        detail: `the provider answered 503 to ${uses} call(s) for ${lasted} ms from ${this.outage.fromMs} ms; ${waited.length} run(s) waited through it (recovery_attempt proofs "wait")`,
+      });
+    }
+    if (this.archived) out.set("archive", { fired: true, uses: 1, detail: `sandbox ${this.archived.sandboxId} of run ${this.archived.runId} archived at ${this.archived.atMs} ms while no controller ran` });
+    else if (this.archiveMiss) out.set("archive", { fired: false, uses: 0, detail: this.archiveMiss });
+    return out;
+  }
+
+  /** Uses of the outage rule, read when it was cleared. */
+  private outageUses = 0;
 }
 
 interface Decoy {

@@ -154,6 +154,45 @@ describe("waves pass on the current engine", () => {
   });
 });
 
+describe("the provider's own faults (issue 33): slow starts, 429s, an outage and an archive with a kill", () => {
+  it("R1–R6 pass; each fault fired; no run fails for the outage, and the runs that waited say so", { timeout: 180_000 }, async () => {
+    const report = await wave({
+      tasks: [
+        task("t01", { turns: 4, faults: ["archive"] }),
+        task("t02", { turns: 4, faults: ["outage"] }),
+        task("t03", { sandboxMode: "per_turn", turns: 3, faults: ["slow_start"] }),
+        task("t04", { turns: 3, faults: ["rate_limit"] }),
+      ],
+      kills: [{ kind: "K1", atMs: 900 }],
+      concurrency: 4,
+    }, { timeoutMs: 150_000 });
+    console.log(`wave ${report.id} (issue 33 faults):\n${report.faults.map((f) => `  ${f.task} ${f.fault}: ${f.fired ? "fired" : "did not fire"} — ${f.detail}`).join("\n")}`);
+    expect(failing(report)).toEqual([]);
+    expect(report.kills.map((k) => [k.kind, k.landed])).toEqual([["K1", true]]);
+    expect(report.faults.map((f) => [f.fault, f.fired, f.detail])).toEqual([
+      ["archive", true, expect.stringMatching(/archived at \d+ ms while no controller ran/)],
+      ["outage", true, expect.stringMatching(/answered 503 to \d+ call\(s\) for \d+ ms from \d+ ms; [1-9]\d* run\(s\) waited through it/)],
+      ["slow_start", true, expect.any(String)],
+      ["rate_limit", true, expect.any(String)],
+    ]);
+    expect(report.passed).toBe(true);
+    // An outage and an archive are no failure of the runs: every task succeeded, without Retry.
+    expect(report.tasks.map((t) => [t.id, t.failureCodes, t.retriesNeeded])).toEqual([
+      ["t01", [], 0],
+      ["t02", [], 0],
+      ["t03", [], 0],
+      ["t04", [], 0],
+    ]);
+    const runs = await h.db.db.run.findMany({ where: { waveId: report.id } });
+    expect(runs.map((r) => r.recoveryAttempts)).toEqual(runs.map(() => 0));
+    // The archived sandbox was started again from the archive by the restarted controller.
+    const archivedRun = report.tasks.find((t) => t.id === "t01")!.runs[0]!.id;
+    const up = await h.db.db.proof.findFirst({ where: { runId: archivedRun, kind: "stopped_sandbox" } });
+    expect(up?.verdict).toBe("proceed");
+    expect(await h.db.db.runEvent.count({ where: { runId: archivedRun, type: "sandbox_start_attempted" } })).toBe(1);
+  });
+});
+
 describe("K5: a stall past the silence window on another host (issue 31)", () => {
   it("the other host takes the stalled controller's run over by silence alone; woken, the stalled one runs no turn twice and touches no decoy", { timeout: 150_000 }, async () => {
     const report = await wave({
