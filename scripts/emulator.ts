@@ -19,6 +19,8 @@ async function shutdown(code: number, why: string) {
   if (stopping) return;
   stopping = true;
   say(`emulator: stopping (${why})`);
+  // Its sandboxes' processes outlive it, as Daytona's do; their auto-stop must too.
+  await emulator?.handOverAutoStop().catch((err: unknown) => say(`emulator: auto-stop could not be handed over: ${String(err)}`));
   await emulator?.close().catch(() => {});
   if (db?.startedHere) await db.stop().catch(() => {});
   process.exit(code);

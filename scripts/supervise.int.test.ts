@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { adminUrlFor, clusterPort } from "../server/db/cluster";
 import { createDb, type Db } from "../server/db/client";
 import { withDatabase } from "../server/db/url";
+import { SANDBOX_MARKER } from "../server/emulator/sandbox-host";
 import { readHealth } from "../server/health";
 import { submitRun } from "../server/runs/submit";
 import { crashLines, productCleanup, productEnv, startProduct, waitUntil, type ProductProcess } from "../server/test/product";
@@ -168,4 +169,38 @@ describe("npm start supervises its controller (DOMAIN.md §2.8)", () => {
     p.interrupt();
     expect((await p.exited).code).toBe(0);
   }, 240_000);
+
+  it("after Ctrl-C, the sandboxes' processes end at their auto-stop, as Daytona's would, though the emulator is down", async () => {
+    // One auto-stop minute is 200 ms here: Daytona's 15 minutes idle are 3 s.
+    const { p, db, dataRoot } = await product({ EMULATOR_AUTO_STOP_MINUTE_MS: "200", RUNWARDEN_TURN_MS: "100" });
+    const run = await submitRun(db, "inst-sup", { companyId: "co-1", taskId: "sup-ctrlc", agent: "a", provider: "codex", turns: 50, agentCommand: "sleep 0.2" }, { id: "test", role: "operator" });
+    await waitUntil(async () => (await db.run.findUniqueOrThrow({ where: { id: run.id } })).turnsDone >= 2, 120_000, "two turns");
+    await db.$disconnect();
+    expect(sandboxProcesses(dataRoot).length).toBeGreaterThan(0);
+    p.interrupt();
+    expect((await p.exited).code).toBe(0);
+    expect(p.output()).toMatch(/1 sandbox\(es\) will auto-stop while the emulator is down/);
+    // Ctrl-C suspends the run: its runner is still there, until its sandbox's auto-stop.
+    expect(sandboxProcesses(dataRoot).length).toBeGreaterThan(0);
+    await waitUntil(async () => sandboxProcesses(dataRoot).length === 0, 20_000, "the sandbox's processes ended by its auto-stop");
+    // And the reaper itself is gone once its last deadline passed.
+    await waitUntil(async () => sandboxProcesses(dataRoot, true).length === 0, 10_000, "the reaper gone");
+  }, 240_000);
 });
+
+/** Processes of the emulator's sandboxes under `dir` (by their marker); with `reaper`, the auto-stop reaper's too. */
+function sandboxProcesses(dir: string, reaper = false): number[] {
+  const prefix = `${SANDBOX_MARKER}=${path.resolve(dir)}`;
+  const out: number[] = [];
+  for (const e of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const marker = fs.readFileSync(`/proc/${e}/environ`, "utf8").split("\0").find((v) => v.startsWith(prefix));
+      if (marker && (reaper || !marker.endsWith("autostop-reaper"))) out.push(Number(e));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return out;
+}
+

@@ -7,6 +7,7 @@ import path from "node:path";
 import { openDatabase } from "../db/embedded";
 import { readEnv } from "../env";
 import { adminApi } from "./admin-api";
+import { handOverAutoStop, stopReaper } from "./reaper";
 import { createContext, DEFAULT_SERVER_WAIT_MS, DEFAULT_SNAPSHOTS_WITHOUT_NODE, DEFAULT_TOOLBOX_GONE, DEFAULT_TRANSITION_MS, type DuplicateNames, type EmulatorConfig, type ToolboxGone, type TransitionMs } from "./context";
 import { authorize, decodeSegment, HttpError, reply, replyHtml } from "./http";
 import { startAutoStopSweeper } from "./lifecycle";
@@ -69,6 +70,8 @@ export interface EmulatorHandle {
   /** Runtime settings (also settable with `POST /admin/config`). */
   config: EmulatorConfig;
   close(): Promise<void>;
+  /** Before a graceful stop: the started sandboxes' auto-stop goes on in a detached reaper while the emulator is down. */
+  handOverAutoStop(): Promise<{ sandboxes: number; pid: number | null }>;
 }
 
 export const DEFAULT_API_KEY = "emulator-key";
@@ -85,6 +88,8 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     options.dataDir ?? path.join(os.tmpdir(), "runwarden-emulator", crypto.createHash("sha256").update(options.databaseUrl).digest("hex").slice(0, 16)),
   );
   fs.mkdirSync(dataDir, { recursive: true });
+  // This emulator does the auto-stop now: a reaper the last one left goes.
+  stopReaper(dataDir);
   const config: EmulatorConfig = {
     duplicateNames: options.duplicateNames ?? "conflict",
     destroyedRetentionMs: options.destroyedRetentionMs ?? 0,
@@ -162,6 +167,7 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
       return n;
     },
     config,
+    handOverAutoStop: () => handOverAutoStop(ctx),
     close() {
       closed ??= (async () => {
         closing.abort();

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "vitest";
+import { decide } from "./decide";
 import { judgeProcessExit } from "./process-exit";
 import type { ProcessExitEvidence } from "./schemas";
 import { identity, observer, plus, processExit, T0 } from "../test/evidence";
@@ -31,6 +32,8 @@ const cases: { name: string; e: ProcessExitEvidence; verdict: string; reason: st
   // the probe could not read the process table → unknown (unreadable)
   { name: "unreadable process table", e: processExit({ probe: { readable: false, pidLive: false, liveStartedAt: null } }), verdict: "unknown", reason: "unreadable", steps: 4 },
   { name: "no probe", e: processExit({ probe: null }), verdict: "unknown", reason: "unreadable", steps: 4 },
+  // EVIDENCE.md: an unreadable probe may give pidLive and the live start fields as null
+  { name: "unreadable process table, pidLive null", e: processExit({ probe: { readable: false, pidLive: null, liveStartedAt: null, liveStartTicks: null } }), verdict: "unknown", reason: "unreadable", steps: 4 },
   // the pid does not exist → exited (pid_gone)
   { name: "pid gone", e: processExit({ probe: { readable: true, pidLive: false, liveStartedAt: null } }), verdict: "exited", reason: "pid_gone", steps: 5 },
   // a live pid whose start time cannot be read → unknown (unreadable)
@@ -123,3 +126,12 @@ describe("process_exit (DOMAIN.md §2.4, in order)", () => {
     });
   });
 });
+
+describe("process_exit: a probe's pidLive null (EVIDENCE.md)", () => {
+  test("decide takes an unreadable probe with pidLive null, and refuses a readable one without it, naming the field", () => {
+    const unreadable = { kind: "process_exit", record: identity(), observer: observer(), probe: { readable: false, pidLive: null, liveStartedAt: null } };
+    expect(decide(unreadable)).toMatchObject({ verdict: "unknown", reason: "unreadable" });
+    expect(() => decide({ ...unreadable, probe: { readable: true, pidLive: null } })).toThrow(/pidLive/);
+  });
+});
+

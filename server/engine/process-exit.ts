@@ -47,13 +47,14 @@ export function judgeProcessExit(e: ProcessExitEvidence): ProcessExitResult {
   if (self) return done("alive", "self");
 
   // 4. The process table could not be read (or was not probed).
-  const readable = probe?.readable === true;
+  // A probe that says nothing of the pid (pidLive null) read nothing either.
+  const readable = probe?.readable === true && probe.pidLive !== null;
   checks.push(check("probe_readable", readable, true, probe ? probe.readable : null));
   if (!probe || !readable) return done("unknown", "unreadable");
 
   // 5. The pid is gone.
-  checks.push(check("pid_live", probe.pidLive, true, probe.pidLive));
-  if (!probe.pidLive) return done("exited", "pid_gone");
+  checks.push(check("pid_live", probe.pidLive === true, true, probe.pidLive));
+  if (probe.pidLive !== true) return done("exited", "pid_gone");
 
   // 6. A live pid whose start time cannot be read proves nothing.
   const liveStartedAt = probe.liveStartedAt ?? null;

@@ -51,13 +51,19 @@ export const partialIdentitySchema = z.object({
 });
 export type PartialIdentity = z.infer<typeof partialIdentitySchema>;
 
-/** A probe of the recorded pid on the observer's host. Null (not probed) reads as unreadable. */
-export const probeSchema = z.object({
-  readable: z.boolean(),
-  pidLive: z.boolean(),
-  liveStartedAt: isoTimeSchema.nullish(),
-  liveStartTicks: z.number().int().nonnegative().nullish(),
-});
+/**
+ * A probe of the recorded pid on the observer's host. Null (not probed) reads as unreadable.
+ * A probe that could not read the process table (`readable` false) may give `pidLive` as null
+ * (EVIDENCE.md); a readable one says whether the pid is live.
+ */
+export const probeSchema = z
+  .object({
+    readable: z.boolean(),
+    pidLive: z.boolean().nullable(),
+    liveStartedAt: isoTimeSchema.nullish(),
+    liveStartTicks: z.number().int().nonnegative().nullish(),
+  })
+  .refine((p) => !p.readable || p.pidLive !== null, { message: "a readable probe must say whether the pid is live (pidLive true or false)", path: ["pidLive"] });
 export type Probe = z.infer<typeof probeSchema>;
 
 export const ACQUISITION_OUTCOMES = ["created", "resumed", "replacement"] as const;

@@ -261,7 +261,8 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       const kill = records[next];
       if (!armed && kill && target && elapsed - target.readyAtMs >= kill.afterReadyMs) {
         const inFlight = await runInFlight(target);
-        if (inFlight) {
+        // An archive lands with the first kill on its run's sandbox: that kill waits until the run holds one (or is over).
+        if (inFlight && (await effects.readyToLand())) {
           next += 1;
           kill.firedAtMs = elapsed;
           kill.targetPid = target.handle.pid;
@@ -608,6 +609,17 @@ class KillEffects {
     private readonly t0: number,
     private readonly note: (kind: string, detail: string) => void,
   ) {}
+
+  /** Whether the first kill may land now: an archive needs its run in session on a sandbox (or over, when it cannot land at all). */
+  async readyToLand(): Promise<boolean> {
+    if (this.done) return true;
+    const task = this.plan.tasks.find((t) => t.faults.includes("archive"));
+    const runId = task ? this.runsByTask.get(task.key) : undefined;
+    if (!runId) return true;
+    const run = await this.db.run.findUnique({ where: { id: runId }, select: { status: true, phase: true, leases: { where: { status: "active" }, select: { id: true } } } });
+    if (!run || !["queued", "starting", "running", "suspended"].includes(run.status)) return true;
+    return run.phase === "session_open" && run.leases.length > 0;
+  }
 
   /** Runs once, at the first kill, before its restart. */
   async beforeRestart(): Promise<void> {
