@@ -37,6 +37,8 @@ const configSchema = z.object({
   toolboxGone: z.object({ afterMs: z.number().int().min(0), status: z.union([z.literal(401), z.literal(400)]) }).partial().optional(),
   serverWaitMs: z.number().int().min(0).max(600_000).optional(),
   snapshotsWithoutNode: z.array(z.string().min(1)).optional(),
+  lookupCacheMs: z.number().int().min(0).max(600_000).optional(),
+  listLagMs: z.number().int().min(0).max(600_000).optional(),
 });
 
 /** The answer (always 200) to an `/admin/…` request (`parts` after `admin`). */
@@ -99,6 +101,8 @@ export async function adminApi(ctx: EmulatorContext, parts: string[], method: st
     if (next.toolboxGone) config.toolboxGone = { ...config.toolboxGone, ...next.toolboxGone };
     if (next.serverWaitMs !== undefined) config.serverWaitMs = next.serverWaitMs;
     if (next.snapshotsWithoutNode) config.snapshotsWithoutNode = next.snapshotsWithoutNode;
+    if (next.lookupCacheMs !== undefined) config.lookupCacheMs = next.lookupCacheMs;
+    if (next.listLagMs !== undefined) config.listLagMs = next.listLagMs;
     if (next.destroyedRetentionMs !== undefined) {
       config.destroyedRetentionMs = next.destroyedRetentionMs;
       store.destroyedRetentionMs = next.destroyedRetentionMs;

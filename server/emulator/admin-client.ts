@@ -88,6 +88,10 @@ export class EmulatorAdminClient {
     serverWaitMs?: number;
     /** Snapshots whose sandboxes have no node on PATH. */
     snapshotsWithoutNode?: string[];
+    /** How long a lookup by name's "not found" is kept (Daytona: 10 s). */
+    lookupCacheMs?: number;
+    /** How long a new sandbox stays out of lists. */
+    listLagMs?: number;
   }): Promise<void> {
     await this.call("POST", "/admin/config", config);
   }

@@ -39,6 +39,13 @@ export const DEFAULT_SERVER_WAIT_MS = 30_000;
 export const DEFAULT_SNAPSHOTS_WITHOUT_NODE = ["ubuntu:22.04"];
 
 export interface EmulatorConfig {
+  /**
+   * How long a "not found" of a lookup by name is kept (Daytona: 10 s,
+   * utils/sandbox-lookup-cache.util.ts); 0, the default here: not cached.
+   */
+  lookupCacheMs: number;
+  /** How long a new sandbox stays out of lists (Daytona's list is eventually consistent); 0: none. */
+  listLagMs: number;
   /** Snapshots without `node`: their sandboxes' shells find none (exit 127). */
   snapshotsWithoutNode: string[];
   /** How long a create or start waits for `started` before it answers. */
@@ -72,6 +79,15 @@ export interface EmulatorContext {
   faultFor(point: FaultPoint, subject: FaultSubject, kind: FaultKind | null, rules?: readonly FaultRule[]): Promise<FaultRule | null>;
   /** Takes one use of the first applicable rule of `kind` (latency already applied). */
   firstFault(point: FaultPoint, subject: FaultSubject, kind: FaultKind): Promise<FaultRule | null>;
+  /** Lookups by name that answered "not found", kept `config.lookupCacheMs`. */
+  lookupCache: LookupCache;
+}
+
+export interface LookupCache {
+  /** A lookup by name missed. */
+  missed(name: string): void;
+  /** Whether a cached miss still answers for this name (even though `found` exists now). */
+  stale(name: string, found: SandboxRow | null): boolean;
 }
 
 export function createContext(args: {
@@ -153,8 +169,26 @@ export function createContext(args: {
     return row;
   }
 
+  const misses = new Map<string, number>();
+  const lookupCache: LookupCache = {
+    missed(name) {
+      if (args.config.lookupCacheMs > 0) misses.set(name, Date.now() + args.config.lookupCacheMs);
+    },
+    stale(name, found) {
+      const until = misses.get(name);
+      if (until === undefined) return false;
+      if (until <= Date.now()) {
+        misses.delete(name);
+        return false;
+      }
+      // By id the cache is another key: only a name's miss lingers.
+      return !found || found.name === name;
+    },
+  };
+
   return {
     store,
+    lookupCache,
     config: args.config,
     dataDir: args.dataDir,
     log: args.log,

@@ -319,4 +319,22 @@ describe("Daytona fidelity of the emulator", () => {
       await t.admin.configure({ serverWaitMs: 30_000 });
     }
   });
+
+  it("a lookup by name's 'not found' is cached (Daytona v0.190.0 utils/sandbox-lookup-cache.util.ts, 10 s) and the list lags (lookupCacheMs, listLagMs); the provider sees both", async () => {
+    await t.admin.configure({ lookupCacheMs: 4_000, listLagMs: 4_000 });
+    try {
+      expect(await provider.getByName("fid-cached")).toBeNull();
+      const id = await create("fid-cached");
+      // Created, and still "not found" by name while the miss is cached; by id it is there.
+      expect(await provider.getByName("fid-cached")).toBeNull();
+      expect((await provider.getById(id))?.name).toBe("fid-cached");
+      expect((await provider.listByLabels(instanceScope("inst-f"))).map((s) => s.id)).not.toContain(id);
+      await new Promise((r) => setTimeout(r, 4_100));
+      expect((await provider.getByName("fid-cached"))?.id).toBe(id);
+      expect((await provider.listByLabels(instanceScope("inst-f"))).map((s) => s.id)).toContain(id);
+    } finally {
+      await t.admin.configure({ lookupCacheMs: 0, listLagMs: 0 });
+    }
+  });
 });
+

@@ -154,8 +154,10 @@ async function listSandboxes(ctx: EmulatorContext, url: URL) {
     },
     new Date(),
   );
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
+  // Daytona's list is eventually consistent (its search index lags the database): the newest are not in it yet.
+  const lag = ctx.config.listLagMs;
+  const page = rows.slice(0, limit).filter((r) => lag <= 0 || Date.now() - r.created_at.getTime() >= lag);
+  const last = rows.slice(0, limit).at(-1);
   return { items: page.map((r) => toApi(ctx, r)), nextCursor: rows.length > limit && last ? encodeCursor(sortValue(last, sort), last.id) : null };
 }
 
@@ -172,8 +174,15 @@ async function sandboxOp(ctx: EmulatorContext, idOrName: string, op: "get" | "de
   const quiet = rules.length === 0;
   if (!quiet) await ctx.faultFor("sandbox", found ? subjectOf(found.name, found.labels) : subjectOf(idOrName, {}), null, rules);
   if (op === "get") {
+    // Daytona caches a lookup by name for 10 s, a "not found" too (sandbox-lookup-cache.util.ts).
+    if (ctx.lookupCache.stale(idOrName, found)) throw new HttpError(404, "not_found", `Sandbox with ID or name ${idOrName} not found`);
     if (quiet && found) return toApi(ctx, found);
-    return toApi(ctx, await ctx.requireSandbox(idOrName));
+    try {
+      return toApi(ctx, await ctx.requireSandbox(idOrName));
+    } catch (err) {
+      if (err instanceof HttpError && err.status === 404) ctx.lookupCache.missed(idOrName);
+      throw err;
+    }
   }
   const slow = op === "start" && found ? await ctx.firstFault("start", subjectOf(found.name, found.labels), "slow_start") : null;
   const slowStart = slow?.fault.kind === "slow_start" ? slow.fault : null;

@@ -98,6 +98,8 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     toolboxGone: { ...DEFAULT_TOOLBOX_GONE, ...(options.toolboxGone ?? {}) },
     serverWaitMs: options.serverWaitMs ?? DEFAULT_SERVER_WAIT_MS,
     snapshotsWithoutNode: [...DEFAULT_SNAPSHOTS_WITHOUT_NODE],
+    lookupCacheMs: 0,
+    listLagMs: 0,
   };
   const apiKeys = new Set(options.apiKeys?.length ? options.apiKeys : [DEFAULT_API_KEY]);
   const host = options.host ?? "127.0.0.1";
