@@ -13,7 +13,7 @@ import { crashLines, productCleanup, productEnv, startProduct, waitUntil, type P
 /**
  * A crashed controller is restarted, not mourned; an outage is not the run's failure
  * (DOMAIN.md §2.8, issue 33). The whole product under `npm start`, as a user runs it: its
- * controller SIGKILLed mid-run while the provider hangs (SIGSTOP) for 30 s — ten times the
+ * controller SIGKILLed mid-run while the provider hangs (SIGSTOP) for 90 s — thirty times the
  * recovery budget these settings give (2 attempts, 100 ms back-off, 2 s call timeout: ~3 s;
  * the defaults' is ~31 s) — and a controller that keeps crashing.
  */
@@ -24,7 +24,7 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-const STALL_MS = 30_000;
+const STALL_MS = 90_000;
 
 async function product(extra: Record<string, string>) {
   const dataRoot = fs.mkdtempSync(path.join(os.tmpdir(), "rw-supervise-"));
@@ -78,7 +78,7 @@ function emulatorGroup(p: ProductProcess): number {
 }
 
 describe("npm start supervises its controller (DOMAIN.md §2.8)", () => {
-  it("the controller SIGKILLed mid-run while the provider hangs 30 s: the dashboard answers throughout, a controller is back by itself, no run fails or needs Retry, every turn runs once", async () => {
+  it("the controller SIGKILLed mid-run while the provider hangs 90 s: the dashboard answers throughout, a controller is back by itself, no run fails or needs Retry, every turn runs once", async () => {
     const { p, db, dataRoot, port } = await product({
       RUNWARDEN_TURN_MS: "100",
       DAYTONA_TIMEOUT_MS: "2000",
@@ -139,7 +139,7 @@ describe("npm start supervises its controller (DOMAIN.md §2.8)", () => {
     p.interrupt();
     expect((await p.exited).code).toBe(0);
     expect(crashLines(p.output())).toEqual([]);
-  }, 300_000);
+  }, 420_000);
 
   it("a controller that keeps crashing is given up loudly; the dashboard keeps serving and says no controller runs", async () => {
     const { p, db, port } = await product({ RUNWARDEN_RESTART_MAX_CRASHES: "2" });

@@ -107,7 +107,7 @@ async function settled(ids: string[]) {
   );
 }
 
-async function outageScenario(prefix: string, outage: { begin: () => Promise<void>; end: () => Promise<void> }) {
+async function outageScenario(prefix: string, outage: { begin: () => Promise<void>; end: () => Promise<void> }, outageMs = OUTAGE_MS) {
   const runs = await submitRuns(prefix);
   const ids = runs.map((r) => r.id);
   const first = controller();
@@ -132,7 +132,7 @@ async function outageScenario(prefix: string, outage: { begin: () => Promise<voi
   expect(open.providerLastError).toBeTruthy();
   const started = Date.now();
   let waiting = 0;
-  while (Date.now() - started < OUTAGE_MS) {
+  while (Date.now() - started < outageMs) {
     const failed = await h.db.db.run.findMany({ where: { id: { in: ids }, status: "failed" }, select: { failureCode: true, failureDetail: true } });
     expect(failed).toEqual([]);
     waiting = Math.max(waiting, await h.db.db.run.count({ where: { id: { in: ids }, providerWaitSince: { not: null } } }));
@@ -182,12 +182,20 @@ describe("a provider outage across a controller restart (DOMAIN.md §2.8)", () =
     });
   });
 
-  it("refusing connections (killed, then started again on its port): the same", { timeout: 240_000 }, async () => {
-    await outageScenario("refused", {
-      begin: () => emulator.kill(),
-      end: async () => {
-        await emulator.start();
+  // A 10-minute outage at the defaults, compressed by configuration: refused calls fail at once,
+  // so the budget is 2 attempts with a 100 ms back-off (< 1 s; the defaults' is 31 s, and 10
+  // minutes is 19 of those), and the probe's cap is 1 s (the defaults' 30 s: 10 minutes is 20).
+  // 20 s here is over 20 budgets and 20 probe caps: the same outage, in its own proportions.
+  it("refusing connections for 20 s (killed, then started again on its port) — a 10-minute outage compressed: the same", { timeout: 240_000 }, async () => {
+    await outageScenario(
+      "refused",
+      {
+        begin: () => emulator.kill(),
+        end: async () => {
+          await emulator.start();
+        },
       },
-    });
+      20_000,
+    );
   });
 });
