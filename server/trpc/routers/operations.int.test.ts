@@ -144,4 +144,28 @@ describe("metrics", () => {
     expect(body).toMatch(/runwarden_sweep_passes_total\{kind="creation_intents"\} \d+/);
     expect(body).toMatch(/runwarden_reclaim_latency_seconds\{stat="p50"\} [\d.]+/);
   });
+
+  it("exports the provider breakers' state and the runs waiting for the provider (§2.8)", async () => {
+    const db = h.db.db;
+    const me = currentProcessIdentity();
+    const bootId = `breaker-${crypto.randomUUID()}`;
+    const since = new Date(Date.now() - 42_000);
+    await db.instance.upsert({ where: { id: "inst-a" }, create: { id: "inst-a", name: "a" }, update: {} });
+    await db.controllerProcess.create({
+      data: { bootId, instanceId: "inst-a", pid: me.pid, startedAt: new Date(me.startedAt), hostname: me.hostname, pidSpace: me.pidSpace, providerUnavailableSince: since, providerLastError: "connect ECONNREFUSED" },
+    });
+    const run = await db.run.create({
+      data: { instanceId: "inst-a", companyId: "co-1", taskId: `waiting-${crypto.randomUUID()}`, agent: "a", provider: "codex", target: "remote", sandboxMode: "warm", status: "running", providerWaitSince: since },
+    });
+    try {
+      const { body } = await renderMetrics(db);
+      expect(body).toMatch(/runwarden_provider_breaker_open 1\n/);
+      const down = Number(/runwarden_provider_unavailable_seconds ([\d.]+)/.exec(body)?.[1]);
+      expect(down).toBeGreaterThanOrEqual(42);
+      expect(body).toMatch(/runwarden_runs_waiting_on_provider 1\n/);
+    } finally {
+      await db.run.delete({ where: { id: run.id } });
+      await db.controllerProcess.delete({ where: { bootId } });
+    }
+  });
 });
