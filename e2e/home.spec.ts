@@ -37,6 +37,10 @@ test("the overview says what needs attention, each a link to the filtered page; 
     await expect(wave.getByRole("link", { name: waveId })).toHaveAttribute("href", `/waves/${waveId}`);
     await expect(wave).toContainText("1 of 4 tasks passed");
     await expect(page.getByTestId("attention-intents")).toBeVisible();
+    // The product's own controller heartbeats, and its provider answers.
+    const health = page.getByTestId("attention-health");
+    await expect(health.getByTestId("controllers-live")).toContainText(/\d+ controllers? running\./);
+    await expect(health).toContainText("The provider answers.");
 
     // Status counts read from PostgreSQL, each a link to its runs.
     const expected = await db.run.groupBy({ by: ["status"], _count: { _all: true } });
@@ -57,3 +61,24 @@ test("the overview says what needs attention, each a link to the filtered page; 
     await db.$disconnect();
   }
 });
+
+test("the overview says when the provider is unreachable, since when, the last error and the runs waiting (§2.8)", async ({ page }) => {
+  const db = e2eDb();
+  const bootId = `e2e-breaker-${tag()}`;
+  try {
+    const { instanceId } = await trpcQuery<{ instanceId: string }>(page.request, "intents.list", {});
+    // A controller whose breaker is open, as it records it on its row (it heartbeats: it is live).
+    await db.controllerProcess.create({
+      data: { bootId, instanceId, pid: 999_999, startedAt: new Date(), hostname: "e2e-other-host", pidSpace: "ps-e2e-other", providerUnavailableSince: new Date(Date.now() - 90_000), providerLastError: "GET /sandbox/rw-breaker-probe: no answer within 30000 ms" },
+    });
+    await page.goto("/");
+    const health = page.getByTestId("attention-health");
+    await expect(health).toHaveAttribute("data-attention", "yes");
+    await expect(health.getByTestId("provider-outage")).toContainText(/Provider unreachable since .+ \(last error: GET \/sandbox\/rw-breaker-probe: no answer within 30000 ms\): \d+ runs? waiting\. No run fails for it/);
+    await expectAccessible(page);
+  } finally {
+    await db.controllerProcess.deleteMany({ where: { bootId } });
+    await db.$disconnect();
+  }
+});
+
