@@ -552,6 +552,9 @@ async function reclaimWrites(tx: Prisma.TransactionClient, ctx: ControllerContex
       claimRecord: claim.claimRecord as Prisma.JsonValue,
       fencedUntil: claim.fencedUntil,
       terminationReceipt: null,
+      // A reclaimed sandbox's creation settings are unknown here.
+      autoStopMinutes: null,
+      autoDeleteMinutes: null,
       createdAt: at,
       updatedAt: at,
       endedAt: null,
