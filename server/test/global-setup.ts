@@ -1,6 +1,7 @@
 import type { TestProject } from "vitest/node";
 import { openDatabase } from "../db/embedded";
 import { migrate } from "../db/migrate";
+import { withDatabase } from "../db/url";
 import { env } from "../env";
 import { dropDatabasesWithPrefix } from "./db";
 
@@ -22,7 +23,8 @@ export default async function setup(project: TestProject) {
   // Each Vitest project that needs a database runs this: its name keeps their databases apart.
   const runPrefix = `rwt_${Date.now().toString(36)}_${process.pid}_${project.name.replace(/[^a-z0-9]/gi, "").toLowerCase()}`;
   const templateDatabase = `${runPrefix}_tmpl`;
-  const db = await openDatabase({ env, database: templateDatabase });
+  // With DATABASE_URL the template lives on that server too, never in the database it names.
+  const db = await openDatabase({ env: env.DATABASE_URL ? { ...env, DATABASE_URL: withDatabase(env.DATABASE_URL, templateDatabase) } : env, database: templateDatabase });
   await migrate(db.url);
   project.provide("adminUrl", db.adminUrl);
   project.provide("templateDatabase", templateDatabase);
