@@ -30,3 +30,5 @@ export { isProviderUnavailable, judgeRecoveryAttempt, recoveryBackoffMs, RECOVER
 export { routeRecovery, REATTACHABLE_LIFECYCLES } from "./recovery-route";
 export { restingFailure, restingCode, RUN_DECIDING_KINDS } from "./resting-code";
 export type { RestingFailure } from "./resting-code";
+export { judgeBulkConfirmation, bulkConfirmWord, BULK_PLAN_KINDS, BULK_PLAN_MAX_RUNS, BULK_PLAN_TTL_MS } from "./bulk-confirmation";
+export type { BulkConfirmation, BulkConfirmationInput, BulkPlanKind } from "./bulk-confirmation";

@@ -44,6 +44,9 @@ const POLICY: Record<string, Role> = {
   "me.get": "viewer",
   "overview.get": "viewer",
   "live.token": "viewer",
+  "plans.preview": "operator",
+  "plans.confirm": "operator",
+  "plans.get": "operator",
 };
 
 let h: ControllerHarness;

@@ -1,0 +1,35 @@
+import { z } from "zod";
+import { confirmBulkPlan } from "../../runs/bulk-confirm";
+import { bulkConfirmInput, bulkPlanIdInput, bulkPlanSchema, getBulkPlan } from "../../runs/bulk-plan";
+import { bulkPreviewInput, previewBulkPlan } from "../../runs/bulk-preview";
+import { createTRPCRouter, operatorProcedure } from "../trpc";
+
+/** Bulk Retry and Cancel (DOMAIN.md §2.11): a preview that touches nothing, then a confirmation that names it. */
+
+export const bulkPreviewOutput = bulkPlanSchema;
+export const bulkConfirmOutput = bulkPlanSchema.extend({ cleanup: z.array(z.object({ leaseId: z.string(), outcome: z.string() })) });
+
+export const plansRouter = createTRPCRouter({
+  /** Judges each run the filter names (≤ 1,000) as Retry or Cancel would, and stores the plan with its confirm word; changes no run. */
+  preview: operatorProcedure
+    .input(bulkPreviewInput)
+    .output(bulkPreviewOutput)
+    .mutation(async ({ ctx, input }) => previewBulkPlan(ctx.db, await ctx.instanceId(), ctx.scope, ctx.actor, input)),
+
+  /** Carries out the runs the preview admitted, each judged again now; the same per-run results however often it is called. */
+  confirm: operatorProcedure
+    .input(bulkConfirmInput)
+    .output(bulkConfirmOutput)
+    .mutation(async ({ ctx, input }) => {
+      const { plan, leasesQueued } = await confirmBulkPlan(ctx.db, await ctx.instanceId(), ctx.scope, ctx.actor, input);
+      // Retry's one scoped cleanup attempt of the old runs' leases (the sweep retries what fails).
+      const cleanup = leasesQueued.length ? await (await ctx.services()).tearDownRetriedLeases(leasesQueued) : [];
+      return { ...plan, cleanup };
+    }),
+
+  /** A plan with its items: the preview's admissions and what the confirmation did. */
+  get: operatorProcedure
+    .input(bulkPlanIdInput)
+    .output(bulkPlanSchema)
+    .query(async ({ ctx, input }) => getBulkPlan(ctx.db, await ctx.instanceId(), ctx.scope, input.planId)),
+});
