@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { withCliDatabase } from "../database";
 import type { CliIO } from "../io";
 import { uuidSchema } from "../../lib/ids";
+import { isBulk, runBulk, withBulkOptions, type BulkOptions } from "./bulk";
 
 /**
  * `runwarden run submit …` and `runwarden run retry RUN_ID`: the same services as the
@@ -37,11 +38,9 @@ export function registerRun(program: Command, io: CliIO): void {
       });
     });
 
-  run
-    .command("retry")
-    .description("retry a failed run: exactly one new run, however often it is called")
-    .argument("<runId>", "the failed run")
-    .action(async (runId: string) => {
+  withBulkOptions(run.command("retry").description("retry a failed run: exactly one new run, however often it is called (or a set: --failure-code … --dry-run, then --plan … --confirm …)").argument("[runId]", "the failed run"), "retry")
+    .action(async (runId: string | undefined, opts: BulkOptions) => {
+      if (isBulk(opts) || !runId) return runBulk(io, "retry", runId, opts);
       await withCliDatabase("run", io, async (db) => {
         const [{ retryRun }, { auditedCli, machineActor }, { z }] = await Promise.all([import("../../runs/retry"), import("../actor"), import("zod")]);
         const actor = machineActor("operator");
