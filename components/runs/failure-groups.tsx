@@ -4,7 +4,9 @@ import Link from "next/link";
 import type { inferParserType } from "nuqs";
 import type { RouterOutputs } from "@/trpc/types";
 import { Badge, Empty, linkClass, RelativeTime } from "../ui";
+import { BulkAction } from "./bulk-action";
 import { withCode } from "./runs-table";
+import { toRunFilter } from "./search-params";
 import type { runsSearchParams } from "./search-params";
 
 type Group = RouterOutputs["runs"]["failureGroups"][number];
@@ -24,6 +26,17 @@ export function FailureGroups({ groups, values }: { groups: Group[]; values: inf
           </div>
           <p className="mt-2 text-sm">{g.message}</p>
           <p className="mt-1 text-sm text-zinc-700 dark:text-zinc-300">{g.nextAction}</p>
+          {g.canRetry && g.open > 0 ? (
+            <div className="mt-3">
+              <BulkAction
+                kind="retry"
+                // The group's runs under the page's other filters, as the group counted them.
+                filter={{ ...toRunFilter(values), failureCode: g.code }}
+                label={`Retry all ${g.open} with ${g.code}`}
+                title={`Retry the runs with ${g.code}`}
+              />
+            </div>
+          ) : null}
           <div className="mt-3 flex flex-wrap items-center gap-2 text-xs text-zinc-700 dark:text-zinc-300">
             <Badge tone={g.outcome === "terminal_failure" ? "bad" : "warn"}>{g.outcome.replace("_", " ")}</Badge>
             <Badge>owner: {g.owner}</Badge>

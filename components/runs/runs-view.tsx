@@ -9,6 +9,7 @@ import { DateTimeFilter } from "../datetime-filter";
 import { FILTER_MAX } from "@/server/shared/limits";
 import { SelectFilter, TextFilter } from "../text-filter";
 import { buttonClass, ErrorNotice, inputClass, Loading, Pager, Section } from "../ui";
+import { BulkAction } from "./bulk-action";
 import { FailureGroups } from "./failure-groups";
 import { RunsTable } from "./runs-table";
 import { OUTCOMES, PAGE_SIZES, RUN_STATUSES, runsSearchParams, TARGETS, TIME_RANGES, toRunFilter, toRunListInput } from "./search-params";
@@ -64,10 +65,14 @@ export function RunsView() {
         id="runs-list"
         actions={
           list.data ? (
-            <p className="text-sm text-zinc-700 dark:text-zinc-300" data-testid="runs-count" aria-live="polite" aria-busy={count.isPending}>
-              {count.isError ? "Could not count the runs" : matchCount(count.data)}
-              {values.cursor ? " (a later page)" : ""}
-            </p>
+            <div className="flex flex-wrap items-center gap-3">
+              <p className="text-sm text-zinc-700 dark:text-zinc-300" data-testid="runs-count" aria-live="polite" aria-busy={count.isPending}>
+                {count.isError ? "Could not count the runs" : matchCount(count.data)}
+                {values.cursor ? " (a later page)" : ""}
+              </p>
+              {/* A plan is named by a filter, never "every run". */}
+              {filtered && list.data.items.length > 0 ? <BulkAction kind="retry" filter={toRunFilter(values)} label="Retry these…" title="Retry the runs this filter matches" /> : null}
+            </div>
           ) : null
         }
       >
