@@ -2,6 +2,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import pino from "pino";
+import { ProviderError } from "../providers/errors";
 import type { RunnerClient } from "../providers/runner";
 import { submitRun } from "../runs/submit";
 import { getRunDetail } from "../runs/detail";
@@ -115,6 +117,34 @@ describe("Cancel of a run mid-turn", () => {
     expect(detail.cancel.blocker).toBe("This run was already cancelled by ana@example.com: wrong prompt.");
     const audit = await h.db.db.auditEntry.findFirstOrThrow({ where: { action: "run.cancel", targetId: r.id } });
     expect(audit).toMatchObject({ actor: board.id, outcome: "ok", companyId: "co-1" });
+  }, 60_000);
+
+  it("a turn call that fails because the cancel destroyed its sandbox is the takeover's doing: the executor logs a lost run and counts nothing", async () => {
+    const r = await submit("cancel-call-fails", { agentCommand: "sleep 600" });
+    let cancelled!: () => void;
+    const cancelledNow = new Promise<void>((res) => (cancelled = res));
+    // The turn's call answers as Daytona's toolbox does for a deleted sandbox, once the cancel committed.
+    const c = await h.controller({
+      wrapRunner: (inner) =>
+        Object.assign(Object.create(inner) as RunnerClient, {
+          turn: async () => {
+            await cancelledNow;
+            throw new ProviderError("http", "runnerd ctl turn --seq 1", "sandbox container not found", { status: 404, code: "not_found" });
+          },
+        }),
+    });
+    const lines: Array<{ msg: string; level: number }> = [];
+    c.ctx.log = pino({ level: "debug" }, { write: (line: string) => void lines.push(JSON.parse(line) as { msg: string; level: number }) });
+    c.start();
+    await waitFor("the run to be running", async () => (await run(r.id)).phase === "session_open");
+    expect(await services.cancelRun(all, board, r.id, {})).toMatchObject({ result: "cancelled" });
+    cancelled();
+    await c.idle();
+    await c.stop("test");
+    expect(lines.map((l) => l.msg)).toContain("run lost to another controller");
+    expect(lines.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([]);
+    expect(await run(r.id)).toMatchObject({ status: "cancelled", recoveryAttempts: 0, recoveryErrors: null });
+    expect((await afterCancel(r.id)).later).toEqual(["sandbox_destroyed"]);
   }, 60_000);
 });
 
