@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { writeAudit, type Actor } from "../audit/write";
 import type { EnvironmentLease } from "../db/client";
 import { admitCancel, assertNever } from "../engine";
@@ -6,10 +7,16 @@ import { inScope, type CompanyScope } from "../shared/roles";
 import type { ControllerContext } from "./context";
 import { takeDownLeases, type TeardownOutcome } from "./teardown";
 
-/** What one Cancel did (DOMAIN.md §2.11): the run cancelled with each lease's teardown, or refused with the sentence a board user reads. */
-export type CancelOutcome =
-  | { result: "cancelled"; runId: string; leases: Array<{ leaseId: string; outcome: string }> }
-  | { result: "refused"; runId: string; reason: string; refusal: string };
+/**
+ * What one Cancel did (DOMAIN.md §2.11): the run cancelled with each lease's teardown, or
+ * refused with the sentence a board user reads. The controller's answer, the tRPC output and
+ * the CLI's JSON share it (re-exported by server/services).
+ */
+export const cancelOutcomeSchema = z.discriminatedUnion("result", [
+  z.object({ result: z.literal("cancelled"), runId: z.string(), leases: z.array(z.object({ leaseId: z.string(), outcome: z.string() })) }),
+  z.object({ result: z.literal("refused"), runId: z.string(), reason: z.string(), refusal: z.string() }),
+]);
+export type CancelOutcome = z.infer<typeof cancelOutcomeSchema>;
 
 export interface CancelOptions {
   /** Why, in the person's words (kept on the run and shown on its page). */

@@ -11,7 +11,7 @@ import { teardownLease } from "../controller/teardown";
 import { cancelRun, type CancelOutcome } from "../controller/cancel";
 
 /** What one Cancel did (§2.11); the controller's answer, the tRPC output and the CLI share it. */
-export type { CancelOutcome } from "../controller/cancel";
+export { cancelOutcomeSchema, CANCEL_REASON_MAX, type CancelOutcome } from "../controller/cancel";
 import type { Db } from "../db/client";
 import { destroyUnrecorded, type destroyUnrecordedInput, type DestroyUnrecordedOutput } from "../sandboxes/destroy-unrecorded";
 import { previewReclaim, type reclaimInput, type ReclaimOutput } from "../sandboxes/dry-run";
