@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { withCliDatabase } from "../database";
 import type { CliIO } from "../io";
 import { uuidSchema } from "../../lib/ids";
+import { registerRunCancel } from "./run-cancel";
 
 /**
  * `runwarden run submit …` and `runwarden run retry RUN_ID`: the same services as the
@@ -9,7 +10,8 @@ import { uuidSchema } from "../../lib/ids";
  * `decide` keeps working without one.
  */
 export function registerRun(program: Command, io: CliIO): void {
-  const run = program.command("run").description("submit and retry runs");
+  const run = program.command("run").description("submit, retry and cancel runs");
+  registerRunCancel(run, io);
 
   run
     .command("submit")
