@@ -6,6 +6,7 @@ import { roleAllows, type Role } from "@/server/shared/roles";
  */
 export const UI_NEEDS = {
   "runs.retry": "board",
+  "runs.cancel": "board",
   "orphans.reclaim": "operator",
   "sweeps.run": "operator",
   "waves.import": "operator",

@@ -3,6 +3,7 @@ import { writeAudit, type Actor } from "../audit/write";
 import type { EnvironmentLease } from "../db/client";
 import { admitCancel, assertNever } from "../engine";
 import { AppError } from "../errors";
+import { CANCEL_REASON_MAX } from "../shared/limits";
 import { inScope, type CompanyScope } from "../shared/roles";
 import type { ControllerContext } from "./context";
 import { takeDownLeases, type TeardownOutcome } from "./teardown";
@@ -25,8 +26,7 @@ export interface CancelOptions {
   planId?: string;
 }
 
-/** Longest reason kept; the rest is cut (a reason is a sentence, not a document). */
-export const CANCEL_REASON_MAX = 500;
+export { CANCEL_REASON_MAX };
 
 interface LockedRun {
   id: string;
