@@ -7,6 +7,7 @@ import { roleAllows, type Role } from "@/server/shared/roles";
 export const UI_NEEDS = {
   "runs.retry": "board",
   "plans.confirm": "operator",
+  "runs.cancel": "board",
   "orphans.reclaim": "operator",
   "sweeps.run": "operator",
   "waves.import": "operator",

@@ -1,10 +1,13 @@
 import Link from "next/link";
 import { Badge, linkClass, shortId, statusTone } from "../ui";
 import type { Detail } from "./detail";
+import { CancelPanel } from "./cancel-panel";
 import { RetryPanel } from "./retry-panel";
 
 /** What a board user reads first: why the run is where it is, and what to do. */
 function plainState(d: Detail): { reason: string; next: string | null } {
+  // A person ended it: that, not a code it carried before, is why it rests (§2.11).
+  if (d.run.status === "cancelled") return { reason: cancelledLine(d), next: d.retry.blocker ? null : "Retry runs the task again, if it is still needed." };
   if (d.failure) return { reason: d.failure.message, next: d.failure.nextAction };
   if (d.providerWait) {
     const since = d.providerWait.outageSince ?? d.providerWait.since;
@@ -26,9 +29,13 @@ function plainState(d: Detail): { reason: string; next: string | null } {
       return { reason: "The run finished its work.", next: null };
     case "failed":
       return { reason: "The run failed without a failure code.", next: "Ask an operator to look at the run." };
-    case "cancelled":
-      return { reason: "The run was cancelled.", next: null };
   }
+}
+
+/** "Cancelled by ana@example.com: wrong prompt." */
+function cancelledLine(d: Detail): string {
+  const by = d.run.cancelledBy ? ` by ${d.run.cancelledBy}` : "";
+  return d.run.cancelReason ? `Cancelled${by}: ${d.run.cancelReason}` : `Cancelled${by}.`;
 }
 
 /** A time the server and the browser print alike (no locale, no hydration mismatch). */
@@ -110,7 +117,10 @@ export function RunSummary({ detail: d }: { detail: Detail }) {
             ) : null}
           </p>
         ) : null}
-        <div className="mt-4">{current ? <Successor current={current} successorId={d.retry.successorId ?? current.id} /> : <RetryPanel detail={d} />}</div>
+        <div className="mt-4 flex flex-col gap-3">
+          {current ? <Successor current={current} successorId={d.retry.successorId ?? current.id} /> : <RetryPanel detail={d} />}
+          <CancelPanel detail={d} />
+        </div>
       </div>
     </>
   );

@@ -11,6 +11,12 @@ import { appendEvent } from "./records";
 import { claimInterruptedRuns, claimUntrackedRuns, countFailedAttempt, recoverRun, type ExecutorStatus } from "./recovery";
 import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "./sweeps";
 
+/** Whether the run's epoch moved past the one `claimed` holds (a takeover: recovery, Retry, Cancel). */
+async function takenOver(ctx: ControllerContext, claimed: RunFence): Promise<boolean> {
+  const row = await ctx.db.run.findUnique({ where: { id: claimed.id }, select: { executorEpoch: true } }).catch(() => null);
+  return row !== null && row.executorEpoch !== claimed.executorEpoch;
+}
+
 export type ControllerDeps = Omit<ControllerContext, "drain" | "breaker">;
 
 /** How often a controller says it is alive; the silence window (RUNWARDEN_EXECUTOR_TIMEOUT_MS) is several of these. */
@@ -174,9 +180,11 @@ export class Controller {
     const runId = claimed.id;
     const task = work()
       .catch(async (err: unknown) => {
-        if (isRunLost(err)) {
-          // Taken over (§2.10): stop working on it; its leases are the new executor's.
-          this.ctx.log.warn({ runId, err: err.message }, "run lost to another controller");
+        // Taken over (§2.10): stop working on it; its leases are the new executor's. A call that
+        // failed because of the takeover (a Cancel destroyed the sandbox mid-turn, §2.11) is the
+        // same loss, not the run's failure: nothing is counted, logged as a bug or recovered.
+        if (isRunLost(err) || (await takenOver(this.ctx, claimed))) {
+          this.ctx.log.warn({ runId, err: err instanceof Error ? err.message : String(err) }, "run lost to another controller");
           return;
         }
         // A failed attempt is counted and judged (§2.8): the run is let go with a back-off so

@@ -19,6 +19,8 @@ export { explainVerdict } from "./explain";
 export { assertNever } from "./checks";
 export { admitRetry } from "./retry-admission";
 export type { RetryAdmission, RetryAdmissionInput } from "./retry-admission";
+export { admitCancel } from "./cancel-admission";
+export type { CancelAdmission, CancelAdmissionInput, CancelRefusalReason } from "./cancel-admission";
 export { LIVE_RUN_STATUSES, EXECUTING_RUN_STATUSES, isLiveRunStatus } from "./run-status";
 export type { LiveRunStatus } from "./run-status";
 export { decideStoppedSandbox } from "./stopped-sandbox";

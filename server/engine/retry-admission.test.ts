@@ -31,6 +31,17 @@ describe("Retry admission (DOMAIN.md §2.7)", () => {
     expect(v.refusal).toBeTruthy();
   });
 
+  it("admits a cancelled run (§2.11) whatever its outcome fields, once, and only while its task is free", () => {
+    const cancelled = { status: "cancelled", outcome: null, canRetry: false, failureCode: null };
+    expect(admitRetry(input({ run: cancelled }))).toEqual({ verdict: "admitted", refusal: null });
+    expect(admitRetry(input({ run: cancelled, successorId: "r-3" }))).toMatchObject({ verdict: "existing_successor", successorId: "r-3" });
+    expect(admitRetry(input({ run: cancelled, otherLiveRun: { id: "r-4", status: "running" } }))).toEqual({
+      verdict: "refused",
+      reason: "task_busy",
+      refusal: "Task t-1 already has a run that is running (r-4).",
+    });
+  });
+
   it("refuses while the task has another live run, naming it", () => {
     expect(admitRetry(input({ otherLiveRun: { id: "r-9", status: "queued" } }))).toEqual({ verdict: "refused", reason: "task_busy", refusal: "Task t-1 already has a run that is queued (r-9)." });
   });

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { RunStatus, type Db, type Proof } from "../db/client";
-import { admitRetry, catalogueRowSchema, describeFailure, EXECUTING_RUN_STATUSES, failureDescriptionSchema } from "../engine";
+import { admitCancel, admitRetry, catalogueRowSchema, describeFailure, EXECUTING_RUN_STATUSES, failureDescriptionSchema } from "../engine";
 import { readHealth } from "../health";
 import { AppError } from "../errors";
 import { runRowSchema } from "./queries";
@@ -65,6 +65,9 @@ export const runDetailOutput = z.object({
     /** Recovery attempts counted against the bound (§2.8), and when recovery may look again. */
     recoveryAttempts: z.number().int(),
     recoveryNotBefore: z.date().nullable(),
+    /** Who cancelled the run and why (§2.11); null unless it is `cancelled`. */
+    cancelledBy: z.string().nullable(),
+    cancelReason: z.string().nullable(),
   }),
   /** Set while the run waits for its provider to come back (§2.8): since when, and the outage as the controllers see it. */
   providerWait: z
@@ -87,6 +90,8 @@ export const runDetailOutput = z.object({
      */
     current: runLinkSchema.extend({ failureMessage: z.string().nullable(), nextAction: z.string().nullable(), hops: z.number().int().min(1) }).nullable(),
   }),
+  /** Cancel (§2.11): null when offered; otherwise why not, in plain words (the engine's admitCancel). */
+  cancel: z.object({ blocker: z.string().nullable() }),
   events: z.array(z.object({ id: z.string(), type: z.string(), at: z.date(), bootId: z.string().nullable(), data: z.unknown() })),
   /** True when the timeline has more events than shown (the newest are kept). */
   eventsTruncated: z.boolean(),
@@ -238,11 +243,14 @@ export async function getRunDetail(db: Db, scope: CompanyScope, id: string): Pro
       turnTimeoutMs: run.turnTimeoutMs,
       recoveryAttempts: run.recoveryAttempts,
       recoveryNotBefore: run.recoveryNotBefore,
+      cancelledBy: run.cancelledBy,
+      cancelReason: run.cancelReason,
     },
     providerWait: await providerWaitOf(db, scope, run),
     turnLog: turnLogOf(await db.runEvent.findMany({ where: { runId: id, type: { in: ["turn_done", "turn_failed"] } }, orderBy: { id: "asc" } })),
     failure: describeFailure(run.failureCode),
     retry: { blocker, successorId: run.nextRun?.id ?? null, current: currentRun(lineage.next) },
+    cancel: { blocker: admitCancel({ run }).refusal },
     events: events.reverse().map((e) => ({ id: e.id.toString(), type: e.type, at: e.at, bootId: e.bootId, data: e.data })),
     eventsTruncated: eventCount > events.length,
     claims: claims.map((c) => ({

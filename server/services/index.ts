@@ -8,6 +8,10 @@ import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "../contr
 /** What a sweep pass reports (the controller's answer and the tRPC output share it). */
 export { sweepSummarySchema, type SweepSummary } from "../controller/sweeps";
 import { teardownLease } from "../controller/teardown";
+import { cancelRun, type CancelOutcome } from "../controller/cancel";
+
+/** What one Cancel did (§2.11); the controller's answer, the tRPC output and the CLI share it. */
+export { cancelOutcomeSchema, CANCEL_REASON_MAX, type CancelOutcome } from "../controller/cancel";
 import type { Db } from "../db/client";
 import { destroyUnrecorded, type destroyUnrecordedInput, type DestroyUnrecordedOutput } from "../sandboxes/destroy-unrecorded";
 import { previewReclaim, type reclaimInput, type ReclaimOutput } from "../sandboxes/dry-run";
@@ -31,6 +35,12 @@ export interface Services {
   previewReclaim(scope: CompanyScope, actor: Actor, input: z.infer<typeof reclaimInput>): Promise<ReclaimOutput>;
   executeReclaim(scope: CompanyScope, actor: Actor, input: z.infer<typeof reclaimInput>): Promise<ReclaimOutput>;
   destroyUnrecorded(scope: CompanyScope, actor: Actor, input: z.infer<typeof destroyUnrecordedInput>): Promise<DestroyUnrecordedOutput>;
+  /**
+   * Cancel (§2.11): takes the run over (epoch + 1), rests it in `cancelled` with who and why,
+   * stops its runner and tears its sandboxes down; audited. A run out of scope is NOT_FOUND; an
+   * ended one (cancelled included: two tabs, a bulk plan and a person) is `refused`.
+   */
+  cancelRun(scope: CompanyScope, actor: Actor, runId: string, options: { reason?: string; planId?: string }): Promise<CancelOutcome>;
 }
 
 export type SweepKind = "all" | "creation_intents" | "teardown";
@@ -73,5 +83,6 @@ export function servicesOf(ctx: ControllerContext): Services {
     previewReclaim: (scope, actor, input) => previewReclaim(db, observerOf(ctx), scope, instanceId, actor, input),
     executeReclaim: (scope, actor, input) => executeReclaim(db, ctx, scope, instanceId, actor, input),
     destroyUnrecorded: (scope, actor, input) => destroyUnrecorded(db, ctx, scope, instanceId, actor, input),
+    cancelRun: (scope, actor, runId, options) => cancelRun(ctx, scope, actor, runId, options),
   };
 }

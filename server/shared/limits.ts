@@ -12,3 +12,6 @@ export const FILTER_MAX = {
   targetType: 50,
   targetId: 200,
 } as const;
+
+/** The longest Cancel reason kept (§2.11): runs.cancel's input, the CLI and the dialog's textarea. */
+export const CANCEL_REASON_MAX = 500;

@@ -1,7 +1,7 @@
 /**
  * Who may do what (issue 8). Each role includes the one before it:
  *   viewer   — support: read everything of their companies, audit waves
- *   board    — viewer, plus Retry on their companies' runs
+ *   board    — viewer, plus Retry and Cancel on their companies' runs
  *   operator — board, plus sweeps, reclaim, wave imports, submitting runs
  *   admin    — operator, plus managing users
  */

@@ -24,6 +24,7 @@ const POLICY: Record<string, Role> = {
   "runs.evidence": "viewer",
   "runs.create": "operator",
   "runs.retry": "board",
+  "runs.cancel": "board",
   "sweeps.run": "operator",
   "waves.list": "viewer",
   "waves.get": "viewer",

@@ -3,6 +3,7 @@ import { withCliDatabase } from "../database";
 import type { CliIO } from "../io";
 import { uuidSchema } from "../../lib/ids";
 import { isBulk, runBulk, withBulkOptions, type BulkOptions } from "./bulk";
+import { registerRunCancel } from "./run-cancel";
 
 /**
  * `runwarden run submit …` and `runwarden run retry RUN_ID`: the same services as the
@@ -10,7 +11,8 @@ import { isBulk, runBulk, withBulkOptions, type BulkOptions } from "./bulk";
  * `decide` keeps working without one.
  */
 export function registerRun(program: Command, io: CliIO): void {
-  const run = program.command("run").description("submit and retry runs");
+  const run = program.command("run").description("submit, retry and cancel runs");
+  registerRunCancel(run, io);
 
   run
     .command("submit")

@@ -11,7 +11,7 @@ import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import type { ZodError } from "zod";
 import { appRouter, createCaller } from "../root";
 import { createTRPCContext } from "../trpc";
-import { TEST_ADMIN } from "../../test/users";
+import { TEST_ADMIN, testUser } from "../../test/users";
 import { servicesOf } from "../../services";
 
 let h: ControllerHarness;
@@ -95,6 +95,33 @@ describe("runs.retry", () => {
     expect(first.created).toBe(true);
     expect(second).toMatchObject({ created: false, run: { id: first.run.id } });
     expect(first.run.previousRunId).toBe(run.id);
+  });
+});
+
+describe("runs.cancel", () => {
+  const boardOf = (companies: string[]) =>
+    createCaller(() => createTRPCContext({ user: testUser("board", companies), headers: new Headers(), db: h.db.db, services: servicesOf(service) }));
+
+  it("a board user cancels a run of their company with a reason; a second cancel is refused, not an error; Retry is offered", async () => {
+    const run = await caller().runs.create({ companyId: "co-1", taskId: "trpc-cancel", agent: "a", provider: "codex" });
+    expect(await boardOf(["co-1"]).runs.cancel({ runId: run.id, reason: "  duplicate  " })).toEqual({ result: "cancelled", runId: run.id, leases: [] });
+    expect(await boardOf(["co-1"]).runs.cancel({ runId: run.id })).toEqual({
+      result: "refused",
+      runId: run.id,
+      reason: "already_cancelled",
+      refusal: "This run was already cancelled by board@test.local: duplicate.",
+    });
+    const detail = await caller().runs.get({ id: run.id });
+    expect(detail.run).toMatchObject({ status: "cancelled", cancelledBy: "board@test.local", cancelReason: "duplicate" });
+    expect(detail.retry.blocker).toBeNull();
+    expect((await h.db.db.auditEntry.findMany({ where: { action: "run.cancel", targetId: run.id } })).map((a) => a.outcome).sort()).toEqual(["ok", "refused"]);
+  });
+
+  it("another company's run is NOT_FOUND; a reason past its bound is BAD_REQUEST", async () => {
+    const run = await caller().runs.create({ companyId: "co-1", taskId: "trpc-cancel-scope", agent: "a", provider: "codex" });
+    expect((await trpcError(boardOf(["co-2"]).runs.cancel({ runId: run.id }))).code).toBe("NOT_FOUND");
+    expect((await trpcError(boardOf(["co-1"]).runs.cancel({ runId: run.id, reason: "x".repeat(501) }))).code).toBe("BAD_REQUEST");
+    expect((await caller().runs.get({ id: run.id })).run.status).toBe("queued");
   });
 });
 

@@ -5,6 +5,10 @@ import { retryRun } from "../../runs/retry";
 import { pickRunSummary, runSummarySchema, submitRunInScope, submitRunInput } from "../../runs/submit";
 import { boardProcedure, createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 import { uuidSchema } from "../../lib/ids";
+import { CANCEL_REASON_MAX, cancelOutcomeSchema } from "../../services";
+
+export const cancelRunInput = z.object({ runId: uuidSchema, reason: z.string().max(CANCEL_REASON_MAX).optional() });
+export const cancelRunOutput = cancelOutcomeSchema;
 
 export const runsRouter = createTRPCRouter({
   /** How many runs are in each status. */
@@ -61,4 +65,14 @@ export const runsRouter = createTRPCRouter({
       const cleanup = result.leasesQueued.length ? await (await ctx.services()).tearDownRetriedLeases(result.leasesQueued) : [];
       return { run: pickRunSummary(result.run), created: result.created, cleanup };
     }),
+
+  /**
+   * Cancel (DOMAIN.md §2.11): takes the run over, stops its runner, tears its sandbox down and
+   * rests it in `cancelled` with who and why. Board, like Retry: ending (and re-running) a run
+   * of one's own companies is the same say over its outcome; an ended run is `refused`, not an error.
+   */
+  cancel: boardProcedure
+    .input(cancelRunInput)
+    .output(cancelRunOutput)
+    .mutation(async ({ ctx, input }) => (await ctx.services()).cancelRun(ctx.scope, ctx.actor, input.runId, { reason: input.reason })),
 });
