@@ -75,3 +75,24 @@ describe("runwarden run retry (bulk)", () => {
     expect((await cli("run", "retry", "--plan", crypto.randomUUID(), "--confirm", "retry 1")).err).toMatch(/^runwarden run: no bulk plan/);
   });
 });
+
+describe("runwarden run cancel (bulk)", () => {
+  it("--status queued --dry-run --json, then --plan --confirm: the queued runs cancelled with the reason, the ended ones left", async () => {
+    const db = t.current.db;
+    const base = { instanceId: "inst-cli", companyId: "co-cli-cancel", agent: "a", provider: "codex", target: "remote" as const, sandboxMode: "warm" as const };
+    const queued = [crypto.randomUUID(), crypto.randomUUID()];
+    await db.run.createMany({ data: queued.map((id, i) => ({ ...base, id, taskId: `cli-cancel-${i}`, status: "queued" as const })) });
+    const dry = await cli("run", "cancel", "--company", "co-cli-cancel", "--status", "queued", "--reason", "wrong prompt", "--dry-run", "--json");
+    expect([dry.code, dry.err]).toEqual([0, ""]);
+    const plan = JSON.parse(dry.out) as { id: string; confirmWord: string; admitted: number };
+    expect(plan).toMatchObject({ admitted: 2, confirmWord: "cancel 2" });
+    const done = await cli("run", "cancel", "--plan", plan.id, "--confirm", "cancel 2");
+    expect([done.code, done.err]).toEqual([0, ""]);
+    expect(done.out).toMatch(/^plan \S+ \(cancel\): 2 cancelled, 0 refused now, 0 failed, 0 refused at the preview\n/);
+    const runs = await db.run.findMany({ where: { id: { in: queued } } });
+    expect(runs.map((r) => [r.status, r.cancelReason])).toEqual([
+      ["cancelled", "wrong prompt"],
+      ["cancelled", "wrong prompt"],
+    ]);
+  });
+});

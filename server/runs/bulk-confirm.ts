@@ -2,6 +2,7 @@ import { writeAudit, type Actor } from "../audit/write";
 import { Prisma, type Db } from "../db/client";
 import { assertNever, judgeBulkConfirmation, type BulkConfirmation, type BulkPlanKind } from "../engine";
 import { AppError, type AppErrorCode } from "../errors";
+import type { CancelOutcome } from "../services";
 import type { BulkResult } from "../shared/bulk";
 import type { CompanyScope } from "../shared/roles";
 import { bulkConfirmInput, readBulkPlan, type BulkConfirmInput, type BulkPlan } from "./bulk-plan";
@@ -34,13 +35,42 @@ export interface BulkConfirmOutcome {
   leasesQueued: string[];
 }
 
+/**
+ * A cancel holds its item's transaction (one connection) while cancelRun takes others and the
+ * provider answers: two at a time in this process, so concurrent confirmations never hold
+ * every connection of the pool while each waits for one more.
+ */
+const cancelSlots = slots(2);
+
+function slots(n: number): <T>(fn: () => Promise<T>) => Promise<T> {
+  let free = n;
+  const waiting: Array<() => void> = [];
+  return async (fn) => {
+    if (free > 0) free--;
+    else await new Promise<void>((resolve) => waiting.push(resolve));
+    try {
+      return await fn();
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else free++;
+    }
+  };
+}
+
 /** A unique index lost to a racing writer aborts the item's transaction; the item is judged again. */
 const ITEM_ATTEMPTS = 3;
 
 /** Long enough for one run's Retry while other confirmations hold the pool's connections. */
 const ITEM_TX = { maxWait: 30_000, timeout: 30_000 } as const;
+/** A cancel's item waits for its sandbox's teardown too. */
+const CANCEL_ITEM_TX = { maxWait: 30_000, timeout: 180_000 } as const;
 
-export async function confirmBulkPlan(db: Db, instanceId: string, scope: CompanyScope, actor: Actor, raw: BulkConfirmInput, now = new Date()): Promise<BulkConfirmOutcome> {
+/** One run's Cancel (services.cancelRun, under the confirming person's scope), for a cancel plan. */
+export type CancelOne = (runId: string, options: { reason?: string; planId: string }) => Promise<CancelOutcome>;
+
+export async function confirmBulkPlan(db: Db, instanceId: string, scope: CompanyScope, actor: Actor, raw: BulkConfirmInput, opts: { cancel?: CancelOne; now?: Date } = {}): Promise<BulkConfirmOutcome> {
+  const now = opts.now ?? new Date();
   const input = bulkConfirmInput.parse(raw);
   const plan = await db.bulkPlan.findFirst({ where: { id: input.planId, instanceId } });
   if (!plan) throw new AppError("NOT_FOUND", `no bulk plan ${input.planId}: preview the set first`);
@@ -59,7 +89,7 @@ export async function confirmBulkPlan(db: Db, instanceId: string, scope: Company
   let carried = 0;
   /** Carries the item out in `tx`; what it handed to cleanup counts only once `tx` committed. */
   const carry = async (tx: Tx, runId: string): Promise<string[]> => {
-    const outcome = await carryOut(tx, plan.kind, runId, actor, scope);
+    const outcome = await carryOut(tx, plan, runId, actor, scope, opts.cancel);
     await tx.bulkPlanItem.update({
       where: { planId_runId: { planId: plan.id, runId } },
       data: { result: outcome.result, resultReason: outcome.resultReason, resultDetail: outcome.resultDetail, successorId: outcome.successorId, doneAt: new Date() },
@@ -72,14 +102,18 @@ export async function confirmBulkPlan(db: Db, instanceId: string, scope: Company
     leasesQueued.push(...leases);
   };
 
+  // A cancel's item transaction waits for the provider: a few at a time in this process, each given longer.
+  const guard = plan.kind === "cancel" ? cancelSlots : <T,>(fn: () => Promise<T>) => fn();
+  const itemTx = plan.kind === "cancel" ? CANCEL_ITEM_TX : ITEM_TX;
+
   // First the items nobody holds, so that concurrent confirmations share the work…
   for (;;) {
     const took = await attempt(() =>
-      db.$transaction(async (tx) => {
+      guard(() => db.$transaction(async (tx) => {
         const [item] = await tx.$queryRaw<Array<{ run_id: string }>>`SELECT run_id FROM bulk_plan_items WHERE plan_id = ${plan.id}::uuid AND admitted AND result IS NULL
           ORDER BY position LIMIT 1 FOR UPDATE SKIP LOCKED`;
         return item ? await carry(tx, item.run_id) : null;
-      }, ITEM_TX),
+      }, itemTx)),
     );
     if (!took) break;
     committed(took);
@@ -90,10 +124,10 @@ export async function confirmBulkPlan(db: Db, instanceId: string, scope: Company
   for (const { runId } of held) {
     committed(
       await attempt(() =>
-        db.$transaction(async (tx) => {
+        guard(() => db.$transaction(async (tx) => {
           const [item] = await tx.$queryRaw<Array<{ result: string | null }>>`SELECT result FROM bulk_plan_items WHERE plan_id = ${plan.id}::uuid AND run_id = ${runId}::uuid FOR UPDATE`;
           return item && item.result === null ? await carry(tx, runId) : null;
-        }, ITEM_TX),
+        }, itemTx)),
       ),
     );
   }
@@ -125,8 +159,8 @@ export async function confirmBulkPlan(db: Db, instanceId: string, scope: Company
 }
 
 /** One admitted run, judged again now and carried out under its item's lock. */
-async function carryOut(tx: Tx, kind: BulkPlanKind, runId: string, actor: Actor, scope: CompanyScope): Promise<ItemOutcome> {
-  switch (kind) {
+async function carryOut(tx: Tx, plan: { id: string; kind: BulkPlanKind; reason: string | null }, runId: string, actor: Actor, scope: CompanyScope, cancel: CancelOne | undefined): Promise<ItemOutcome> {
+  switch (plan.kind) {
     case "retry": {
       let outcome;
       try {
@@ -140,10 +174,22 @@ async function carryOut(tx: Tx, kind: BulkPlanKind, runId: string, actor: Actor,
       if (!outcome.created) return refused("existing_successor", `Retried since the preview as run ${outcome.run.id}; this plan does not retry it again.`);
       return { result: "retried", resultReason: null, resultDetail: `Started run ${outcome.run.id}.`, successorId: outcome.run.id, leasesQueued: outcome.leasesQueued };
     }
-    case "cancel":
-      throw new AppError("PRECONDITION_FAILED", "bulk Cancel is not available in this build");
+    case "cancel": {
+      if (!cancel) throw new AppError("INTERNAL", "a cancel plan needs the cancel service");
+      // cancelRun judges the run (admitCancel) under its own row lock and writes its own entry, naming the plan.
+      let outcome: CancelOutcome;
+      try {
+        outcome = await cancel(runId, { ...(plan.reason ? { reason: plan.reason } : {}), planId: plan.id });
+      } catch (err) {
+        if (err instanceof AppError && err.code === "NOT_FOUND") return refused("not_found", err.message);
+        throw err;
+      }
+      if (outcome.result === "refused") return refused(outcome.reason, outcome.refusal);
+      const leases = outcome.leases.map((l) => `sandbox lease ${l.leaseId}: ${l.outcome}`).join("; ");
+      return { result: "cancelled", resultReason: null, resultDetail: `Cancelled${leases ? ` (${leases})` : ""}.`, successorId: null, leasesQueued: [] };
+    }
     default:
-      return assertNever(kind);
+      return assertNever(plan.kind);
   }
 }
 

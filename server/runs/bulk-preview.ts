@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { writeAudit, type Actor } from "../audit/write";
 import { Prisma, readRows, type Db } from "../db/client";
-import { admitRetry, assertNever, LIVE_RUN_STATUSES } from "../engine";
+import { admitCancel, admitRetry, assertNever, LIVE_RUN_STATUSES } from "../engine";
 import { AppError } from "../errors";
 import { BULK_PLAN_KINDS, BULK_PLAN_MAX_RUNS, BULK_PLAN_TTL_MS, bulkConfirmWord, type BulkPlanKind } from "../shared/bulk";
 import type { CompanyScope } from "../shared/roles";
@@ -42,6 +42,8 @@ interface Candidate {
   canRetry: boolean;
   failureCode: string | null;
   successorId: string | null;
+  cancelledBy: string | null;
+  cancelReason: string | null;
 }
 
 /** Runs past the bound are counted up to here for the message; beyond it, "more than". */
@@ -69,7 +71,8 @@ export async function previewBulkPlan(db: Db, instanceId: string, scope: Company
   const runs = await readRows<Candidate>(
     db,
     Prisma.sql`SELECT id, company_id AS "companyId", task_id AS "taskId", status::text AS status, outcome::text AS outcome, can_retry AS "canRetry",
-      failure_code AS "failureCode", (SELECT s.id FROM runs s WHERE s.previous_run_id = runs.id) AS "successorId"
+      failure_code AS "failureCode", (SELECT s.id FROM runs s WHERE s.previous_run_id = runs.id) AS "successorId",
+      cancelled_by AS "cancelledBy", cancel_reason AS "cancelReason"
     FROM runs WHERE ${where} ORDER BY created_at, id LIMIT ${BULK_PLAN_MAX_RUNS + 1}`,
   );
   if (runs.length > BULK_PLAN_MAX_RUNS) {
@@ -137,7 +140,12 @@ async function judgeAll(db: Db, kind: BulkPlanKind, runs: Candidate[]): Promise<
       });
     }
     case "cancel":
-      throw new AppError("PRECONDITION_FAILED", "bulk Cancel is not available in this build");
+      return runs.map((run) => {
+        const admission = admitCancel({ run });
+        return admission.verdict === "admitted"
+          ? { runId: run.id, admitted: true, reason: null, refusal: null }
+          : { runId: run.id, admitted: false, reason: admission.reason, refusal: admission.refusal };
+      });
     default:
       return assertNever(kind);
   }

@@ -230,3 +230,27 @@ describe("bulk Retry", () => {
     expect(done.counts.retried).toBe(2);
   });
 });
+
+describe("bulk Cancel", () => {
+  it("cancels only the runs that have not ended, each once under 10 concurrent confirmations, with who and why; the cancelled runs then offer a bulk Retry", async () => {
+    const queued = Array.from({ length: 5 }, () => crypto.randomUUID());
+    await t.current.db.run.createMany({ data: queued.map((id, i) => ({ ...base, id, companyId: "co-cancel", taskId: `cancel-${i}`, status: "queued" as const })) });
+    const [ended] = await failedRuns(1, "co-cancel", "cancel-ended");
+    const plan = await caller().plans.preview({ kind: "cancel", filter: { companyId: "co-cancel" }, reason: "incident 42" });
+    expect(plan).toMatchObject({ kind: "cancel", total: 6, admitted: 5, confirmWord: "cancel 5", reason: "incident 42" });
+    expect(plan.items.find((i) => i.runId === ended)).toMatchObject({ admitted: false, reason: "already_ended" });
+    expect(await t.current.db.run.count({ where: { id: { in: queued }, status: "queued" } })).toBe(5);
+
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => callerOn(i % 2 ? second : t.current.db).plans.confirm({ planId: plan.id, confirm: "cancel 5" })));
+    for (const a of answers) expect(a.counts).toMatchObject({ cancelled: 5, refused: 0, pending: 0, refusedAtPreview: 1 });
+    const runs = await t.current.db.run.findMany({ where: { id: { in: queued } } });
+    expect(runs.every((r) => r.status === "cancelled" && r.cancelledBy === OPERATOR.email && r.cancelReason === "incident 42" && r.executorEpoch === 1)).toBe(true);
+    expect(await t.current.db.runEvent.count({ where: { runId: { in: queued }, type: "cancelled" } })).toBe(5);
+    expect((await t.current.db.run.findUniqueOrThrow({ where: { id: ended } })).status).toBe("failed");
+    expect(await t.current.db.auditEntry.count({ where: { action: "run.bulk_cancel", targetId: plan.id, outcome: "ok" } })).toBe(1);
+    expect(await t.current.db.auditEntry.count({ where: { action: "run.cancel", targetId: { in: queued }, outcome: "ok" } })).toBe(5);
+
+    const again = await caller().plans.preview({ kind: "retry", filter: { companyId: "co-cancel", status: "cancelled" } });
+    expect(again).toMatchObject({ total: 5, admitted: 5 });
+  });
+});

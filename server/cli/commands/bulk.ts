@@ -14,19 +14,25 @@ export interface BulkOptions {
   plan?: string;
   confirm?: string;
   reason?: string;
+  /** `run cancel`'s --as: that person's role (operator and up for a set) and companies. */
+  as?: string;
   json?: boolean;
 }
 
 /** Adds the bulk options to `run retry` or `run cancel`, whose single-run form stays as it is. */
 export function withBulkOptions(command: Command, kind: Kind): Command {
-  return command
-    .option("--failure-code <code>", `a set: the runs with this failure code (with --dry-run: preview the ${kind})`)
-    .option("--company <id>", "a set: only this company's runs")
-    .option("--status <status>", "a set: only runs in this status")
-    .option("--dry-run", `preview: judge each run of the set and print the plan (its id, the confirm word, each run's admission); ${kind === "retry" ? "retries" : "cancels"} nothing`)
-    .option("--plan <planId>", "carry out this previewed plan (with --confirm)")
-    .option("--confirm <word>", "the plan's confirm word, as the preview printed it")
-    .option("--json", "print the plan as JSON");
+  const options: Array<[string, string]> = [
+    ["--failure-code <code>", `a set: the runs with this failure code (with --dry-run: preview the ${kind})`],
+    ["--company <id>", "a set: only this company's runs"],
+    ["--status <status>", "a set: only runs in this status"],
+    ["--dry-run", `preview: judge each run of the set and print the plan (its id, the confirm word, each run's admission); ${kind === "retry" ? "retries" : "cancels"} nothing`],
+    ["--plan <planId>", "carry out this previewed plan (with --confirm)"],
+    ["--confirm <word>", "the plan's confirm word, as the preview printed it"],
+    ["--json", "print the plan as JSON"],
+  ];
+  // The single-run command may declare some already (`run cancel`'s --json).
+  for (const [flags, description] of options) if (!command.options.some((o) => o.long === flags.split(" ")[0])) command.option(flags, description);
+  return command;
 }
 
 /** True when the options name a set or a plan rather than one run. */
@@ -49,22 +55,27 @@ export async function runBulk(io: CliIO, kind: Kind, runId: string | undefined, 
   if (!previewing && !opts.confirm) throw new CliFailure(`${usage}--plan needs --confirm WORD (the preview printed it)`, EXIT_BAD_INPUT);
 
   await withCliDatabase("run", io, async (db, env) => {
-    const [{ instanceIdOf }, { auditedCli, machineActor }] = await Promise.all([import("../../db/installation"), import("../actor")]);
-    const actor = machineActor("operator");
+    const [{ instanceIdOf }, { auditedCli, cliActor, machineActor }] = await Promise.all([import("../../db/installation"), import("../actor")]);
+    // Without --as (which `run cancel` takes): the machine's operator, every company, as `run retry RUN_ID` acts.
+    const { actor, scope } = opts.as === undefined ? { actor: machineActor("operator"), scope: { all: true } as const } : await cliActor(db, opts.as, "operator", `run.bulk_${kind}`);
     const instanceId = await instanceIdOf(db, env.RUNWARDEN_INSTANCE_ID);
     if (previewing) {
       const { previewBulkPlan } = await import("../../runs/bulk-preview");
       const filter = { failureCode: opts.failureCode, companyId: opts.company, status: opts.status };
       const input = { kind, filter, ...(opts.reason ? { reason: opts.reason } : {}) } as Parameters<typeof previewBulkPlan>[4];
-      const plan = await auditedCli(db, actor, `run.bulk_${kind}_preview`, input, () => previewBulkPlan(db, instanceId, { all: true }, actor, input));
+      const plan = await auditedCli(db, actor, `run.bulk_${kind}_preview`, input, () => previewBulkPlan(db, instanceId, scope, actor, input));
       io.stdout(opts.json ? `${JSON.stringify(plan)}\n` : previewText(plan));
       return;
     }
     const { confirmBulkPlan } = await import("../../runs/bulk-confirm");
+    // The controller's machinery loads only when a plan needs it (a cancel, a retried run's leases).
+    let services: Promise<import("../../services").Services> | undefined;
+    const servicesOnce = () => (services ??= import("../../services").then((m) => m.servicesFor(db, instanceId)));
     const input = { planId: opts.plan!, confirm: opts.confirm! };
-    const { plan, leasesQueued } = await auditedCli(db, actor, `run.bulk_${kind}`, input, () => confirmBulkPlan(db, instanceId, { all: true }, actor, input));
+    const cancel = async (id: string, options: { reason?: string; planId: string }) => (await servicesOnce()).cancelRun(scope, actor, id, options);
+    const { plan, leasesQueued } = await auditedCli(db, actor, `run.bulk_${kind}`, input, () => confirmBulkPlan(db, instanceId, scope, actor, input, { cancel }));
     // Retry's one scoped cleanup attempt of the old runs' leases, as the dashboard makes it.
-    const cleanup = leasesQueued.length ? await (await import("../../services")).servicesFor(db, instanceId).tearDownRetriedLeases(leasesQueued) : [];
+    const cleanup = leasesQueued.length ? await (await servicesOnce()).tearDownRetriedLeases(leasesQueued) : [];
     io.stdout(opts.json ? `${JSON.stringify({ ...plan, cleanup })}\n` : resultText(plan));
   });
 }

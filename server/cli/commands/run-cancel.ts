@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { withCliDatabase } from "../database";
 import { CliFailure, type CliIO } from "../io";
 import { uuidSchema } from "../../lib/ids";
+import { isBulk, runBulk, withBulkOptions, type BulkOptions } from "./bulk";
 
 /**
  * `runwarden run cancel RUN_ID [--reason TEXT] [--as EMAIL] [--json]` (DOMAIN.md §2.11): the
@@ -10,14 +11,16 @@ import { uuidSchema } from "../../lib/ids";
  * that already ended is refused (exit 1) and left as it was.
  */
 export function registerRunCancel(run: Command, io: CliIO): void {
-  run
+  const cancel = run
     .command("cancel")
-    .description("cancel a run that has not ended: its sandbox is torn down; Retry stays offered")
-    .argument("<runId>", "the run")
+    .description("cancel a run that has not ended: its sandbox is torn down; Retry stays offered (or a set: --status … --dry-run, then --plan … --confirm …)")
+    .argument("[runId]", "the run")
     .option("--reason <text>", "why (kept on the run and shown on its page)")
     .option("--as <email>", "act for this person: their role (board or up) and companies apply (default: this machine's operator, every company)")
-    .option("--json", "print the outcome as JSON")
-    .action(async (runId: string, opts: { reason?: string; as?: string; json?: boolean }) => {
+    .option("--json", "print the outcome as JSON");
+  withBulkOptions(cancel, "cancel")
+    .action(async (runId: string | undefined, opts: BulkOptions) => {
+      if (isBulk(opts) || !runId) return runBulk(io, "cancel", runId, opts);
       await withCliDatabase("run", io, async (db, env) => {
         const [{ servicesFor, CANCEL_REASON_MAX }, { instanceIdOf }, { auditedCli, cliActor, machineActor }, { z }] = await Promise.all([
           import("../../services"),

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { confirmBulkPlan } from "../../runs/bulk-confirm";
+import { confirmBulkPlan, type CancelOne } from "../../runs/bulk-confirm";
+import type { Services } from "../../services";
 import { bulkConfirmInput, bulkPlanIdInput, bulkPlanSchema, getBulkPlan } from "../../runs/bulk-plan";
 import { bulkPreviewInput, previewBulkPlan } from "../../runs/bulk-preview";
 import { createTRPCRouter, operatorProcedure } from "../trpc";
@@ -21,9 +22,13 @@ export const plansRouter = createTRPCRouter({
     .input(bulkConfirmInput)
     .output(bulkConfirmOutput)
     .mutation(async ({ ctx, input }) => {
-      const { plan, leasesQueued } = await confirmBulkPlan(ctx.db, await ctx.instanceId(), ctx.scope, ctx.actor, input);
+      // Built once, on first need (a cancel plan's runs, a retried run's leases).
+      let services: Promise<Services> | undefined;
+      const servicesOnce = () => (services ??= ctx.services());
+      const cancel: CancelOne = async (runId, options) => (await servicesOnce()).cancelRun(ctx.scope, ctx.actor, runId, options);
+      const { plan, leasesQueued } = await confirmBulkPlan(ctx.db, await ctx.instanceId(), ctx.scope, ctx.actor, input, { cancel });
       // Retry's one scoped cleanup attempt of the old runs' leases (the sweep retries what fails).
-      const cleanup = leasesQueued.length ? await (await ctx.services()).tearDownRetriedLeases(leasesQueued) : [];
+      const cleanup = leasesQueued.length ? await (await servicesOnce()).tearDownRetriedLeases(leasesQueued) : [];
       return { ...plan, cleanup };
     }),
 
