@@ -53,3 +53,37 @@ test("bulk Retry from a failure group: the preview lists admitted and refused ru
     await db.$disconnect();
   }
 });
+
+test("bulk Cancel from the runs list's filter: why, the preview, the typed word, each run cancelled once with who and why", async ({ page }) => {
+  const db = e2eDb();
+  try {
+    const t = tag();
+    const companyId = `co-e2e-bulk-cancel-${t}`;
+    // Another instance's queued runs: no controller of this product claims them while the test looks.
+    const instanceId = `inst-e2e-bulk-${t}`;
+    await db.instance.create({ data: { id: instanceId, name: instanceId } });
+    const base = { instanceId, companyId, agent: "planner", provider: "codex", target: "remote" as const, sandboxMode: "warm" as const };
+    const queued = Array.from({ length: 3 }, (_, i) => ({ ...base, id: crypto.randomUUID(), taskId: `bulk-cancel-${t}-${i}`, status: "queued" as const }));
+    const ended = { ...base, id: crypto.randomUUID(), taskId: `bulk-cancel-${t}-ended`, status: "succeeded" as const, finishedAt: new Date() };
+    await db.run.createMany({ data: [...queued, ended] });
+
+    await page.goto(`/runs?company=${companyId}`);
+    await (await hydrated(page.getByRole("button", { name: "Cancel these…" }))).click();
+    const dialog = page.getByTestId("bulk-dialog");
+    await dialog.getByLabel("Why (optional, kept on each run)").fill("wrong prompt in the wave");
+    await dialog.getByTestId("bulk-preview").click();
+    await expect(dialog.getByTestId("bulk-preview-counts")).toContainText("4 runs: 3 admitted, 1 refused");
+    await expect(dialog.locator('[data-testid="bulk-item"][data-admitted="false"]')).toContainText("already ended");
+    expect(await db.run.count({ where: { id: { in: queued.map((r) => r.id) }, status: "queued" } })).toBe(3);
+
+    await dialog.getByTestId("bulk-confirm-input").fill("cancel 3");
+    await dialog.getByTestId("bulk-confirm").click();
+    await expect(dialog.getByTestId("bulk-results")).toContainText("3 cancelled");
+    await screenshot(page, "bulk-cancel-results");
+    const runs = await db.run.findMany({ where: { id: { in: queued.map((r) => r.id) } } });
+    expect(runs.map((r) => [r.status, r.cancelReason])).toEqual(queued.map(() => ["cancelled", "wrong prompt in the wave"]));
+    expect((await db.run.findUniqueOrThrow({ where: { id: ended.id } })).status).toBe("succeeded");
+  } finally {
+    await db.$disconnect();
+  }
+});

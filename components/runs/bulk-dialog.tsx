@@ -44,14 +44,19 @@ export function BulkDialog({
   const preview = useMutation(trpc.plans.preview.mutationOptions());
   const confirm = useMutation(trpc.plans.confirm.mutationOptions({ onSettled: () => queryClient.invalidateQueries(trpc.runs.pathFilter()) }));
   const [typed, setTyped] = useState("");
+  const [reason, setReason] = useState("");
   // Set synchronously on the first click: a double click lands before React re-renders (the server holds either way).
   const inFlight = useRef(false);
   const asked = useRef(false);
-  useEffect(() => {
+  const ask = () => {
     if (asked.current) return;
     asked.current = true;
-    preview.mutate({ kind, filter });
-  }, [preview, kind, filter]);
+    preview.mutate({ kind, filter, ...(reason.trim() ? { reason: reason.trim() } : {}) });
+  };
+  // A Retry previews at once; a Cancel first asks why (kept on each cancelled run).
+  useEffect(() => {
+    if (kind === "retry") ask();
+  });
 
   const plan: Plan | undefined = confirm.data ?? preview.data;
   const verb = VERB[kind];
@@ -78,6 +83,23 @@ export function BulkDialog({
           </AlertDialog.Description>
 
           <div className="mt-4 min-h-0 flex-1 overflow-y-auto">
+            {preview.isIdle && kind === "cancel" ? (
+              <form
+                className="flex flex-wrap items-end gap-2"
+                onSubmit={(e) => {
+                  e.preventDefault();
+                  ask();
+                }}
+              >
+                <label htmlFor="bulk-cancel-reason" className="text-sm">
+                  Why (optional, kept on each run)
+                </label>
+                <input id="bulk-cancel-reason" className={`${inputClass} w-72`} maxLength={500} value={reason} onChange={(e) => setReason(e.target.value)} />
+                <button type="submit" className={buttonClass.secondary} data-testid="bulk-preview">
+                  Preview
+                </button>
+              </form>
+            ) : null}
             {preview.isPending ? <Loading label="Judging each run…" /> : null}
             {preview.isError ? <ErrorNotice title="No plan was made." error={preview.error} /> : null}
             {plan ? <PlanSummary plan={plan} verb={verb} /> : null}

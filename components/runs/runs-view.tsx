@@ -71,7 +71,12 @@ export function RunsView() {
                 {values.cursor ? " (a later page)" : ""}
               </p>
               {/* A plan is named by a filter, never "every run". */}
-              {filtered && list.data.items.length > 0 ? <BulkAction kind="retry" filter={toRunFilter(values)} label="Retry these…" title="Retry the runs this filter matches" /> : null}
+              {filtered && list.data.items.length > 0 ? (
+                <>
+                  <BulkAction kind="retry" filter={toRunFilter(values)} label="Retry these…" title="Retry the runs this filter matches" />
+                  <BulkAction kind="cancel" filter={toRunFilter(values)} label="Cancel these…" title="Cancel the runs this filter matches" />
+                </>
+              ) : null}
             </div>
           ) : null
         }
