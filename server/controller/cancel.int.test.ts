@@ -12,6 +12,7 @@ import { servicesOf, type Services } from "../services";
 import { AppError } from "../errors";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 import { fenced, isRunLost } from "./fence";
+import { sweepTeardown } from "./sweeps";
 
 /**
  * Cancel (DOMAIN.md §2.11) against a real controller, the emulator and PostgreSQL: a run
@@ -190,6 +191,34 @@ describe("Cancel of a run with no executor at work", () => {
     expect(await run(r.id)).toMatchObject({ status: "cancelled", executorEpoch: suspended.executorEpoch + 1 });
     expect(await h.db.db.recoveryClaim.count({ where: { runId: r.id } })).toBe(0);
     expect((await afterCancel(r.id)).later).toEqual(["sandbox_destroyed"]);
+  }, 60_000);
+});
+
+describe("a teardown that fails", () => {
+  it("leaves the lease pending_cleanup, says so in the outcome, and the sweep destroys the sandbox later", async () => {
+    const r = await submit("cancel-destroy-fails", { agentCommand: "sleep 600" });
+    const c = await h.controller();
+    const runner = h.emu.runner(h.emu.provider({ instanceId: "inst-a" }));
+    c.start();
+    const { sandboxId } = await turnInFlight(r.id, runner);
+    // The dashboard's services meet a provider that refuses the destroy (an outage begins).
+    const base = h.service();
+    const failing = Object.assign(Object.create(base.provider) as typeof base.provider, {
+      destroy: () => Promise.reject(new ProviderError("unreachable", "DELETE /sandbox", "connect ECONNREFUSED")),
+    });
+    const outcome = await servicesOf({ ...base, provider: failing }).cancelRun(all, board, r.id, { reason: "outage" });
+    await c.idle();
+    await c.stop("test");
+    expect(outcome).toMatchObject({ result: "cancelled", leases: [{ outcome: expect.stringMatching(/^pending_cleanup: the teardown failed \(.*ECONNREFUSED.*\); the sweep tries again$/) }] });
+    expect(await run(r.id)).toMatchObject({ status: "cancelled" });
+    const lease = await h.db.db.environmentLease.findFirstOrThrow({ where: { runId: r.id } });
+    expect(lease).toMatchObject({ status: "pending_cleanup", cleanupStatus: "retrying", cleanupAttempts: 1 });
+
+    // Later, a sweep with the provider back (its back-off made due now) finishes it.
+    await h.db.db.environmentLease.update({ where: { id: lease.id }, data: { nextCleanupAt: null } });
+    await sweepTeardown(h.service(), "test");
+    expect(await h.db.db.environmentLease.findUniqueOrThrow({ where: { id: lease.id } })).toMatchObject({ status: "expired", cleanupStatus: "destroyed" });
+    expect((await h.emu.admin.sandboxes({ includeDestroyed: true })).find((s) => s.id === sandboxId)?.state).toMatch(/^destroy(ing|ed)$/);
   }, 60_000);
 });
 
