@@ -240,11 +240,14 @@ describe("what Cancel refuses", () => {
     expect(await h.db.db.auditEntry.findFirstOrThrow({ where: { action: "run.cancel", targetId: r.id } })).toMatchObject({ outcome: "refused" });
   }, 60_000);
 
-  it("a run out of the person's scope is NOT_FOUND, and untouched", async () => {
+  it("a run out of the person's scope is NOT_FOUND, and untouched; so is a malformed id", async () => {
     const r = await submit("cancel-scope");
     const err = await services.cancelRun({ all: false, companies: ["co-2"] }, board, r.id, {}).catch((e: unknown) => e);
     expect(AppError.is(err) && err.code).toBe("NOT_FOUND");
     expect(await run(r.id)).toMatchObject({ status: "queued", cancelledBy: null });
+    // A malformed id (a caller that skipped the input schema) names no run either.
+    const malformed = await services.cancelRun(all, board, "not-a-uuid", {}).catch((e: unknown) => e);
+    expect(AppError.is(malformed) && malformed.code).toBe("NOT_FOUND");
     await services.cancelRun(all, board, r.id, {});
   });
 

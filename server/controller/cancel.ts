@@ -3,6 +3,7 @@ import { writeAudit, type Actor } from "../audit/write";
 import type { EnvironmentLease } from "../db/client";
 import { admitCancel, assertNever } from "../engine";
 import { AppError } from "../errors";
+import { isUuid } from "../lib/ids";
 import { CANCEL_REASON_MAX } from "../shared/limits";
 import { inScope, type CompanyScope } from "../shared/roles";
 import type { ControllerContext } from "./context";
@@ -53,6 +54,8 @@ interface LockedRun {
 export async function cancelRun(ctx: ControllerContext, scope: CompanyScope, actor: Actor, runId: string, options: CancelOptions = {}): Promise<CancelOutcome> {
   const reason = options.reason?.trim().slice(0, CANCEL_REASON_MAX) || null;
   const planId = options.planId ?? null;
+  // A malformed id names no run (a caller that skipped the input schema gets NOT_FOUND, not a database error).
+  if (!isUuid(runId)) throw new AppError("NOT_FOUND", `run ${runId} does not exist`);
   const taken = await ctx.db.$transaction(async (tx) => {
     const [run] = await tx.$queryRaw<LockedRun[]>`
       SELECT id::text, company_id, status::text, executor_epoch, executor_boot_id, phase, cancelled_by, cancel_reason
