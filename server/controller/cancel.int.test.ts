@@ -99,6 +99,10 @@ describe("Cancel of a run mid-turn", () => {
     expect(cancelled.data).toMatchObject({ by: board.id, reason: "wrong prompt", epoch: claimed.executorEpoch + 1, previousEpoch: claimed.executorEpoch, wasStatus: "running", executorWas: claimed.executorBootId });
     // The controller neither finished, failed, recovered nor re-created it: only the teardown wrote.
     expect(later).toEqual(["sandbox_destroyed"]);
+    // Torn down by the cancel itself, on the claim its transaction took (no sweep in between).
+    const destroyed = (await eventsOf(r.id)).find((e) => e.type === "sandbox_destroyed")!;
+    expect(destroyed.bootId).toBe(cancelled.bootId);
+    expect(destroyed.bootId).not.toBe(claimed.executorBootId);
     expect(await h.db.db.proof.count({ where: { runId: r.id, kind: { in: ["recovery_attempt", "turn_result", "startup_failure"] } } })).toBe(0);
     expect(await h.db.db.proof.findFirst({ where: { runId: r.id, kind: "sandbox_ownership" } })).toMatchObject({ verdict: "owned", sandboxId });
 
