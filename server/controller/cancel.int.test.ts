@@ -12,6 +12,7 @@ import { servicesOf, type Services } from "../services";
 import { AppError } from "../errors";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 import { fenced, isRunLost } from "./fence";
+import { sweepTeardown } from "./sweeps";
 
 /**
  * Cancel (DOMAIN.md §2.11) against a real controller, the emulator and PostgreSQL: a run
@@ -98,6 +99,10 @@ describe("Cancel of a run mid-turn", () => {
     expect(cancelled.data).toMatchObject({ by: board.id, reason: "wrong prompt", epoch: claimed.executorEpoch + 1, previousEpoch: claimed.executorEpoch, wasStatus: "running", executorWas: claimed.executorBootId });
     // The controller neither finished, failed, recovered nor re-created it: only the teardown wrote.
     expect(later).toEqual(["sandbox_destroyed"]);
+    // Torn down by the cancel itself, on the claim its transaction took (no sweep in between).
+    const destroyed = (await eventsOf(r.id)).find((e) => e.type === "sandbox_destroyed")!;
+    expect(destroyed.bootId).toBe(cancelled.bootId);
+    expect(destroyed.bootId).not.toBe(claimed.executorBootId);
     expect(await h.db.db.proof.count({ where: { runId: r.id, kind: { in: ["recovery_attempt", "turn_result", "startup_failure"] } } })).toBe(0);
     expect(await h.db.db.proof.findFirst({ where: { runId: r.id, kind: "sandbox_ownership" } })).toMatchObject({ verdict: "owned", sandboxId });
 
@@ -193,6 +198,34 @@ describe("Cancel of a run with no executor at work", () => {
   }, 60_000);
 });
 
+describe("a teardown that fails", () => {
+  it("leaves the lease pending_cleanup, says so in the outcome, and the sweep destroys the sandbox later", async () => {
+    const r = await submit("cancel-destroy-fails", { agentCommand: "sleep 600" });
+    const c = await h.controller();
+    const runner = h.emu.runner(h.emu.provider({ instanceId: "inst-a" }));
+    c.start();
+    const { sandboxId } = await turnInFlight(r.id, runner);
+    // The dashboard's services meet a provider that refuses the destroy (an outage begins).
+    const base = h.service();
+    const failing = Object.assign(Object.create(base.provider) as typeof base.provider, {
+      destroy: () => Promise.reject(new ProviderError("unreachable", "DELETE /sandbox", "connect ECONNREFUSED")),
+    });
+    const outcome = await servicesOf({ ...base, provider: failing }).cancelRun(all, board, r.id, { reason: "outage" });
+    await c.idle();
+    await c.stop("test");
+    expect(outcome).toMatchObject({ result: "cancelled", leases: [{ outcome: expect.stringMatching(/^pending_cleanup: the teardown failed \(.*ECONNREFUSED.*\); the sweep tries again$/) }] });
+    expect(await run(r.id)).toMatchObject({ status: "cancelled" });
+    const lease = await h.db.db.environmentLease.findFirstOrThrow({ where: { runId: r.id } });
+    expect(lease).toMatchObject({ status: "pending_cleanup", cleanupStatus: "retrying", cleanupAttempts: 1 });
+
+    // Later, a sweep with the provider back (its back-off made due now) finishes it.
+    await h.db.db.environmentLease.update({ where: { id: lease.id }, data: { nextCleanupAt: null } });
+    await sweepTeardown(h.service(), "test");
+    expect(await h.db.db.environmentLease.findUniqueOrThrow({ where: { id: lease.id } })).toMatchObject({ status: "expired", cleanupStatus: "destroyed" });
+    expect((await h.emu.admin.sandboxes({ includeDestroyed: true })).find((s) => s.id === sandboxId)?.state).toMatch(/^destroy(ing|ed)$/);
+  }, 60_000);
+});
+
 describe("what Cancel refuses", () => {
   it("an ended run is refused with its sentence and left exactly as it was; the refusal is audited", async () => {
     const r = await submit("cancel-ended", { turns: 1 });
@@ -211,11 +244,14 @@ describe("what Cancel refuses", () => {
     expect(await h.db.db.auditEntry.findFirstOrThrow({ where: { action: "run.cancel", targetId: r.id } })).toMatchObject({ outcome: "refused" });
   }, 60_000);
 
-  it("a run out of the person's scope is NOT_FOUND, and untouched", async () => {
+  it("a run out of the person's scope is NOT_FOUND, and untouched; so is a malformed id", async () => {
     const r = await submit("cancel-scope");
     const err = await services.cancelRun({ all: false, companies: ["co-2"] }, board, r.id, {}).catch((e: unknown) => e);
     expect(AppError.is(err) && err.code).toBe("NOT_FOUND");
     expect(await run(r.id)).toMatchObject({ status: "queued", cancelledBy: null });
+    // A malformed id (a caller that skipped the input schema) names no run either.
+    const malformed = await services.cancelRun(all, board, "not-a-uuid", {}).catch((e: unknown) => e);
+    expect(AppError.is(malformed) && malformed.code).toBe("NOT_FOUND");
     await services.cancelRun(all, board, r.id, {});
   });
 

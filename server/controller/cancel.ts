@@ -1,12 +1,15 @@
+import crypto from "node:crypto";
 import { z } from "zod";
 import { writeAudit, type Actor } from "../audit/write";
+import { databaseNow } from "../db/clock";
 import type { EnvironmentLease } from "../db/client";
 import { admitCancel, assertNever } from "../engine";
 import { AppError } from "../errors";
+import { isUuid } from "../lib/ids";
 import { CANCEL_REASON_MAX } from "../shared/limits";
 import { inScope, type CompanyScope } from "../shared/roles";
 import type { ControllerContext } from "./context";
-import { takeDownLeases, type TeardownOutcome } from "./teardown";
+import { claimFields, teardownLease, type TeardownOutcome } from "./teardown";
 
 /**
  * What one Cancel did (DOMAIN.md §2.11): the run cancelled with each lease's teardown, or
@@ -46,13 +49,15 @@ interface LockedRun {
  * `cancelled` with who and why, appends the `cancelled` event, takes its active leases out
  * of service and writes the audit entry. Two cancels of one run (two tabs, a bulk plan and a
  * person) queue on the lock: the second reads `cancelled` and is refused. After the commit
- * the runners are stopped and the sandboxes torn down by the teardown machinery (a claim and
- * its fence, the `sandbox_ownership` proof); a teardown that fails leaves its lease
- * `pending_cleanup` for the sweep, and the outcome says so.
+ * the runners are stopped and the sandboxes torn down by the teardown machinery (the claim
+ * and fence the transaction took, the `sandbox_ownership` proof); a teardown that fails
+ * leaves its lease `pending_cleanup` for the sweep, and the outcome says so.
  */
 export async function cancelRun(ctx: ControllerContext, scope: CompanyScope, actor: Actor, runId: string, options: CancelOptions = {}): Promise<CancelOutcome> {
   const reason = options.reason?.trim().slice(0, CANCEL_REASON_MAX) || null;
   const planId = options.planId ?? null;
+  // A malformed id names no run (a caller that skipped the input schema gets NOT_FOUND, not a database error).
+  if (!isUuid(runId)) throw new AppError("NOT_FOUND", `run ${runId} does not exist`);
   const taken = await ctx.db.$transaction(async (tx) => {
     const [run] = await tx.$queryRaw<LockedRun[]>`
       SELECT id::text, company_id, status::text, executor_epoch, executor_boot_id, phase, cancelled_by, cancel_reason
@@ -80,10 +85,20 @@ export async function cancelRun(ctx: ControllerContext, scope: CompanyScope, act
       },
     });
     if (count !== 1) throw new Error(`run ${runId}: its epoch moved under the row lock`);
-    const marked: EnvironmentLease[] = await tx.environmentLease.updateManyAndReturn({
-      where: { runId, status: "active" },
-      data: { status: "pending_cleanup", cleanupStatus: "cancel", nextCleanupAt: null },
-    });
+    // Out of service and claimed for this cancel's teardown in the same transaction (as an
+    // operator's reclaim does, §2.6): no sweep takes a lease in between, so the answer says
+    // what became of each sandbox.
+    const now = await databaseNow(tx);
+    const active = await tx.environmentLease.findMany({ where: { runId, status: "active" }, select: { id: true } });
+    const marked: ClaimedLeaseRow[] = [];
+    for (const { id } of active) {
+      const attemptId = crypto.randomUUID();
+      const lease = await tx.environmentLease.update({
+        where: { id },
+        data: { status: "pending_cleanup", cleanupStatus: "cancel", nextCleanupAt: null, ...claimFields(ctx, attemptId, now) },
+      });
+      marked.push({ attemptId, lease });
+    }
     const detail = {
       by: actor.id,
       reason,
@@ -92,7 +107,7 @@ export async function cancelRun(ctx: ControllerContext, scope: CompanyScope, act
       wasStatus: run.status,
       phase: run.phase,
       executorWas: run.executor_boot_id,
-      leases: marked.map((l) => l.id),
+      leases: marked.map((m) => m.lease.id),
       ...(planId ? { planId } : {}),
     };
     await tx.runEvent.create({ data: { runId, type: "cancelled", bootId: ctx.identity.bootId, data: detail } });
@@ -113,11 +128,28 @@ export async function cancelRun(ctx: ControllerContext, scope: CompanyScope, act
     });
     return { result: "refused", runId, reason: refused.reason, refusal: refused.refusal };
   }
-  // The runners stop (best effort) and the sandboxes go, each under its teardown claim.
-  const results = await takeDownLeases(ctx, runId, taken.marked).catch((err: unknown): TeardownOutcome[] =>
-    taken.marked.map((l) => ({ outcome: "failed", leaseId: l.id, error: err instanceof Error ? err.message : String(err) })),
-  );
-  return { result: "cancelled", runId, leases: results.map(describeTeardown) };
+  return { result: "cancelled", runId, leases: (await takeDown(ctx, runId, taken.marked)).map(describeTeardown) };
+}
+
+type ClaimedLeaseRow = { attemptId: string; lease: EnvironmentLease };
+
+/**
+ * After the takeover committed: each runner is stopped (best effort: its agent's turn is
+ * killed where it stands; a runner already gone is fine), then each sandbox is torn down on
+ * the claim the takeover made — the `sandbox_ownership` proof first, a receipt after.
+ */
+async function takeDown(ctx: ControllerContext, runId: string, claimed: readonly ClaimedLeaseRow[]): Promise<TeardownOutcome[]> {
+  for (const { lease } of claimed) {
+    if (!lease.providerLeaseId) continue;
+    await ctx.runner.stop(lease.providerLeaseId).catch((err: unknown) => ctx.log.debug({ runId, err: String(err) }, "runner stop failed (ignored)"));
+  }
+  const results: TeardownOutcome[] = [];
+  for (const { attemptId, lease } of claimed) {
+    results.push(
+      await teardownLease(ctx, lease.id, { attemptId, lease }).catch((err: unknown): TeardownOutcome => ({ outcome: "failed", leaseId: lease.id, error: err instanceof Error ? err.message : String(err) })),
+    );
+  }
+  return results;
 }
 
 /** One lease's teardown in words a person and a script both read; what failed stays for the sweep. */
