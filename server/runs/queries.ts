@@ -34,7 +34,7 @@ export const runFilterShape = {
   search: text(FILTER_MAX.search).optional(),
 };
 
-const fromBeforeTo = (v: { createdFrom?: Date | undefined; createdTo?: Date | undefined }) => !v.createdFrom || !v.createdTo || v.createdFrom <= v.createdTo;
+export const fromBeforeTo = (v: { createdFrom?: Date | undefined; createdTo?: Date | undefined }) => !v.createdFrom || !v.createdTo || v.createdFrom <= v.createdTo;
 
 export const runFilterInput = z.object(runFilterShape).refine(fromBeforeTo, { path: ["createdTo"], message: "must not be before createdFrom" });
 export type RunFilter = z.infer<typeof runFilterInput>;
@@ -126,7 +126,7 @@ function equalitySql(f: RunFilter, table: "runs" | "rollups"): Prisma.Sql[] {
 }
 
 /** `runWhere` as SQL on `runs`, scope included. */
-function runConditions(f: RunFilter, scope: CompanyScope, now: Date): Prisma.Sql[] {
+export function runConditions(f: RunFilter, scope: CompanyScope, now: Date): Prisma.Sql[] {
   const and = [...equalitySql(f, "runs"), ...scopeSql(scope)];
   if (f.range) and.push(Prisma.sql`created_at >= ${new Date(now.getTime() - RANGE_MS[f.range])}::timestamptz`);
   if (f.createdFrom) and.push(Prisma.sql`created_at >= ${f.createdFrom}::timestamptz`);
