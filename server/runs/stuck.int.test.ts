@@ -8,6 +8,7 @@ import type { ControllerConfig } from "../controller/config";
 import { databaseNow } from "../db/clock";
 import { STUCK_REASONS, type StuckLimits } from "../engine";
 import { env } from "../env";
+import { renderMetrics } from "../metrics";
 import { currentProcessIdentity } from "../process/identity";
 import { DaytonaProvider } from "../providers/daytona";
 import { createRunnerClient } from "../providers/runner";
@@ -201,6 +202,13 @@ describe("stuck runs (issue 34)", () => {
     const all = [...first.items, ...second.items];
     expect(new Set(all.map((i) => i.id)).size).toBe(6);
     expect(all.map((i) => i.createdAt.getTime())).toEqual([...all].map((i) => i.createdAt.getTime()).sort((a, b) => b - a));
+  });
+
+  it("/api/metrics has a gauge per reason (with the dashboard's own limits)", async () => {
+    const { body } = await renderMetrics(h.db.db);
+    expect(body).toMatch(/runwarden_runs_stuck\{reason="provider_wait"\} 1\n/);
+    expect(body).toMatch(/runwarden_runs_stuck\{reason="recovery_backoff"\} 1\n/);
+    expect(body).toMatch(/runwarden_runs_stuck\{reason="any"\} \d+\n/);
   });
 
   it("reads live runs by index, not every run: EXPLAIN with 5,000 finished runs", async () => {
