@@ -33,7 +33,7 @@ export function duration(ms: number): string {
 function Explained({ runId, finding, fallback = "timeline" }: { runId: string; finding: Finding; fallback?: "timeline" | "turn-log" }) {
   if (finding.proof) {
     return (
-      <Link href={`/runs/${runId}#proof-${finding.proof.id}`} className={linkClass} data-testid="stuck-proof">
+      <Link href={`/runs/${runId}#proof-${finding.proof.id}`} className={`${linkClass} underline`} data-testid="stuck-proof">
         {finding.proof.kind} proof ({finding.proof.verdict})
       </Link>
     );
@@ -41,7 +41,7 @@ function Explained({ runId, finding, fallback = "timeline" }: { runId: string; f
   return (
     <>
       no proof yet:{" "}
-      <Link href={`/runs/${runId}#${fallback}`} className={linkClass} data-testid="stuck-timeline">
+      <Link href={`/runs/${runId}#${fallback}`} className={`${linkClass} underline`} data-testid="stuck-timeline">
         {fallback === "turn-log" ? "its turn log" : "its timeline"}
       </Link>
     </>
@@ -53,7 +53,7 @@ function why(runId: string, f: Finding): ReactNode {
     case "provider_wait":
       return (
         <>
-          Waiting for the provider since <RelativeTime date={f.since} /> · <Explained runId={runId} finding={f} />
+          Since <RelativeTime date={f.since} />, nothing failed · <Explained runId={runId} finding={f} />
         </>
       );
     case "recovery_backoff":
