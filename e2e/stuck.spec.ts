@@ -39,6 +39,8 @@ test("the overview's stuck-runs card and the runs list's stuck filter: every rea
       await expect(card.locator(`[data-testid="stuck-group"][data-reason="${reason}"]`)).toHaveAttribute("href", `/runs?stuck=${reason}`);
     }
 
+    await screenshot(page, "stuck-overview");
+
     // From the card to the list filtered for one reason, then narrowed to this test's company.
     await (await hydrated(card.locator('[data-testid="stuck-group"][data-reason="executor_silent"]'))).click();
     await expect(page).toHaveURL(/stuck=executor_silent/);
