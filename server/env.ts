@@ -88,6 +88,30 @@ const envSchema = z.object({
   RUNWARDEN_SANDBOX_SNAPSHOT: z.string().trim().min(1).optional(),
   /** A controller silent this long no longer holds its runs (other hosts cannot be probed). */
   RUNWARDEN_EXECUTOR_TIMEOUT_MS: z.coerce.number().int().min(500).default(20_000),
+  /** A live run older than this is listed as stuck (issue 34; the overview's "Stuck runs", `/runs?stuck=over_age`). */
+  RUNWARDEN_STUCK_MAX_AGE_MS: z.coerce.number().int().min(60_000).default(12 * 3600_000),
+  /**
+   * A turn running longer than this is listed as stuck (or past its run's own larger budget plus
+   * 2 min). Unset: RUNWARDEN_TURN_TIMEOUT_MS plus 2 min, past which the runner and the
+   * controller have both given up on it.
+   */
+  RUNWARDEN_STUCK_MAX_TURN_MS: z.coerce.number().int().min(1_000).optional(),
+  /**
+   * The sandbox's own idle policy (issue 34), minutes, sent on create as Daytona's
+   * `autoStopInterval`: unset, the run's turn budget plus the deadline margin, rounded up, plus 5;
+   * a shorter value is raised to that, so a turn nobody watches is never stopped mid-way.
+   */
+  RUNWARDEN_SANDBOX_AUTO_STOP_MINUTES: z.coerce.number().int().min(1).max(30 * 24 * 60).optional(),
+  /**
+   * Minutes a stopped sandbox is kept before the provider deletes it (Daytona's
+   * `autoDeleteInterval`): -1 never; otherwise at least 60, so recovery of a suspended run still
+   * finds its sandbox (0, delete at stop, is refused).
+   */
+  RUNWARDEN_SANDBOX_AUTO_DELETE_MINUTES: z.coerce
+    .number()
+    .int()
+    .refine((v) => v === -1 || (v >= 60 && v <= 365 * 24 * 60), "must be -1 (never) or 60 to 525600 minutes: a shorter interval deletes the sandbox a suspended run is recovered from")
+    .default(24 * 60),
   /** Recovery attempts that may throw before a run ends with `native_recovery_attempts_exhausted` (§2.8). */
   RUNWARDEN_RECOVERY_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
   /** The first back-off after a failed recovery attempt; it doubles each attempt, capped at 300 s. */
@@ -182,6 +206,7 @@ const withDerived = envSchema
   .transform((e) => ({
   ...e,
   RUNWARDEN_SETTLE_MS: e.RUNWARDEN_SETTLE_MS ?? Math.max(2 * 60_000, settleFloorMs(e.RUNWARDEN_CREATE_TIMEOUT_MS)),
+  RUNWARDEN_STUCK_MAX_TURN_MS: e.RUNWARDEN_STUCK_MAX_TURN_MS ?? e.RUNWARDEN_TURN_TIMEOUT_MS + 2 * 60_000,
   // Under the data dir, so a throwaway data dir leaves nothing in the checkout.
   RUNWARDEN_CONTROLLER_HOME: e.RUNWARDEN_CONTROLLER_HOME ?? path.join(e.RUNWARDEN_DATA_DIR, "controller"),
 }));

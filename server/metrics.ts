@@ -4,6 +4,7 @@ import { sessionUser } from "./auth/users";
 import type { Db } from "./db/client";
 import { env } from "./env";
 import { LIVE_CONTROLLER_WINDOW_SECONDS } from "./health";
+import { countStuck } from "./runs/stuck";
 
 /**
  * GET /api/metrics. The figures span every company, so they are for a scraper holding
@@ -87,5 +88,8 @@ export async function renderMetrics(db: Db): Promise<{ body: string; contentType
   breakers.set(Number(live?.open ?? 0));
   outageFor.set(Math.max(0, live?.down_s ?? 0));
   waiting.set(await db.run.count({ where: { providerWaitSince: { not: null }, status: { in: ["starting", "running", "suspended"] } } }));
+  // One statement over live runs (issue 34); a run stuck for several reasons counts under each.
+  const stuck = gauge("runwarden_runs_stuck", "Live runs that are not moving, by reason (any: stuck for at least one)", ["reason"]);
+  for (const [reason, n] of Object.entries(await countStuck(db, { all: true }))) stuck.set({ reason }, n);
   return { body: await registry.metrics(), contentType: registry.contentType };
 }

@@ -4,6 +4,7 @@ import { describeFailure } from "./engine";
 import { companyWhere, type CompanyScope } from "./shared/roles";
 import { awaitingRetryByCode, runStatusCounts, runStatusCountsOutput } from "./runs/queries";
 import { healthOutput, readHealth } from "./health";
+import { countStuck, stuckCountsSchema } from "./runs/stuck";
 import { listOrphans } from "./sandboxes/list";
 import type { Observer } from "./services/observer";
 import { OWNERSHIP_VERDICTS } from "./shared/confirm";
@@ -42,12 +43,14 @@ export const overviewOutput = z.object({
   lastWave: waveListItemSchema.nullable(),
   /** Controllers running, and the provider as they see it (§2.8). */
   health: healthOutput,
+  /** Live runs that are not moving, by reason (issue 34; a run may count under several). */
+  stuck: stuckCountsSchema,
 });
 export type Overview = z.infer<typeof overviewOutput>;
 
 export async function getOverview(db: Db, observer: Observer, scope: CompanyScope, instanceId: string, now = new Date()): Promise<Overview> {
   const mine = companyWhere(scope);
-  const [runs, retryGroups, overdue, orphans, lastWave, health] = await Promise.all([
+  const [runs, retryGroups, overdue, orphans, lastWave, health, stuck] = await Promise.all([
     runStatusCounts(db, scope),
     awaitingRetryByCode(db, scope),
     db.sandboxCreationIntent.aggregate({
@@ -63,6 +66,7 @@ export async function getOverview(db: Db, observer: Observer, scope: CompanyScop
     ),
     latestWave(db, scope),
     readHealth(db, scope, instanceId),
+    countStuck(db, scope),
   ]);
   const awaitingRetry = retryGroups
     .flatMap((g) => {
@@ -79,5 +83,6 @@ export async function getOverview(db: Db, observer: Observer, scope: CompanyScop
     orphansError: orphans.ok ? orphans.list.inventory.error : orphans.error,
     lastWave,
     health,
+    stuck,
   };
 }

@@ -6,7 +6,9 @@ import type { ReactNode } from "react";
 import { liveEvery, useLiveRefetch } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
+import { STUCK_REASONS } from "@/server/shared/engine";
 import { serializeRunsSearch } from "../runs/search-params";
+import { STUCK_LABELS } from "../runs/stuck-runs";
 import { Badge, ErrorNotice, formatUsd, linkClass, Loading, RelativeTime, statusTone } from "../ui";
 
 const ORDER = ["queued", "starting", "running", "suspended", "succeeded", "failed", "cancelled"] as const;
@@ -48,6 +50,10 @@ export function Overview() {
         <ul className="mt-3 grid gap-3 md:grid-cols-2">
           <Card title="Controllers and provider" testId="attention-health" tone={o.health.controllers.live === 0 || o.health.providerOutage ? "attention" : "calm"}>
             <Health health={o.health} />
+          </Card>
+
+          <Card title="Stuck runs" testId="attention-stuck" tone={o.stuck.any ? "attention" : "calm"}>
+            <StuckCard counts={o.stuck} />
           </Card>
 
           <Card title="Failed runs waiting for Retry" testId="attention-retry" tone={waiting ? "attention" : "calm"}>
@@ -192,6 +198,30 @@ function Health({ health }: { health: HealthData }) {
       ) : controllers.live > 0 ? (
         <p className="mt-1">The provider answers.</p>
       ) : null}
+    </>
+  );
+}
+
+/** Live runs that are not moving, by reason, each linking to the runs list under that filter (issue 34). */
+function StuckCard({ counts }: { counts: RouterOutputs["overview"]["get"]["stuck"] }) {
+  if (counts.any === 0) return <p>No run is stuck.</p>;
+  return (
+    <>
+      <p>
+        <Link href={runsHref({ stuck: "any" })} className={`${linkClass} font-medium`} data-testid="stuck-any">
+          {counts.any} stuck run{counts.any === 1 ? "" : "s"}
+        </Link>{" "}
+        (a run may be stuck for several reasons):
+      </p>
+      <ul className="mt-1 flex flex-col gap-1">
+        {STUCK_REASONS.filter((r) => counts[r] > 0).map((r) => (
+          <li key={r}>
+            <Link href={runsHref({ stuck: r })} className={linkClass} data-testid="stuck-group" data-reason={r}>
+              <span className="tabular-nums">{counts[r]}</span> · {STUCK_LABELS[r].toLowerCase()}
+            </Link>
+          </li>
+        ))}
+      </ul>
     </>
   );
 }

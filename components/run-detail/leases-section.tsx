@@ -12,7 +12,7 @@ export function LeasesSection({ detail: d }: { detail: Detail }) {
           <table className={tableClass} data-testid="leases">
             <thead className="bg-zinc-50 dark:bg-zinc-900">
               <tr>
-                {["Sandbox", "Acquisition", "Status", "Cleanup", "Teardown claim", "Receipt", "Created"].map((h) => (
+                {["Sandbox", "Acquisition", "Status", "Idle policy", "Cleanup", "Teardown claim", "Receipt", "Created"].map((h) => (
                   <th key={h} scope="col" className={thClass}>
                     {h}
                   </th>
@@ -30,6 +30,9 @@ export function LeasesSection({ detail: d }: { detail: Detail }) {
                   <td className={tdClass}>{l.acquisitionOutcome}</td>
                   <td className={tdClass}>
                     <Badge tone={l.status === "active" ? "info" : l.status === "failed" ? "bad" : l.status === "pending_cleanup" ? "warn" : "neutral"}>{l.status}</Badge>
+                  </td>
+                  <td className={`${tdClass} text-xs`} data-testid="idle-policy">
+                    <IdlePolicy policy={l.idlePolicy} />
                   </td>
                   <td className={`${tdClass} text-xs`}>
                     {l.cleanupStatus ?? "—"}
@@ -58,5 +61,25 @@ export function LeasesSection({ detail: d }: { detail: Detail }) {
         </TableWrap>
       )}
     </Section>
+  );
+}
+
+/** What the provider was told at create (Daytona's autoStopInterval / autoDeleteInterval). */
+function IdlePolicy({ policy }: { policy: Detail["leases"][number]["idlePolicy"] }) {
+  if (policy.autoStopMinutes === null && policy.autoDeleteMinutes === null) return <>not recorded</>;
+  const minutes = (m: number) => (m % 60 === 0 ? `${m / 60} h` : `${m} min`);
+  return (
+    <>
+      <div>{policy.autoStopMinutes === null ? "auto-stop: provider default" : `stops after ${minutes(policy.autoStopMinutes)} idle`}</div>
+      <div>
+        {policy.autoDeleteMinutes === null
+          ? "auto-delete: provider default"
+          : policy.autoDeleteMinutes < 0
+            ? "never deleted when stopped"
+            : policy.autoDeleteMinutes === 0
+              ? "deleted when it stops"
+              : `deleted ${minutes(policy.autoDeleteMinutes)} after it stops`}
+      </div>
+    </>
   );
 }

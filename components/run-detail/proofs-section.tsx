@@ -68,7 +68,7 @@ export function ProofsSection({ id, detail: d }: { id: string; detail: Detail })
       ) : (
         <ol className="flex flex-col gap-4">
           {d.proofs.map((p) => (
-            <li key={p.id} className="rounded border border-zinc-200 p-4 dark:border-zinc-800" data-testid="proof" data-proof-kind={p.kind}>
+            <li key={p.id} id={`proof-${p.id}`} className="scroll-mt-4 rounded border border-zinc-200 p-4 target:border-blue-500 dark:border-zinc-800" data-testid="proof" data-proof-kind={p.kind}>
               <div className="flex flex-wrap items-center gap-2">
                 <h3 className="font-mono text-sm font-semibold">{p.kind}</h3>
                 <Badge tone={["admitted", "restart_bootstrap", "reclaim", "commit", "release"].includes(p.verdict) ? "good" : p.code ? "bad" : "neutral"}>{p.verdict}</Badge>

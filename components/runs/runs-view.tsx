@@ -12,7 +12,8 @@ import { buttonClass, ErrorNotice, inputClass, Loading, Pager, Section } from ".
 import { BulkAction } from "./bulk-action";
 import { FailureGroups } from "./failure-groups";
 import { RunsTable } from "./runs-table";
-import { OUTCOMES, PAGE_SIZES, RUN_STATUSES, runsSearchParams, TARGETS, TIME_RANGES, toRunFilter, toRunListInput } from "./search-params";
+import { OUTCOMES, PAGE_SIZES, RUN_STATUSES, runsSearchParams, STUCK_FILTERS, TARGETS, TIME_RANGES, toRunFilter, toRunListInput } from "./search-params";
+import { STUCK_LABELS, StuckRunsPanel } from "./stuck-runs";
 
 const RANGE_LABELS: Record<(typeof TIME_RANGES)[number], string> = { "1h": "Last hour", "24h": "Last 24 hours", "7d": "Last 7 days", "30d": "Last 30 days" };
 
@@ -22,12 +23,14 @@ export function RunsView() {
   const [values, setValues] = useQueryStates(runsSearchParams, { history: "push" });
   const setFilter = (patch: Partial<Omit<typeof values, "cursor">>) => void setValues({ ...patch, cursor: null });
 
-  const list = useQuery({ ...trpc.runs.list.queryOptions(toRunListInput(values)), ...LIVE, placeholderData: keepPreviousData });
+  // With the stuck filter the page lists stuck runs, with why, instead of every run (issue 34).
+  const stuck = values.stuck !== null;
+  const list = useQuery({ ...trpc.runs.list.queryOptions(toRunListInput(values)), ...LIVE, placeholderData: keepPreviousData, enabled: !stuck });
   // The total is its own request keyed by the filters alone: a page turn does not count again,
   // and the list never waits for it (issue 13). No previous data: another filter's count would be wrong.
-  const count = useQuery({ ...trpc.runs.count.queryOptions(toRunFilter(values)), ...LIVE });
+  const count = useQuery({ ...trpc.runs.count.queryOptions(toRunFilter(values)), ...LIVE, enabled: !stuck });
   const facets = useQuery(trpc.runs.facets.queryOptions());
-  useLiveRefetch(["runs"], [trpc.runs.list.pathFilter(), trpc.runs.count.pathFilter(), trpc.runs.failureGroups.pathFilter()]);
+  useLiveRefetch(["runs"], [trpc.runs.list.pathFilter(), trpc.runs.count.pathFilter(), trpc.runs.failureGroups.pathFilter(), trpc.runs.stuck.pathFilter()]);
 
   const codes = [...new Set([...FAILURE_CODES, ...(facets.data?.failureCodes ?? []), ...(values.code ? [values.code] : [])])];
   const filtered = Object.entries(values).some(([k, v]) => k !== "size" && k !== "cursor" && v !== null);
@@ -45,16 +48,28 @@ export function RunsView() {
         <DateTimeFilter id="f-from" label="From" value={values.from} onChange={(from) => setFilter({ from })} />
         <DateTimeFilter id="f-to" label="To" value={values.to} onChange={(to) => setFilter({ to })} />
         <TextFilter id="f-search" maxLength={FILTER_MAX.search} label="Run or task id" value={values.q} onApply={(q) => setFilter({ q })} placeholder="run id or part of a task id" />
+        <SelectFilter
+          id="f-stuck"
+          label="Stuck"
+          value={values.stuck}
+          allLabel="Every run"
+          options={STUCK_FILTERS.map((r) => ({ value: r, label: r === "any" ? "Stuck, any reason" : STUCK_LABELS[r] }))}
+          onChange={(stuck) => setFilter({ stuck })}
+        />
         <button
           type="button"
           className={buttonClass.secondary}
           disabled={!filtered}
-          onClick={() => void setValues({ status: null, outcome: null, code: null, company: null, provider: null, target: null, range: null, from: null, to: null, q: null, cursor: null })}
+          onClick={() => void setValues({ status: null, outcome: null, code: null, company: null, provider: null, target: null, range: null, from: null, to: null, q: null, stuck: null, cursor: null })}
         >
           Clear filters
         </button>
       </form>
 
+      {stuck ? (
+        <StuckRunsPanel values={values} onPage={(cursor) => void setValues({ cursor })} />
+      ) : (
+        <>
       {/* Above the list: what went wrong, by code, is what a board user comes for. */}
       <Section title="Failures by code" id="failure-groups">
         <FailureGroupsPanel filter={toRunFilter(values)} values={values} />
@@ -103,7 +118,8 @@ export function RunsView() {
           </>
         )}
       </Section>
-
+        </>
+      )}
     </>
   );
 }

@@ -1,5 +1,6 @@
 import { createLoader, createSerializer, parseAsInteger, parseAsIsoDateTime, parseAsString, parseAsStringLiteral } from "nuqs/server";
 import type { RouterInputs } from "@/trpc/types";
+import { STUCK_REASONS } from "@/server/shared/engine";
 
 /**
  * The runs page's URL state, shared by the server page (prefetch) and the client table, so
@@ -13,6 +14,8 @@ export const OUTCOMES = ["retryable_failure", "terminal_failure"] as const satis
 export const TARGETS = ["local", "remote"] as const satisfies ReadonlyArray<NonNullable<ListInput["target"]>>;
 export const TIME_RANGES = ["1h", "24h", "7d", "30d"] as const satisfies ReadonlyArray<NonNullable<ListInput["range"]>>;
 export const PAGE_SIZES = [10, 25, 50, 100] as const;
+/** Stuck runs (issue 34): any reason, or one. */
+export const STUCK_FILTERS = ["any", ...STUCK_REASONS] as const satisfies ReadonlyArray<RouterInputs["runs"]["stuck"]["reason"]>;
 
 export const runsSearchParams = {
   status: parseAsStringLiteral(RUN_STATUSES),
@@ -25,6 +28,7 @@ export const runsSearchParams = {
   from: parseAsIsoDateTime,
   to: parseAsIsoDateTime,
   q: parseAsString,
+  stuck: parseAsStringLiteral(STUCK_FILTERS),
   cursor: parseAsString,
   size: parseAsInteger.withDefault(25),
 };
@@ -55,4 +59,9 @@ export function toRunFilter(v: Omit<Values, "cursor" | "size">) {
 export function toRunListInput(v: Values): ListInput {
   const size = PAGE_SIZES.includes(v.size as (typeof PAGE_SIZES)[number]) ? v.size : 25;
   return { ...toRunFilter(v), cursor: opt(v.cursor), pageSize: size };
+}
+
+/** The stuck-runs list's input: the same filters and page, and the reason (issue 34). */
+export function toStuckInput(v: Values): RouterInputs["runs"]["stuck"] {
+  return { ...toRunListInput(v), reason: v.stuck ?? "any" };
 }

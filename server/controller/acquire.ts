@@ -11,6 +11,8 @@ import { assertCurrentIn, type RunFence } from "./fence";
 import { appendEvent, json, recordProof } from "./records";
 import { judgeOwnership } from "./ownership";
 import type { SandboxView } from "../providers/types";
+import { sandboxIdlePolicy } from "../engine";
+import { turnBudgetMs } from "./turn-timeout";
 
 export class AcquireError extends Error {
   override name = "AcquireError";
@@ -55,9 +57,26 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
   await appendEvent(ctx.db, run.id, "intent_committed", ctx.identity.bootId, { operationId, creationName: name, turn });
   crashPoint(ctx, "after_intent_commit", { runId: run.id });
 
+  // The sandbox's own idle policy: an auto-stop no turn of this run can reach, an auto-delete
+  // that leaves recovery time to find a stopped sandbox (issue 34), recorded on the lease.
+  const idle = sandboxIdlePolicy({
+    turnBudgetMs: turnBudgetMs(ctx, run),
+    turnDeadlineMarginMs: config.turnDeadlineMarginMs,
+    autoStopMinutes: config.sandboxAutoStopMinutes,
+    autoDeleteMinutes: config.sandboxAutoDeleteMinutes,
+  });
   let sandbox: SandboxView;
   try {
-    sandbox = await ctx.provider.create({ name, labels, ...(config.sandboxSnapshot ? { snapshot: config.sandboxSnapshot } : {}) }, { signal: AbortSignal.timeout(config.createTimeoutMs) });
+    sandbox = await ctx.provider.create(
+      {
+        name,
+        labels,
+        autoStopInterval: idle.autoStopMinutes,
+        autoDeleteInterval: idle.autoDeleteMinutes,
+        ...(config.sandboxSnapshot ? { snapshot: config.sandboxSnapshot } : {}),
+      },
+      { signal: AbortSignal.timeout(config.createTimeoutMs) },
+    );
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     await appendEvent(ctx.db, run.id, "create_failed", ctx.identity.bootId, { operationId, error: message });
@@ -96,6 +115,8 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
         turn,
         acquisitionOutcome: "created",
         status: "active",
+        autoStopMinutes: idle.autoStopMinutes,
+        autoDeleteMinutes: idle.autoDeleteMinutes,
       },
     });
   });
@@ -117,6 +138,8 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
     sandboxName: name,
     acquisitionOutcome: "created",
     turn,
+    autoStopMinutes: idle.autoStopMinutes,
+    autoDeleteMinutes: idle.autoDeleteMinutes,
   });
   return lease;
 }
@@ -159,6 +182,9 @@ export async function resumeLease(ctx: ControllerContext, run: RunFence, lease: 
         turn: lease.turn,
         acquisitionOutcome: "resumed",
         status: "active",
+        // The same sandbox: created with the same policy.
+        autoStopMinutes: lease.autoStopMinutes,
+        autoDeleteMinutes: lease.autoDeleteMinutes,
       },
     });
   });

@@ -24,6 +24,9 @@ export interface ControllerConfig {
   createTimeoutMs: number;
   /** The snapshot sandboxes are created from (null: the provider's default). */
   sandboxSnapshot: string | null;
+  /** The sandbox's idle policy settings (issue 34; `sandboxIdlePolicy` derives what is sent). */
+  sandboxAutoStopMinutes: number | null;
+  sandboxAutoDeleteMinutes: number;
   executorTimeoutMs: number;
   /** Failed recovery attempts before the run ends with Retry (§2.8). */
   recoveryMaxAttempts: number;
@@ -60,6 +63,8 @@ export function controllerConfig(env: Env, overrides: Partial<ControllerConfig> 
     sessionOpenTimeoutMs: env.RUNWARDEN_SESSION_OPEN_TIMEOUT_MS,
     createTimeoutMs: env.RUNWARDEN_CREATE_TIMEOUT_MS,
     sandboxSnapshot: env.RUNWARDEN_SANDBOX_SNAPSHOT ?? null,
+    sandboxAutoStopMinutes: env.RUNWARDEN_SANDBOX_AUTO_STOP_MINUTES ?? null,
+    sandboxAutoDeleteMinutes: env.RUNWARDEN_SANDBOX_AUTO_DELETE_MINUTES,
     executorTimeoutMs: env.RUNWARDEN_EXECUTOR_TIMEOUT_MS,
     recoveryMaxAttempts: env.RUNWARDEN_RECOVERY_MAX_ATTEMPTS,
     recoveryBackoffMs: env.RUNWARDEN_RECOVERY_BACKOFF_MS,

@@ -3,6 +3,7 @@ import { submitRun } from "../runs/submit";
 import { LABEL_KEYS } from "../providers/labels";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 import type { Controller } from "./controller";
+import { sandboxIdlePolicy } from "../engine";
 
 /**
  * A controller against what real Daytona does that a kind emulator would not (issue 33): slow
@@ -105,5 +106,27 @@ describe("a snapshot without node (Daytona's open-source default image, ubuntu:2
       return mine.length === 1 && (mine[0]!.destroyedAt !== null || mine[0]!.state === "destroying") ? mine : null;
     }, 30_000);
     expect((await runSandboxes(r.id))[0]).toMatchObject({ snapshot: "ubuntu:22.04" });
+  });
+});
+
+describe("the sandbox's own idle policy (issue 34)", () => {
+  it("each run's sandbox is created with an auto-stop its turns cannot reach and the auto-delete asked for; the lease records both", async () => {
+    const short = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "idle-default", agent: "a", provider: "codex", turns: 1 }, actor);
+    // A run with a two-hour budget of its own gets a longer auto-stop than the setting.
+    const long = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "idle-long", agent: "a", provider: "codex", turns: 1, turnTimeoutMs: 2 * 3600_000 }, actor);
+    const c = await h.controller({ sandboxAutoStopMinutes: 45, sandboxAutoDeleteMinutes: 600 });
+    c.start();
+    running.push(c);
+    const config = c.ctx.config;
+    for (const [run, budget, autoStop] of [[short, config.turnTimeoutMs, Math.max(45, Math.ceil((config.turnTimeoutMs + config.turnDeadlineMarginMs) / 60_000) + 5)], [long, 2 * 3600_000, 120 + 1 + 5]] as const) {
+      expect(await settled(run.id)).toMatchObject({ status: "succeeded" });
+      const policy = sandboxIdlePolicy({ turnBudgetMs: budget, turnDeadlineMarginMs: config.turnDeadlineMarginMs, autoStopMinutes: 45, autoDeleteMinutes: 600 });
+      expect(policy).toMatchObject({ autoStopMinutes: autoStop, autoDeleteMinutes: 600 });
+      // Read back from the provider (the emulator answers Daytona's DTO) and from the lease.
+      const [sandbox] = await runSandboxes(run.id);
+      expect(sandbox).toMatchObject({ autoStopInterval: policy.autoStopMinutes, autoDeleteInterval: 600 });
+      const lease = await h.db.db.environmentLease.findFirstOrThrow({ where: { runId: run.id, acquisitionOutcome: "created" } });
+      expect({ stop: lease.autoStopMinutes, del: lease.autoDeleteMinutes, sandbox: lease.providerLeaseId }).toEqual({ stop: policy.autoStopMinutes, del: 600, sandbox: sandbox!.id });
+    }
   });
 });

@@ -3,6 +3,7 @@ import {
   assertNever,
   EXECUTING_RUN_STATUSES,
   evaluateBootstrapRestart,
+  isSilent,
   judgeRecoveryAttempt,
   restingCode,
   routeRecovery,
@@ -66,7 +67,7 @@ export function executorStatus(ctx: ControllerContext, executor: ControllerProce
     return { gone: true, restartKind: "hard", reason: `exited:${judged.verdict.reason}`, proof: judged };
   }
   if (judged.verdict.verdict === "alive") return { gone: false, restartKind: "hard", reason: `alive:${judged.verdict.reason}` };
-  if (now.getTime() - executor.lastSeenAt.getTime() > ctx.config.executorTimeoutMs) {
+  if (isSilent(executor.lastSeenAt, now, ctx.config.executorTimeoutMs)) {
     return { gone: true, restartKind: "hard", reason: `silent_for_${Math.round((now.getTime() - executor.lastSeenAt.getTime()) / 1000)}s` };
   }
   return { gone: false, restartKind: "hard", reason: `unknown:${judged.verdict.reason}` };

@@ -255,6 +255,52 @@ describe("Daytona fidelity of the emulator", () => {
     }
   });
 
+  it("auto-delete (issue 34; daytonaio/daytona v0.190.0 sandbox.entity.ts autoDeleteInterval, sandbox.manager.ts autoDeleteCheck, sandbox.service.ts stop()): a sandbox stopped for its autoDeleteInterval is deleted; -1 (the default) never; 0 deletes at stop; the provider sends both intervals", async () => {
+    await t.admin.configure({ autoStopMinuteMs: 200 });
+    try {
+      const made = async (name: string, extra: Record<string, number>) => {
+        const res = await call("POST", "/sandbox", { name, labels: labels(name), ...extra });
+        await waitState(String(res.body.id), "started");
+        return res;
+      };
+      const timed = await made("fid-autodelete", { autoDeleteInterval: 1 });
+      const kept = await made("fid-autodelete-never", {});
+      expect(timed.body).toMatchObject({ autoDeleteInterval: 1 });
+      expect(kept.body).toMatchObject({ autoDeleteInterval: -1 });
+      const [a, b] = [String(timed.body.id), String(kept.body.id)];
+      await call("POST", `/sandbox/${a}/stop`);
+      await call("POST", `/sandbox/${b}/stop`);
+      await waitState(a, "stopped");
+      await waitState(b, "stopped");
+      const stoppedAt = Date.now();
+      // One (emulated) minute stopped: destroying, then gone (a 404 by id once destroyed).
+      const deadline = Date.now() + 10_000;
+      let last = await call("GET", `/sandbox/${a}`);
+      while (last.status === 200 && last.body.state !== "destroyed" && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20));
+        last = await call("GET", `/sandbox/${a}`);
+      }
+      expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(150);
+      expect(last.status === 404 || last.body.state === "destroyed").toBe(true);
+      expect(await provider.getByName("fid-autodelete")).toBeNull();
+      // -1: still there, stopped, a good while later.
+      expect((await call("GET", `/sandbox/${b}`)).body).toMatchObject({ state: "stopped", desiredState: "stopped" });
+
+      // 0 (ephemeral): the stop itself deletes it.
+      const eph = await made("fid-ephemeral", { autoDeleteInterval: 0 });
+      const stop = await call("POST", `/sandbox/${String(eph.body.id)}/stop`);
+      expect(stop.body).toMatchObject({ desiredState: "destroyed" });
+      expect(await provider.getByName("fid-ephemeral")).toBeNull();
+
+      // The provider sends both (server/providers/daytona.ts create) and they read back.
+      const name = creationName("fid", "idle-policy");
+      const view = await provider.create({ name, labels: labels("idle-policy"), autoStopInterval: 37, autoDeleteInterval: 1440 });
+      expect((await call("GET", `/sandbox/${view.id}`)).body).toMatchObject({ autoStopInterval: 37, autoDeleteInterval: 1440 });
+    } finally {
+      await t.admin.configure({ autoStopMinuteMs: 60_000 });
+    }
+  });
+
   it.each(["error", "build_failed"] as const)("%s (with its reason): start is refused with 400, and the provider says why", async (state) => {
     const id = await create(`fid-${state}`);
     await waitState(id, "started");

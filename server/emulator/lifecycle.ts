@@ -1,4 +1,6 @@
+import fs from "node:fs";
 import type { EmulatorContext } from "./context";
+import { softDelete } from "./sandbox-api";
 import { killSandboxProcesses } from "./sandbox-host";
 
 /**
@@ -21,6 +23,8 @@ export async function autoStop(ctx: EmulatorContext): Promise<void> {
       // Re-checked under the lock: activity may have come in meanwhile.
       const last = row?.last_activity_at ?? row?.updated_at;
       if (!row || row.state !== "started" || row.destroyed_at || !last || last.getTime() !== (idle.last_activity_at ?? idle.updated_at).getTime()) return null;
+      // An ephemeral sandbox (autoDeleteInterval 0) is deleted instead (sandbox.manager.ts autostopCheck, isEphemeral).
+      if (row.auto_delete_interval === 0) return softDelete(ctx, row, now, tx);
       const ms = config.transitionMs.stop;
       return store.setState(row.id, ms > 0 ? "stopping" : "stopped", "stopped", now, tx, { transitionUntil: ms > 0 ? new Date(now.getTime() + ms) : null });
     });
@@ -29,6 +33,29 @@ export async function autoStop(ctx: EmulatorContext): Promise<void> {
     await killSandboxProcesses(ctx.hostOf(stopped));
   }
   await autoArchive(ctx, now);
+  await autoDelete(ctx, now);
+}
+
+/**
+ * Auto-delete (Daytona, sandbox.entity.ts `autoDeleteInterval`, default -1 = never; 0 = at
+ * stop): a sandbox stopped that long is deleted (sandbox.manager.ts autoDeleteCheck: state and
+ * desired state `stopped`, last activity older than the interval). Before auto-archive can take
+ * it only when the interval is the shorter one, as there.
+ */
+async function autoDelete(ctx: EmulatorContext, now: Date): Promise<void> {
+  const { store, config } = ctx;
+  for (const row of await store.deletable(now, config.autoStopMinuteMs)) {
+    const deleted = await store.transaction(async (tx) => {
+      await tx.query("SELECT 1 FROM emulator_sandbox WHERE id = $1 FOR UPDATE", [row.id]);
+      const current = await store.byId(row.id, tx);
+      // Re-checked under the lock: a start may have come in meanwhile.
+      if (!current || current.state !== "stopped" || current.desired_state !== "stopped" || current.destroyed_at) return null;
+      return softDelete(ctx, current, now, tx);
+    });
+    if (!deleted) continue;
+    ctx.log(`emulator: ${row.name} auto-deleted after ${row.auto_delete_interval} min stopped`);
+    await fs.promises.rm(ctx.hostOf(deleted).root, { recursive: true, force: true });
+  }
 }
 
 /**

@@ -6,7 +6,7 @@ import type { EmulatorContext } from "./context";
 import { subjectOf } from "./faults";
 import { HttpError, intParam, readJson } from "./http";
 import { ensureSandboxDirs, freePort, killSandboxProcesses } from "./sandbox-host";
-import { TRANSITIONS, type SandboxRow, type SortKey } from "./store";
+import { TRANSITIONS, type Queryable, type SandboxRow, type SortKey } from "./store";
 
 /** The subset of Daytona's REST API that server/providers/daytona.ts uses (DAYTONA.md): `/sandbox/…`. */
 
@@ -29,6 +29,8 @@ export const createSchema = z.object({
   snapshot: z.string().min(1).max(255).optional(),
   /** Minutes stopped before it is archived (Daytona: default 7 days, 0 = the maximum). */
   autoArchiveInterval: z.number().int().min(0).optional(),
+  /** Minutes stopped before it is deleted (Daytona: default -1 = never, 0 = at stop; sandbox.entity.ts). */
+  autoDeleteInterval: z.number().int().optional(),
 });
 
 /** The answer (always 200) to a `/sandbox/…` request; null when no route matches. */
@@ -79,6 +81,8 @@ async function createSandbox(ctx: EmulatorContext, body: z.infer<typeof createSc
         transitionUntil: createMs > 0 ? new Date(visibleAt.getTime() + createMs) : null,
         autoStopInterval: body.autoStopInterval ?? 15,
         autoArchiveInterval: body.autoArchiveInterval || 7 * 24 * 60,
+        // Any negative value is "never", as Daytona's `autoDeleteInterval >= 0` check reads it.
+        autoDeleteInterval: body.autoDeleteInterval === undefined || body.autoDeleteInterval < 0 ? -1 : body.autoDeleteInterval,
         transitionError: slowStart?.outcome === "error" ? slowStart.errorReason : null,
         snapshot: body.snapshot ?? null,
         createdAt: visibleAt,
@@ -201,15 +205,7 @@ async function sandboxOp(ctx: EmulatorContext, idOrName: string, op: "get" | "de
     if (CHANGING.has(row.state) && !(op === "start" && row.state === "archiving")) throw new HttpError(409, "conflict", "Sandbox state change in progress");
     switch (op) {
       case "delete":
-        // Renamed at once: GET by name is a 404, the name is free; GET by id shows `destroying`.
-        return toApi(
-          ctx,
-          await store.setState(row.id, ms.destroy > 0 ? "destroying" : "destroyed", "destroyed", now, tx, {
-            destroyed: ms.destroy <= 0,
-            transitionUntil: until(ms.destroy),
-            name: `DESTROYED_${row.name}_${now.getTime()}`,
-          }),
-        );
+        return toApi(ctx, await softDelete(ctx, row, now, tx));
       case "start":
         if (row.state === "started") return toApi(ctx, row);
         // Only these start (sandbox.service.ts start(): "Sandbox is not in valid state", a 400).
@@ -221,6 +217,8 @@ async function sandboxOp(ctx: EmulatorContext, idOrName: string, op: "get" | "de
         return toApi(ctx, await store.setState(row.id, startMs > 0 ? "starting" : "started", "started", now, tx, { transitionUntil: until(startMs), transitionError: slowStart?.outcome === "error" ? slowStart.errorReason : null }));
       case "stop":
         if (row.state !== "started") throw new HttpError(400, "bad_request", `Sandbox ${row.id} is ${row.state}, not started`);
+        // An ephemeral sandbox (autoDeleteInterval 0) is deleted by its stop (sandbox.service.ts stop(), isEphemeral).
+        if (row.auto_delete_interval === 0) return toApi(ctx, await softDelete(ctx, row, now, tx));
         return toApi(ctx, await store.setState(row.id, ms.stop > 0 ? "stopping" : "stopped", "stopped", now, tx, { transitionUntil: until(ms.stop) }));
       default: {
         const never: never = op;
@@ -229,6 +227,19 @@ async function sandboxOp(ctx: EmulatorContext, idOrName: string, op: "get" | "de
     }
   });
   return afterChange(ctx, op, out);
+}
+
+/**
+ * Daytona's soft delete (`Sandbox.getSoftDeleteUpdate`): `destroying`, then `destroyed`. Renamed
+ * at once: GET by name is a 404, the name is free; GET by id shows `destroying`.
+ */
+export async function softDelete(ctx: EmulatorContext, row: SandboxRow, now: Date, tx: Queryable): Promise<SandboxRow> {
+  const ms = ctx.config.transitionMs.destroy;
+  return ctx.store.setState(row.id, ms > 0 ? "destroying" : "destroyed", "destroyed", now, tx, {
+    destroyed: ms <= 0,
+    transitionUntil: ms > 0 ? new Date(now.getTime() + ms) : null,
+    name: `DESTROYED_${row.name}_${now.getTime()}`,
+  });
 }
 
 async function afterChange(ctx: EmulatorContext, op: "delete" | "start" | "stop", out: ReturnType<typeof toApi>) {
@@ -241,7 +252,7 @@ async function afterChange(ctx: EmulatorContext, op: "delete" | "start" | "stop"
   }
   // Off the event loop: a synchronous rm held every other request up (a reclaim sweep's
   // profile spent 5 % of its CPU here). Daytona's delete does not wait for the disk either.
-  if (op === "delete") await fs.promises.rm(ctx.hostOf(out).root, { recursive: true, force: true });
+  if (op === "delete" || out.desiredState === "destroyed") await fs.promises.rm(ctx.hostOf(out).root, { recursive: true, force: true });
   return out;
 }
 
@@ -278,7 +289,7 @@ export function toApi(ctx: EmulatorContext, row: SandboxRow) {
     errorReason: row.error_reason ?? undefined,
     autoStopInterval: row.auto_stop_interval,
     autoArchiveInterval: row.auto_archive_interval,
-    autoDeleteInterval: -1,
+    autoDeleteInterval: row.auto_delete_interval,
     createdAt: at(row.created_at),
     updatedAt: at(row.updated_at),
     lastActivityAt: at(row.last_activity_at ?? row.updated_at),

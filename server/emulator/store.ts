@@ -38,6 +38,8 @@ ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS last_activity_at timestamp
 ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS auto_stop_interval integer NOT NULL DEFAULT 15;
 -- Minutes stopped before the sandbox is archived; Daytona's default is 7 days (sandbox.entity.ts).
 ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS auto_archive_interval integer NOT NULL DEFAULT 10080;
+-- Minutes stopped before the sandbox is deleted: -1 never (Daytona's default), 0 at stop (sandbox.entity.ts).
+ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS auto_delete_interval integer NOT NULL DEFAULT -1;
 -- A transition that ends in the error state with this reason instead of its usual one (the slow_start fault).
 ALTER TABLE emulator_sandbox ADD COLUMN IF NOT EXISTS transition_error text;
 -- The snapshot named at create (null: the emulator's own image, which has node).
@@ -106,6 +108,7 @@ export interface SandboxRow {
   last_activity_at: Date | null;
   auto_stop_interval: number;
   auto_archive_interval: number;
+  auto_delete_interval: number;
   transition_error: string | null;
   snapshot: string | null;
 }
@@ -291,6 +294,7 @@ export class EmulatorStore {
       transitionUntil?: Date | null;
       autoStopInterval?: number;
       autoArchiveInterval?: number;
+      autoDeleteInterval?: number;
       lastActivityAt?: Date;
       /** The creation ends in `error` with this reason (the slow_start fault). */
       transitionError?: string | null;
@@ -299,8 +303,8 @@ export class EmulatorStore {
     db: Queryable,
   ): Promise<SandboxRow> {
     const { rows } = await db.query<SandboxRow>(
-      `INSERT INTO emulator_sandbox (id, name, labels, env, cpu, memory, disk, state, desired_state, created_at, updated_at, visible_at, ingress_port, transition_until, last_activity_at, auto_stop_interval, auto_archive_interval, transition_error, snapshot)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13, $15, $14, $16, $17, $18) RETURNING *`,
+      `INSERT INTO emulator_sandbox (id, name, labels, env, cpu, memory, disk, state, desired_state, created_at, updated_at, visible_at, ingress_port, transition_until, last_activity_at, auto_stop_interval, auto_archive_interval, transition_error, snapshot, auto_delete_interval)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13, $15, $14, $16, $17, $18, $19) RETURNING *`,
       [
         row.id,
         row.name,
@@ -320,6 +324,7 @@ export class EmulatorStore {
         row.autoArchiveInterval ?? 7 * 24 * 60,
         row.transitionError ?? null,
         row.snapshot ?? null,
+        row.autoDeleteInterval ?? -1,
       ],
     );
     return mustRow(rows[0]);
@@ -368,6 +373,20 @@ export class EmulatorStore {
     const { rows } = await this.pool.query<SandboxRow>(
       `SELECT * FROM emulator_sandbox WHERE state = 'stopped' AND destroyed_at IS NULL AND auto_archive_interval > 0
          AND updated_at + (auto_archive_interval * $2::double precision || ' milliseconds')::interval <= $1`,
+      [now, minuteMs],
+    );
+    return rows;
+  }
+
+  /**
+   * Stopped sandboxes (desired stopped) whose last activity — the stop — is older than their
+   * autoDeleteInterval (one minute = `minuteMs`; -1 never): Daytona's auto-delete-check
+   * (sandbox.manager.ts autoDeleteCheck).
+   */
+  async deletable(now: Date, minuteMs: number): Promise<SandboxRow[]> {
+    const { rows } = await this.pool.query<SandboxRow>(
+      `SELECT * FROM emulator_sandbox WHERE state = 'stopped' AND desired_state = 'stopped' AND destroyed_at IS NULL AND auto_delete_interval >= 0
+         AND COALESCE(last_activity_at, updated_at) + (auto_delete_interval * $2::double precision || ' milliseconds')::interval <= $1`,
       [now, minuteMs],
     );
     return rows;

@@ -34,3 +34,8 @@ export { restingFailure, restingCode, RUN_DECIDING_KINDS } from "./resting-code"
 export type { RestingFailure } from "./resting-code";
 export { judgeBulkConfirmation, bulkConfirmWord, BULK_PLAN_KINDS, BULK_PLAN_MAX_RUNS, BULK_PLAN_TTL_MS } from "./bulk-confirmation";
 export type { BulkConfirmation, BulkConfirmationInput, BulkPlanKind } from "./bulk-confirmation";
+export { isSilent, silenceCutoff } from "./silence";
+export { classifyStuck, stuckCutoffs, turnLimitMs, STUCK_REASONS, TURN_OVERDUE_GRACE_MS } from "./stuck";
+export type { StuckFacts, StuckFinding, StuckLimits, StuckReason } from "./stuck";
+export { sandboxIdlePolicy, AUTO_STOP_MARGIN_MINUTES, MIN_AUTO_DELETE_MINUTES, AUTO_DELETE_NEVER } from "./idle-policy";
+export type { IdlePolicy, IdlePolicyInput } from "./idle-policy";

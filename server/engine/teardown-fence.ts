@@ -1,5 +1,6 @@
 import { assertNever, at, check } from "./checks";
 import { judgement, judgeRecordedProcess } from "./process-exit";
+import { isSilent } from "./silence";
 import type { TeardownFenceEvidence } from "./schemas";
 import type { Check, ProcessJudgement, TeardownFenceResult } from "./verdicts";
 
@@ -66,7 +67,8 @@ export function decideTeardownFence(e: TeardownFenceEvidence): TeardownFenceResu
   checks.push(check("claimer_stopped", beat.stoppedAt !== null, "stopped", beat.stoppedAt ?? "running"));
   if (beat.stoppedAt !== null) return done("release", "claimer_stopped");
   const silentMs = at(e.now) - at(beat.lastSeenAt);
-  const silent = silentMs > beat.silenceWindowMs;
+  // The one silence rule (§2.10), as a takeover and the stuck-runs view judge it.
+  const silent = isSilent(new Date(at(beat.lastSeenAt)), new Date(at(e.now)), beat.silenceWindowMs);
   checks.push(check("claimer_silent", silent, `last seen more than ${beat.silenceWindowMs} ms before ${e.now}`, `${beat.lastSeenAt} (${silentMs} ms)`));
   return silent ? done("release", "claimer_silent") : done("keep", "claimer_unknown");
 }

@@ -69,6 +69,8 @@ export interface CreateSandboxInput {
   disk?: number;
   /** Minutes without activity before the provider stops the sandbox (Daytona: default 15, 0 = never). */
   autoStopInterval?: number;
+  /** Minutes a stopped sandbox is kept before the provider deletes it (Daytona: default -1 = never, 0 = at stop). */
+  autoDeleteInterval?: number;
   /** The snapshot (image) to make it from; the provider's default when absent. It needs `node` for the runner. */
   snapshot?: string;
   /** Aborting it abandons the request; the provider may still materialise the sandbox later. */

@@ -130,6 +130,8 @@ export const runDetailOutput = z.object({
       /** The current (or last) teardown claim: attempt, claimer as recorded, fence. */
       teardownClaim: z.object({ attemptId: z.string(), record: z.unknown(), fencedUntil: z.date().nullable() }).nullable(),
       terminationReceipt: z.unknown(),
+      /** The idle policy the sandbox was created with, minutes (null: not recorded, e.g. a reclaim's lease). */
+      idlePolicy: z.object({ autoStopMinutes: z.number().int().nullable(), autoDeleteMinutes: z.number().int().nullable() }),
       createdAt: z.date(),
       endedAt: z.date().nullable(),
     }),
@@ -284,6 +286,7 @@ export async function getRunDetail(db: Db, scope: CompanyScope, id: string): Pro
       intentId: l.intentId,
       teardownClaim: l.claimAttemptId ? { attemptId: l.claimAttemptId, record: l.claimRecord, fencedUntil: l.fencedUntil } : null,
       terminationReceipt: l.terminationReceipt,
+      idlePolicy: { autoStopMinutes: l.autoStopMinutes, autoDeleteMinutes: l.autoDeleteMinutes },
       createdAt: l.createdAt,
       endedAt: l.endedAt,
     })),

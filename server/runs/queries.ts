@@ -125,7 +125,7 @@ function equalitySql(f: RunFilter, table: "runs" | "rollups"): Prisma.Sql[] {
   ].filter((x) => x !== null);
 }
 
-/** `runWhere` as SQL on `runs`, scope included (the list, its count, and a bulk plan's set). */
+/** `runWhere` as SQL on `runs`, scope included (the list, its count, and a bulk plan's set, the stuck runs). */
 export function runConditions(f: RunFilter, scope: CompanyScope, now: Date): Prisma.Sql[] {
   const and = [...equalitySql(f, "runs"), ...scopeSql(scope)];
   if (f.range) and.push(Prisma.sql`created_at >= ${new Date(now.getTime() - RANGE_MS[f.range])}::timestamptz`);

@@ -10,3 +10,5 @@ export type { LiveRunStatus } from "../engine/run-status";
 export { isJudgement, JUDGEMENT_KINDS, readChecks } from "../engine/readings";
 export type { CheckReading } from "../engine/readings";
 export { assertNever } from "../engine/checks";
+export { STUCK_REASONS } from "../engine/stuck";
+export type { StuckReason } from "../engine/stuck";

@@ -20,6 +20,7 @@ const POLICY: Record<string, Role> = {
   "runs.count": "viewer",
   "runs.failureGroups": "viewer",
   "runs.facets": "viewer",
+  "runs.stuck": "viewer",
   "runs.get": "viewer",
   "runs.evidence": "viewer",
   "runs.create": "operator",

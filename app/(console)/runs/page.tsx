@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { SearchParams } from "nuqs/server";
-import { loadRunsSearchParams, toRunFilter, toRunListInput } from "@/components/runs/search-params";
+import { loadRunsSearchParams, toRunFilter, toRunListInput, toStuckInput } from "@/components/runs/search-params";
 import { RunsView } from "@/components/runs/runs-view";
 import { PageHeader } from "@/components/ui";
 import { getQueryClient, HydrateClient, prefetchLiveToken, trpc } from "@/trpc/server";
@@ -22,9 +22,14 @@ export default async function RunsPage({ searchParams }: { searchParams: Promise
   // browser's to ask for: in the HTML they were hundreds of options to send and hydrate before
   // anyone opens a filter.
   const filter = toRunFilter(values);
-  const groups = qc.prefetchQuery(trpc.runs.failureGroups.queryOptions(filter));
-  await qc.prefetchQuery(trpc.runs.list.queryOptions(toRunListInput(values)));
-  await Promise.race([Promise.all([groups, qc.prefetchQuery(trpc.runs.count.queryOptions(filter))]), sleep(GRACE_MS)]);
+  if (values.stuck) {
+    // Under the stuck filter the page shows the stuck runs alone (issue 34).
+    await qc.prefetchQuery(trpc.runs.stuck.queryOptions(toStuckInput(values)));
+  } else {
+    const groups = qc.prefetchQuery(trpc.runs.failureGroups.queryOptions(filter));
+    await qc.prefetchQuery(trpc.runs.list.queryOptions(toRunListInput(values)));
+    await Promise.race([Promise.all([groups, qc.prefetchQuery(trpc.runs.count.queryOptions(filter))]), sleep(GRACE_MS)]);
+  }
   return (
     <HydrateClient>
       <PageHeader title="Runs">Every run, newest first. Filters live in the address, so a link reproduces this view.</PageHeader>

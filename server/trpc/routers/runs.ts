@@ -2,6 +2,7 @@ import { z } from "zod";
 import { getRunDetail, runDetailOutput, runEvidence, runEvidenceOutput, runIdInput } from "../../runs/detail";
 import { countRuns, failureGroups, failureGroupsOutput, listRuns, runFacets, runFacetsOutput, runCountOutput, runFilterInput, runListInput, runListOutput, runStatusCounts, runStatusCountsOutput } from "../../runs/queries";
 import { retryRun } from "../../runs/retry";
+import { listStuck, stuckListInput, stuckListOutput } from "../../runs/stuck";
 import { pickRunSummary, runSummarySchema, submitRunInScope, submitRunInput } from "../../runs/submit";
 import { boardProcedure, createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 import { uuidSchema } from "../../lib/ids";
@@ -34,6 +35,12 @@ export const runsRouter = createTRPCRouter({
 
   /** Values the list's filters can take. */
   facets: viewerProcedure.output(runFacetsOutput).query(({ ctx }) => runFacets(ctx.db, ctx.scope)),
+
+  /** Stuck runs (issue 34) under the list's filters and a reason, each with why and the proof behind it; counts per reason. */
+  stuck: viewerProcedure
+    .input(stuckListInput)
+    .output(stuckListOutput)
+    .query(({ ctx, input }) => listStuck(ctx.db, ctx.scope, input)),
 
   /** One run with everything behind its state: timeline, claims, proofs, leases, lineage. */
   get: viewerProcedure
