@@ -1,3 +1,5 @@
+import { deliverDueAlerts } from "../alerts/deliver";
+import { upsertEnvEndpoint } from "../alerts/endpoints";
 import type { Run } from "../db/client";
 import { ensureInstance } from "../db/installation";
 import { compactRollups } from "../db/rollups";
@@ -27,6 +29,7 @@ export class Controller {
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private ticking = false;
   private sweeping: Promise<SweepSummary[]> | null = null;
+  private alerting: Promise<unknown> | null = null;
   private lastSweepAt = 0;
   private lastHeartbeatAt = 0;
   private stopped = false;
@@ -59,6 +62,10 @@ export class Controller {
         home: config.home,
       },
     });
+    if (config.alertWebhook) {
+      const { id, created } = await upsertEnvEndpoint(db, config.instanceId, config.alertWebhook.url, config.alertWebhook.secret, { id: `controller:${identity.bootId}`, role: "controller" });
+      this.ctx.log.info({ endpoint: id, created }, "alert endpoint from RUNWARDEN_ALERT_WEBHOOK_URL");
+    }
     this.ctx.log.info({ bootId: identity.bootId, pid: identity.pid, pidSpace: identity.pidSpace }, "controller booted");
   }
 
@@ -87,6 +94,12 @@ export class Controller {
       const now = Date.now();
       if (now - this.lastHeartbeatAt > HEARTBEAT_MS) await this.heartbeat();
       if (this.ctx.drain.signal.aborted) return;
+      // Alerts go out whatever the provider does (an outage is one of them); not awaited, one pass at a time.
+      this.alerting ??= deliverDueAlerts(this.ctx.db, this.ctx.config.instanceId, this.ctx.config.alerts, this.ctx.log)
+        .catch((err: unknown) => this.ctx.log.error({ err: String(err) }, "alert delivery pass failed"))
+        .finally(() => {
+          this.alerting = null;
+        });
       // The provider is unavailable (§2.8): nothing is claimed, swept or recovered; runs wait
       // where they are until a probe (or a call in flight) finds it back.
       if (this.ctx.breaker?.open) return;
@@ -225,6 +238,8 @@ export class Controller {
     if (this.timer) clearTimeout(this.timer);
     if (this.heartbeatTimer) clearTimeout(this.heartbeatTimer);
     this.ctx.breaker?.stop();
+    // A delivery in flight finishes (bounded by its timeout) and records its answer.
+    await this.alerting;
     await this.ctx.db.controllerProcess
       .update({ where: { bootId: this.ctx.identity.bootId }, data: { stoppedAt: new Date(), stopReason: reason } })
       .catch(() => {});
