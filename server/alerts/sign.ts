@@ -21,9 +21,9 @@ export function newSecret(): string {
 
 /** Refuses a secret the signer cannot use (a `whsec_` one that is not base64, or an empty one). */
 export function checkSecret(secret: string): string | null {
+  if (secret.startsWith(SECRET_PREFIX) && !/^[A-Za-z0-9+/]+={0,2}$/.test(secret.slice(SECRET_PREFIX.length))) return "a whsec_ secret must be base64 after the prefix";
   try {
     signer(secret);
-    if (secret.startsWith(SECRET_PREFIX) && !/^[A-Za-z0-9+/]+={0,2}$/.test(secret.slice(SECRET_PREFIX.length))) return "a whsec_ secret must be base64 after the prefix";
     return null;
   } catch (err) {
     return err instanceof Error ? err.message : String(err);

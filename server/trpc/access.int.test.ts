@@ -44,6 +44,13 @@ const POLICY: Record<string, Role> = {
   "me.get": "viewer",
   "overview.get": "viewer",
   "live.token": "viewer",
+  "alerts.list": "admin",
+  "alerts.create": "admin",
+  "alerts.update": "admin",
+  "alerts.setEnabled": "admin",
+  "alerts.delete": "admin",
+  "alerts.test": "admin",
+  "alerts.deliveries": "admin",
 };
 
 let h: ControllerHarness;

@@ -9,6 +9,7 @@ import { usersRouter } from "./routers/users";
 import { meRouter } from "./routers/me";
 import { overviewRouter } from "./routers/overview";
 import { liveRouter } from "./routers/live";
+import { alertsRouter } from "./routers/alerts";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 export const appRouter = createTRPCRouter({
@@ -23,6 +24,7 @@ export const appRouter = createTRPCRouter({
   me: meRouter,
   overview: overviewRouter,
   live: liveRouter,
+  alerts: alertsRouter,
 });
 
 export type AppRouter = typeof appRouter;
