@@ -87,5 +87,9 @@ export async function renderMetrics(db: Db): Promise<{ body: string; contentType
   breakers.set(Number(live?.open ?? 0));
   outageFor.set(Math.max(0, live?.down_s ?? 0));
   waiting.set(await db.run.count({ where: { providerWaitSince: { not: null }, status: { in: ["starting", "running", "suspended"] } } }));
+  // Alerts: one index scan (status, next_attempt_at). A growing `pending` is a receiver that is down; `failed` was given up.
+  const alerts = gauge("runwarden_alert_deliveries", "Alert deliveries by status (pending, delivered, failed)", ["status"]);
+  for (const status of ["pending", "delivered", "failed"]) alerts.set({ status }, 0);
+  for (const r of await db.alertDelivery.groupBy({ by: ["status"], _count: { _all: true } })) alerts.set({ status: r.status }, r._count._all);
   return { body: await registry.metrics(), contentType: registry.contentType };
 }

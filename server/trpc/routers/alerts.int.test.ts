@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
 import { deliverDueAlerts } from "../../alerts/deliver";
 import { instanceIdOf } from "../../db/installation";
+import { renderMetrics } from "../../metrics";
 import { withTestDatabase } from "../../test/context";
 import { freePort } from "../../test/emulator-child";
 import { testUser, TEST_ADMIN } from "../../test/users";
@@ -69,6 +70,13 @@ describe("alerts router", () => {
     const [log] = await caller().alerts.deliveries({ endpointId: endpoint.id });
     expect(log).toMatchObject({ id: test.deliveryId, status: "failed", attempts: 2, lastStatus: 503, lastError: "HTTP 503; gave up after 2 attempts" });
     await receiver.setMode("up");
+  });
+
+  it("/api/metrics counts the deliveries by status", async () => {
+    const { body } = await renderMetrics(t.current.db);
+    expect(body).toContain('runwarden_alert_deliveries{status="delivered"} 1\n');
+    expect(body).toContain('runwarden_alert_deliveries{status="failed"} 1\n');
+    expect(body).toContain('runwarden_alert_deliveries{status="pending"} 0\n');
   });
 
   it("edits, rotates the secret (shown once), disables, enables and deletes; all audited", async () => {
