@@ -186,6 +186,31 @@ describe("alert delivery from the outbox", () => {
     console.log(`alerts: SIGKILL mid-delivery → all 10 delivered ${tookMs} ms after the kill (claim lease 7 s), attempts 2 each, none twice`);
   }, 90_000);
 
+  it("a provider outage (every call answered 502): provider.outage_started goes out while it lasts, provider.outage_ended after, one each", async () => {
+    await receiver.setMode("up");
+    const c = controller({ RUNWARDEN_BREAKER_PROBE_MS: "200", RUNWARDEN_BREAKER_PROBE_CAP_MS: "1000" });
+    await c.ready;
+    await h.emu.admin.setFault({ fault: { kind: "http_error", status: 502 } });
+    try {
+      // A run makes the controller call the provider; the 502 opens its breaker.
+      await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "alert-outage", agent: "planner", provider: "codex", turns: 1 }, { id: "test", role: "operator" });
+      const started = await waitFor("provider.outage_started delivered during the outage", async () => {
+        const e = await h.db.db.alertEvent.findFirst({ where: { type: "provider.outage_started" } });
+        return e && receiver.accepted.get(e.id) === 1 ? e : null;
+      }, 30_000);
+      expect(await h.db.db.alertEvent.count({ where: { type: "provider.outage_ended" } })).toBe(0);
+      expect((started.payload as { text: string }).text).toMatch(/^Runwarden: provider emulator unavailable since .*; runs wait for it/);
+    } finally {
+      await h.emu.admin.clearFaults();
+    }
+    const ended = await waitFor("provider.outage_ended delivered", async () => {
+      const e = await h.db.db.alertEvent.findFirst({ where: { type: "provider.outage_ended" } });
+      return e && receiver.accepted.get(e.id) === 1 ? e : null;
+    }, 30_000);
+    expect((ended.payload as { text: string }).text).toMatch(/^Runwarden: provider emulator is back after \d+ s/);
+    expect(await h.db.db.alertEvent.count({ where: { type: { in: ["provider.outage_started", "provider.outage_ended"] } } })).toBe(2);
+  }, 90_000);
+
   it("three controllers sending 150 events with the receiver up: each one request, never two at once", async () => {
     await receiver.setMode("up");
     const before = receiver.arrivals.length;
