@@ -99,12 +99,18 @@ async function sendOne(db: Db, c: Claimed, config: AlertSenderConfig, log: Logge
   return { deliveryId: c.id, attempts: c.attempts, verdict: verdict.verdict, recorded: written === 1 };
 }
 
-/** One pass: claims what is due and sends it. */
+/** Batches one pass sends at most, back to back, while each comes back full (a backlog after an incident). */
+const MAX_BATCHES_PER_PASS = 8;
+
+/** One pass: claims what is due and sends it, a batch at a time. */
 export async function deliverDueAlerts(db: Db, instanceId: string, config: AlertSenderConfig, log?: Logger): Promise<DeliveryResult[]> {
-  const claimed = await claimDueDeliveries(db, instanceId, config);
   const results: DeliveryResult[] = [];
-  await inLanes(claimed, claimed.length, async (c) => {
-    results.push(await sendOne(db, c, config, log));
-  });
+  for (let batch = 0; batch < MAX_BATCHES_PER_PASS; batch++) {
+    const claimed = await claimDueDeliveries(db, instanceId, config);
+    await inLanes(claimed, claimed.length, async (c) => {
+      results.push(await sendOne(db, c, config, log));
+    });
+    if (claimed.length < config.batch) break;
+  }
   return results;
 }

@@ -19,7 +19,7 @@ export type ControllerDeps = Omit<ControllerContext, "drain" | "breaker">;
 export const HEARTBEAT_MS = 2_000;
 
 /** The alert sender's pass at most this often (a due delivery waits at most this long past its time). */
-const ALERT_POLL_MS = 250;
+const ALERT_POLL_MS = 1_000;
 
 /**
  * One controller process: records its identity, recovers interrupted runs, executes
