@@ -24,6 +24,7 @@ export const NAV_ITEMS: NavItem[] = [
   { href: "/waves", label: "Waves" },
   { href: "/audit", label: "Audit" },
   { href: "/users", label: "Users", role: "admin" },
+  { href: "/alerts", label: "Alerts", role: "admin" },
 ];
 
 function isCurrent(pathname: string, href: string): boolean {

@@ -8,7 +8,7 @@ test("every page is accessible (axe: no serious or critical violation, light and
   const db = e2eDb();
   try {
     const anyRun = await db.run.findFirst({ orderBy: { createdAt: "desc" } });
-    const pages = ["/", "/runs", "/intents", "/orphans", "/evidence", "/waves", "/audit", "/users", ...(anyRun ? [`/runs/${anyRun.id}`] : [])];
+    const pages = ["/", "/runs", "/intents", "/orphans", "/evidence", "/waves", "/audit", "/users", "/alerts", ...(anyRun ? [`/runs/${anyRun.id}`] : [])];
     for (const path of pages) {
       await page.goto(path);
       await expect(page.getByRole("heading", { level: 1 })).toBeVisible();

@@ -147,6 +147,21 @@ const envSchema = z.object({
   RUNWARDEN_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   /** The address people reach the dashboard at (cookies and origin checks); default http://localhost:PORT. */
   RUNWARDEN_PUBLIC_URL: z.url().optional(),
+  /**
+   * Alerts (outgoing webhooks, README "Alerts"). With a URL, every controller upserts it at
+   * start as the instance's `env` endpoint (every event type); the secret signs each delivery
+   * (Standard Webhooks), generated and stored when unset.
+   */
+  RUNWARDEN_ALERT_WEBHOOK_URL: z.url().optional(),
+  RUNWARDEN_ALERT_WEBHOOK_SECRET: z.string().min(1).optional(),
+  /** A failed delivery is tried again after this long, doubling (with jitter) up to the cap, until RUNWARDEN_ALERT_MAX_ATTEMPTS. */
+  RUNWARDEN_ALERT_RETRY_BASE_MS: z.coerce.number().int().min(10).default(5_000),
+  RUNWARDEN_ALERT_RETRY_CAP_MS: z.coerce.number().int().min(10).default(10 * 60_000),
+  RUNWARDEN_ALERT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(1000).default(20),
+  /** Bound on one delivery request. */
+  RUNWARDEN_ALERT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  /** `orphans.cost_over` fires when the orphaned sandboxes' cost rate crosses this many USD per hour (unset: never). */
+  RUNWARDEN_ALERT_ORPHAN_COST_PER_HOUR: z.coerce.number().positive().optional(),
   /** The browser tests' dashboard port; their emulator listens on this + 700. */
   E2E_PORT: z.coerce.number().int().min(1).max(64000).default(3199),
   /** The database the browser tests' server uses (set by playwright.config.ts). */

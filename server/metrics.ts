@@ -91,5 +91,9 @@ export async function renderMetrics(db: Db): Promise<{ body: string; contentType
   // One statement over live runs (issue 34); a run stuck for several reasons counts under each.
   const stuck = gauge("runwarden_runs_stuck", "Live runs that are not moving, by reason (any: stuck for at least one)", ["reason"]);
   for (const [reason, n] of Object.entries(await countStuck(db, { all: true }))) stuck.set({ reason }, n);
+  // Alerts: one index scan (status, next_attempt_at). A growing `pending` is a receiver that is down; `failed` was given up.
+  const alerts = gauge("runwarden_alert_deliveries", "Alert deliveries by status (pending, delivered, failed)", ["status"]);
+  for (const status of ["pending", "delivered", "failed"]) alerts.set({ status }, 0);
+  for (const r of await db.alertDelivery.groupBy({ by: ["status"], _count: { _all: true } })) alerts.set({ status: r.status }, r._count._all);
   return { body: await registry.metrics(), contentType: registry.contentType };
 }

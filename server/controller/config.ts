@@ -1,3 +1,4 @@
+import type { AlertSenderConfig } from "../alerts/deliver";
 import type { Env } from "../env";
 import { TURN_DEADLINE_MARGIN_MS } from "../providers/runner";
 
@@ -40,6 +41,10 @@ export interface ControllerConfig {
   /** Due rows a sweep acts on at once (RUNWARDEN_SWEEP_LANES). */
   sweepLanes: number;
   crashAt: ReadonlySet<string>;
+  /** The alert outbox's sender (RUNWARDEN_ALERT_*). */
+  alerts: AlertSenderConfig;
+  /** RUNWARDEN_ALERT_WEBHOOK_URL / _SECRET: the endpoint upserted at start (null: none). */
+  alertWebhook: { url: string; secret: string | null } | null;
   /** Test-only: a recovery rule deliberately broken (see rules.ts). */
   breakRule: Env["RUNWARDEN_TEST_BREAK_RULE"] | null;
 }
@@ -75,6 +80,14 @@ export function controllerConfig(env: Env, overrides: Partial<ControllerConfig> 
     pageSize: 500,
     sweepLanes: env.RUNWARDEN_SWEEP_LANES,
     breakRule: env.RUNWARDEN_TEST_BREAK_RULE ?? null,
+    alerts: {
+      baseMs: env.RUNWARDEN_ALERT_RETRY_BASE_MS,
+      capMs: Math.max(env.RUNWARDEN_ALERT_RETRY_CAP_MS, env.RUNWARDEN_ALERT_RETRY_BASE_MS),
+      maxAttempts: env.RUNWARDEN_ALERT_MAX_ATTEMPTS,
+      timeoutMs: env.RUNWARDEN_ALERT_TIMEOUT_MS,
+      batch: 16,
+    },
+    alertWebhook: env.RUNWARDEN_ALERT_WEBHOOK_URL ? { url: env.RUNWARDEN_ALERT_WEBHOOK_URL, secret: env.RUNWARDEN_ALERT_WEBHOOK_SECRET ?? null } : null,
     crashAt: new Set((env.RUNWARDEN_CRASH_AT ?? "").split(",").map((s) => s.trim()).filter(Boolean)),
     ...overrides,
   };

@@ -1,3 +1,5 @@
+import { deliverDueAlerts } from "../alerts/deliver";
+import { upsertEnvEndpoint } from "../alerts/endpoints";
 import type { Run } from "../db/client";
 import { ensureInstance } from "../db/installation";
 import { compactRollups } from "../db/rollups";
@@ -22,6 +24,9 @@ export type ControllerDeps = Omit<ControllerContext, "drain" | "breaker">;
 /** How often a controller says it is alive; the silence window (RUNWARDEN_EXECUTOR_TIMEOUT_MS) is several of these. */
 export const HEARTBEAT_MS = 2_000;
 
+/** The alert sender's pass at most this often (a due delivery waits at most this long past its time). */
+const ALERT_POLL_MS = 1_000;
+
 /**
  * One controller process: records its identity, recovers interrupted runs, executes
  * queued ones, and sweeps on an interval. Several may share one database.
@@ -33,6 +38,8 @@ export class Controller {
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private ticking = false;
   private sweeping: Promise<SweepSummary[]> | null = null;
+  private alerting: Promise<unknown> | null = null;
+  private lastAlertPassAt = 0;
   private lastSweepAt = 0;
   private lastHeartbeatAt = 0;
   private stopped = false;
@@ -65,6 +72,10 @@ export class Controller {
         home: config.home,
       },
     });
+    if (config.alertWebhook) {
+      const { id, created } = await upsertEnvEndpoint(db, config.instanceId, config.alertWebhook.url, config.alertWebhook.secret, { id: `controller:${identity.bootId}`, role: "controller" });
+      this.ctx.log.info({ endpoint: id, created }, "alert endpoint from RUNWARDEN_ALERT_WEBHOOK_URL");
+    }
     this.ctx.log.info({ bootId: identity.bootId, pid: identity.pid, pidSpace: identity.pidSpace }, "controller booted");
   }
 
@@ -93,6 +104,16 @@ export class Controller {
       const now = Date.now();
       if (now - this.lastHeartbeatAt > HEARTBEAT_MS) await this.heartbeat();
       if (this.ctx.drain.signal.aborted) return;
+      // Alerts go out whatever the provider does (an outage is one of them); not awaited, one
+      // pass at a time, at most every ALERT_POLL_MS however fast the tick.
+      if (!this.alerting && now - this.lastAlertPassAt >= Math.max(this.ctx.config.pollMs, ALERT_POLL_MS)) {
+        this.lastAlertPassAt = now;
+        this.alerting = deliverDueAlerts(this.ctx.db, this.ctx.config.instanceId, this.ctx.config.alerts, this.ctx.log)
+          .catch((err: unknown) => this.ctx.log.error({ err: String(err) }, "alert delivery pass failed"))
+          .finally(() => {
+            this.alerting = null;
+          });
+      }
       // The provider is unavailable (§2.8): nothing is claimed, swept or recovered; runs wait
       // where they are until a probe (or a call in flight) finds it back.
       if (this.ctx.breaker?.open) return;
@@ -233,6 +254,8 @@ export class Controller {
     if (this.timer) clearTimeout(this.timer);
     if (this.heartbeatTimer) clearTimeout(this.heartbeatTimer);
     this.ctx.breaker?.stop();
+    // A delivery in flight finishes (bounded by its timeout) and records its answer.
+    await this.alerting;
     await this.ctx.db.controllerProcess
       .update({ where: { bootId: this.ctx.identity.bootId }, data: { stoppedAt: new Date(), stopReason: reason } })
       .catch(() => {});

@@ -1,3 +1,4 @@
+import { alertBreakerChange } from "../alerts/events";
 import { isProviderUnavailable, type RecoveryAttemptEvidence } from "../engine";
 import { failureOf, ProviderBreaker, type BreakerChange, type BreakerReading } from "../providers/breaker";
 import type { ControllerContext } from "./context";
@@ -53,13 +54,26 @@ export async function recordBreakerChange(ctx: ControllerContext, change: Breake
       );
       break;
   }
-  await ctx.db.controllerProcess.update({
-    where: { bootId: ctx.identity.bootId },
-    data: {
-      providerUnavailableSince: reading.unavailableSince ? new Date(reading.unavailableSince) : null,
-      providerLastError: reading.open ? reading.lastError : null,
-      providerNextProbeAt: reading.nextProbeAt ? new Date(reading.nextProbeAt) : null,
-    },
+  // The row and the outage's alert in one transaction: the alert reports exactly this change.
+  await ctx.db.$transaction(async (tx) => {
+    await tx.controllerProcess.update({
+      where: { bootId: ctx.identity.bootId },
+      data: {
+        providerUnavailableSince: reading.unavailableSince ? new Date(reading.unavailableSince) : null,
+        providerLastError: reading.open ? reading.lastError : null,
+        providerNextProbeAt: reading.nextProbeAt ? new Date(reading.nextProbeAt) : null,
+      },
+    });
+    await alertBreakerChange(tx, {
+      instanceId: ctx.config.instanceId,
+      bootId: ctx.identity.bootId,
+      provider: ctx.providerTarget,
+      change: change.to,
+      since: change.since,
+      at: change.to === "closed" ? change.at : new Date().toISOString(),
+      lastError: change.to === "closed" ? null : change.error,
+      liveWindowMs: ctx.config.executorTimeoutMs,
+    });
   });
 }
 

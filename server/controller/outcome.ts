@@ -1,3 +1,4 @@
+import { alertRunFailed } from "../alerts/events";
 import { databaseNow } from "../db/clock";
 import type { Prisma, RecoveryMode, Run } from "../db/client";
 import { classifyStartupFailure, restingFailure, type StartupFailureEvidence, type Verdict } from "../engine";
@@ -33,7 +34,7 @@ export async function finishRunFailed(
   // Fenced (§2.10): a controller that lost the run writes nothing, records nothing and releases nothing.
   const marked = await whileCurrent(ctx, run, async (tx) => {
     await land(ctx, tx, runId, extra.landing);
-    await tx.run.update({
+    const failed = await tx.run.update({
       where: { id: runId },
       data: {
         status: "failed",
@@ -54,6 +55,8 @@ export async function finishRunFailed(
       },
     });
     await appendEvent(tx, runId, "run_failed", ctx.identity.bootId, { code: rest.code, proof: verdict.kind, detail });
+    // The alert lands with the failure it reports, or not at all (a lost run writes neither).
+    await alertRunFailed(tx, failed, verdict.kind === "recovery_attempt");
     return markRunLeases(tx, runId);
   });
   await takeDownLeases(ctx, runId, marked);

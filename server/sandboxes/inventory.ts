@@ -1,4 +1,6 @@
+import { alertOrphanCost, orphanCostRate } from "../alerts/events";
 import type { Db } from "../db/client";
+import { env } from "../env";
 import { LABEL_KEYS } from "../providers/labels";
 import type { SandboxView } from "../providers/types";
 import type { Observer } from "../services/observer";
@@ -130,6 +132,8 @@ export async function refreshInventory(db: Db, observer: Observer, instanceId: s
       }
       const last = await tx.sandboxInventoryPass.findUnique({ where: { instanceId } });
       if (last && last.listedAt >= now) return null;
+      // The orphans' cost rate before this pass: orphans.cost_over fires when a pass crosses the threshold.
+      const before = await orphanCostRate(tx, instanceId);
       let sandboxes = 0;
       for await (const rows of judgeInventoryChunks(db, observer, instanceId, now, chunkSize)) {
         const chunk = JSON.stringify(rows);
@@ -147,6 +151,8 @@ export async function refreshInventory(db: Db, observer: Observer, instanceId: s
       await tx.$executeRaw`DELETE FROM sandbox_inventory WHERE instance_id = ${instanceId} AND seen_at < ${now}`;
       const pass = { listedAt: now, sandboxes, tookMs: Math.round(performance.now() - started) };
       await tx.sandboxInventoryPass.upsert({ where: { instanceId }, create: { instanceId, ...pass }, update: pass });
+      const after = await orphanCostRate(tx, instanceId);
+      await alertOrphanCost(tx, { instanceId, previousRatePerHour: before.ratePerHour, ...after, thresholdPerHour: env.RUNWARDEN_ALERT_ORPHAN_COST_PER_HOUR ?? null, passAt: now });
       return pass;
     },
     { timeout: PASS_TIMEOUT_MS, maxWait: 10_000 },

@@ -49,6 +49,13 @@ const POLICY: Record<string, Role> = {
   "plans.preview": "operator",
   "plans.confirm": "operator",
   "plans.get": "operator",
+  "alerts.list": "admin",
+  "alerts.create": "admin",
+  "alerts.update": "admin",
+  "alerts.setEnabled": "admin",
+  "alerts.delete": "admin",
+  "alerts.test": "admin",
+  "alerts.deliveries": "admin",
 };
 
 let h: ControllerHarness;

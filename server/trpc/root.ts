@@ -10,6 +10,7 @@ import { meRouter } from "./routers/me";
 import { overviewRouter } from "./routers/overview";
 import { liveRouter } from "./routers/live";
 import { plansRouter } from "./routers/plans";
+import { alertsRouter } from "./routers/alerts";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 export const appRouter = createTRPCRouter({
@@ -25,6 +26,7 @@ export const appRouter = createTRPCRouter({
   overview: overviewRouter,
   live: liveRouter,
   plans: plansRouter,
+  alerts: alertsRouter,
 });
 
 export type AppRouter = typeof appRouter;

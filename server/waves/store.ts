@@ -1,3 +1,4 @@
+import { alertWaveFailed } from "../alerts/events";
 import type { Db, Prisma } from "../db/client";
 import { AppError } from "../errors";
 import type { WavePlan } from "./plan";
@@ -49,6 +50,10 @@ export async function storeWaveReport(db: Db, report: WaveReport, options: { imp
           checks: { create: CHECK_IDS.map((check) => ({ check, ok: task.checks[check].ok, evidence: asJson(task.checks[check]) })) },
         },
       });
+    }
+    // A wave run here that failed (an imported report was run, and alerted, elsewhere).
+    if (!report.passed && !options.imported) {
+      await alertWaveFailed(tx, { id: report.id, instanceId: report.instanceId, companyId: report.companyId, seed: report.seed, tasks: report.tasks.length, failedTasks: report.tasks.filter((t) => !t.passed).length });
     }
   });
 }

@@ -1,0 +1,147 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { recordBreakerChange } from "../controller/outage";
+import type { Controller } from "../controller/controller";
+import { storeWaveReport } from "../waves/store";
+import type { WaveReport } from "../shared/wave-report";
+import { startControllerHarness, type ControllerHarness } from "../test/controller";
+import { alertOrphanCost, alertRunFailed, orphanCostRate } from "./events";
+
+/** The events' sources against PostgreSQL: one row per change however often it is reported, and deliveries by subscription. */
+
+let h: ControllerHarness;
+let a: Controller;
+let b: Controller;
+let all: string;
+let wavesOnly: string;
+let disabled: string;
+
+beforeAll(async () => {
+  h = await startControllerHarness();
+  [a, b] = [await h.controller(), await h.controller()];
+  const mk = (name: string, events: string[], enabled = true) =>
+    h.db.db.alertEndpoint.create({ data: { instanceId: "inst-a", name, url: `http://127.0.0.1:9/${name}`, secret: "whsec_c2VjcmV0c2VjcmV0c2VjcmV0", events, enabled, createdBy: "test" } });
+  all = (await mk("all", [])).id;
+  wavesOnly = (await mk("waves", ["wave.failed"])).id;
+  disabled = (await mk("off", [], false)).id;
+});
+afterAll(() => h.close());
+
+async function events(type: string) {
+  return h.db.db.alertEvent.findMany({ where: { type }, include: { deliveries: true }, orderBy: { createdAt: "asc" } });
+}
+
+const reading = (open: boolean, since: string | null) => ({ open, unavailableSince: since, lastError: open ? "ECONNREFUSED" : null, nextProbeAt: null, probes: 1 });
+
+describe("provider outage alerts", () => {
+  it("one outage seen by two controllers is one started and one ended alert", async () => {
+    const since = new Date().toISOString();
+    await recordBreakerChange(a.ctx, { to: "open", since, error: "ECONNREFUSED" }, reading(true, since));
+    await recordBreakerChange(b.ctx, { to: "open", since, error: "ECONNREFUSED" }, reading(true, since));
+    await recordBreakerChange(b.ctx, { to: "still_open", since, error: "ECONNREFUSED", probes: 2 }, reading(true, since));
+    expect(await events("provider.outage_started")).toHaveLength(1);
+    const at = new Date(Date.parse(since) + 61_000).toISOString();
+    await recordBreakerChange(a.ctx, { to: "closed", since, at, probes: 3, by: "probe" }, reading(false, null));
+    expect(await events("provider.outage_ended")).toHaveLength(0);
+    await recordBreakerChange(b.ctx, { to: "closed", since, at, probes: 3, by: "call" }, reading(false, null));
+    const [started] = await events("provider.outage_started");
+    const [ended] = await events("provider.outage_ended");
+    expect(started!.payload).toMatchObject({ type: "provider.outage_started", data: { provider: "emulator", since, lastError: "ECONNREFUSED" } });
+    expect(ended!.payload).toMatchObject({ type: "provider.outage_ended", data: { downSeconds: 61 } });
+    expect((ended!.payload as { text: string }).text).toContain("back after 61 s");
+    // Only the endpoint subscribed to every type, and enabled, gets them.
+    expect(started!.deliveries.map((d) => d.endpointId)).toEqual([all]);
+    // The controllers' rows say it as the breaker did.
+    const rows = await h.db.db.controllerProcess.findMany({ where: { bootId: { in: [a.ctx.identity.bootId, b.ctx.identity.bootId] } } });
+    expect(rows.every((r) => r.providerUnavailableSince === null)).toBe(true);
+  });
+});
+
+describe("run alerts", () => {
+  it("a failed run is one run.failed (and one run.recovery_exhausted when recovery gave up), however often written", async () => {
+    const run = { id: "3f0c3b53-5f59-4c3e-8d0f-5b7b1f1e2a11", instanceId: "inst-a", companyId: "co-1", taskId: "t-1", agent: "planner", failureCode: "native_recovery_attempts_exhausted", failureDetail: "recovery failed 5 times", owner: "board", canRetry: true, nextAction: "Retry", recoveryAttempts: 5 };
+    await Promise.all([alertRunFailed(h.db.db, run, true), alertRunFailed(h.db.db, run, true)]);
+    await h.db.db.$transaction((tx) => alertRunFailed(tx, run, true));
+    const failed = await h.db.db.alertEvent.findMany({ where: { dedupeKey: { in: [`run.failed:${run.id}`, `run.recovery_exhausted:${run.id}`] } }, include: { deliveries: true } });
+    expect(failed.map((e) => e.type).sort()).toEqual(["run.failed", "run.recovery_exhausted"]);
+    expect(failed.every((e) => e.deliveries.length === 1 && e.deliveries[0]!.endpointId === all)).toBe(true);
+    expect((failed.find((e) => e.type === "run.recovery_exhausted")!.payload as { text: string }).text).toContain("recovery gave up after 5 attempts");
+  });
+});
+
+describe("wave.failed", () => {
+  const report = (id: string, passed: boolean): WaveReport => ({
+    id,
+    seed: 7,
+    instanceId: "inst-a",
+    companyId: "co-wave",
+    startedAt: "2026-12-06T08:00:00.000Z",
+    finishedAt: "2026-12-06T08:01:00.000Z",
+    plan: { seed: 7, tasks: [], kills: [], concurrency: 2 },
+    passed,
+    orphanSandboxes: [],
+    reclaims: [],
+    decoys: [],
+    events: [],
+    tasks: [true, passed].map((ok, i) => ({
+      id: `t0${i + 1}`,
+      taskId: `${id}-t0${i + 1}`,
+      passed: ok,
+      restartCrossing: true,
+      runs: [],
+      failureCodes: [],
+      retriesNeeded: 0,
+      checks: Object.fromEntries(["R1", "R2", "R3", "R4", "R5", "R6"].map((c) => [c, { ok, detail: ok ? "fine" : "broken" }])) as WaveReport["tasks"][number]["checks"],
+    })),
+    kills: [],
+    faults: [],
+  });
+
+  it("a wave that failed here alerts once, to every-type and wave subscribers; a passed or imported one does not", async () => {
+    await storeWaveReport(h.db.db, report("w-20261206T080000-s7", false));
+    await storeWaveReport(h.db.db, report("w-20261206T080000-s7", false));
+    await storeWaveReport(h.db.db, report("w-20261206T090000-s7", true));
+    await storeWaveReport(h.db.db, report("w-20261206T100000-s7", false), { imported: true });
+    const waves = await events("wave.failed");
+    expect(waves).toHaveLength(1);
+    expect(waves[0]!.payload).toMatchObject({ data: { waveId: "w-20261206T080000-s7", tasks: 2, failedTasks: 1 } });
+    expect(waves[0]!.deliveries.map((d) => d.endpointId).sort()).toEqual([all, wavesOnly].sort());
+    expect(waves[0]!.deliveries.some((d) => d.endpointId === disabled)).toBe(false);
+  });
+});
+
+describe("orphans.cost_over", () => {
+  async function plant(rates: number[]) {
+    await h.db.db.sandboxInventory.deleteMany({ where: { instanceId: "inst-a" } });
+    await h.db.db.sandboxInventory.createMany({
+      data: rates.map((r, i) => ({
+        instanceId: "inst-a",
+        sandboxId: `sb-${i}`,
+        name: `rw-create-${i}`,
+        labels: {},
+        state: "started",
+        createdAt: new Date(),
+        cpu: 1,
+        memory: 1,
+        disk: 1,
+        hourlyCost: r,
+        verdict: "unrecorded",
+        orphanSince: new Date(),
+        accruedCost: 0,
+        seenAt: new Date(),
+      })),
+    });
+  }
+
+  it("fires once per crossing of the threshold over the stored inventory, not per pass", async () => {
+    let previous = 0;
+    for (const [i, rates] of [[1, 2], [5, 6], [5, 7], [1], [6, 6]].entries()) {
+      await plant(rates);
+      const now = await orphanCostRate(h.db.db, "inst-a");
+      await alertOrphanCost(h.db.db, { instanceId: "inst-a", previousRatePerHour: previous, ...now, thresholdPerHour: 10, passAt: new Date(Date.UTC(2026, 11, 6, 9, i)) });
+      previous = now.ratePerHour;
+    }
+    const fired = await events("orphans.cost_over");
+    expect(fired.map((e) => (e.payload as { data: { ratePerHour: number } }).data.ratePerHour)).toEqual([11, 12]);
+    expect((fired[0]!.payload as { text: string }).text).toBe("Runwarden: orphaned sandboxes cost $11.00/h, over the $10.00/h threshold (2 orphans). http://localhost:3000/orphans");
+  });
+});

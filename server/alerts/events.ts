@@ -1,0 +1,126 @@
+import type { Db, Prisma } from "../db/client";
+import { crossedCostThreshold, judgeOutageAlert, type RunAlertData } from "../engine/alerts";
+import { dashboardLink, emitAlert } from "./outbox";
+
+/**
+ * The events, each written in the transaction of the change it reports, each with a dedupe
+ * key naming that change (so two controllers, or a retried transaction, write one row).
+ */
+
+type Tx = Db | Prisma.TransactionClient;
+
+/** What a failed run's row says (the run as `finishRunFailed` just wrote it). */
+export interface FailedRun {
+  id: string;
+  instanceId: string;
+  companyId: string;
+  taskId: string;
+  agent: string;
+  failureCode: string | null;
+  failureDetail: string | null;
+  owner: string;
+  canRetry: boolean;
+  nextAction: string | null;
+  recoveryAttempts: number;
+}
+
+/** run.failed for every run that ends failed; run.recovery_exhausted too when recovery gave up on it. */
+export async function alertRunFailed(tx: Tx, run: FailedRun, recoveryExhausted: boolean): Promise<void> {
+  const data: RunAlertData = {
+    runId: run.id,
+    companyId: run.companyId,
+    taskId: run.taskId,
+    agent: run.agent,
+    code: run.failureCode ?? "unknown",
+    owner: run.owner,
+    canRetry: run.canRetry,
+    nextAction: run.nextAction,
+    detail: run.failureDetail ?? "",
+    url: dashboardLink(`/runs/${run.id}`),
+  };
+  await emitAlert(tx, run.instanceId, { type: "run.failed", data }, `run.failed:${run.id}`);
+  if (recoveryExhausted) {
+    await emitAlert(tx, run.instanceId, { type: "run.recovery_exhausted", data: { ...data, attempts: run.recoveryAttempts } }, `run.recovery_exhausted:${run.id}`);
+  }
+}
+
+/**
+ * A breaker change of one controller, as an instance-wide outage (`judgeOutageAlert`): the
+ * other live controllers' breakers are read under an advisory lock, so two controllers that
+ * open at once raise one `provider.outage_started`.
+ */
+export async function alertBreakerChange(
+  tx: Prisma.TransactionClient,
+  input: { instanceId: string; bootId: string; provider: string; change: "open" | "still_open" | "closed"; since: string; at: string; lastError: string | null; liveWindowMs: number },
+): Promise<void> {
+  if (input.change === "still_open") return;
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`alerts:outage:${input.instanceId}`}))`;
+  const [row] = await tx.$queryRaw<Array<{ n: number }>>`
+    SELECT count(*)::int AS n FROM controller_processes
+    WHERE instance_id = ${input.instanceId} AND boot_id <> ${input.bootId} AND stopped_at IS NULL
+      AND provider_unavailable_since IS NOT NULL AND last_seen_at > now() - make_interval(secs => ${input.liveWindowMs / 1000})`;
+  const type = judgeOutageAlert(input.change, row?.n ?? 0);
+  const url = dashboardLink("/");
+  switch (type) {
+    case "provider.outage_started":
+      await emitAlert(
+        tx,
+        input.instanceId,
+        { type, data: { provider: input.provider, since: input.since, lastError: input.lastError, controller: input.bootId, url } },
+        `${type}:${input.instanceId}:${input.bootId}:${input.since}`,
+      );
+      return;
+    case "provider.outage_ended": {
+      const downSeconds = Math.max(0, Math.round((Date.parse(input.at) - Date.parse(input.since)) / 1000));
+      await emitAlert(
+        tx,
+        input.instanceId,
+        { type, data: { provider: input.provider, since: input.since, endedAt: input.at, downSeconds, controller: input.bootId, url } },
+        `${type}:${input.instanceId}:${input.bootId}:${input.at}`,
+      );
+      return;
+    }
+    case null:
+      return;
+  }
+}
+
+/** The orphans' cost rate of the inventory as stored (USD per hour), and how many orphans. */
+export async function orphanCostRate(tx: Tx, instanceId: string): Promise<{ ratePerHour: number; orphans: number }> {
+  const [row] = await tx.$queryRaw<Array<{ rate: number | null; n: number }>>`
+    SELECT sum(hourly_cost)::float8 AS rate, count(*)::int AS n FROM sandbox_inventory WHERE instance_id = ${instanceId} AND verdict IS NOT NULL`;
+  return { ratePerHour: row?.rate ?? 0, orphans: row?.n ?? 0 };
+}
+
+/** orphans.cost_over, once per crossing: the pass before was under the threshold, this one is at or over it. */
+export async function alertOrphanCost(
+  tx: Tx,
+  input: { instanceId: string; previousRatePerHour: number; ratePerHour: number; orphans: number; thresholdPerHour: number | null; passAt: Date },
+): Promise<void> {
+  if (!crossedCostThreshold(input.previousRatePerHour, input.ratePerHour, input.thresholdPerHour) || input.thresholdPerHour === null) return;
+  await emitAlert(
+    tx,
+    input.instanceId,
+    {
+      type: "orphans.cost_over",
+      data: {
+        ratePerHour: input.ratePerHour,
+        thresholdPerHour: input.thresholdPerHour,
+        previousRatePerHour: input.previousRatePerHour,
+        orphans: input.orphans,
+        url: dashboardLink("/orphans"),
+      },
+    },
+    `orphans.cost_over:${input.instanceId}:${input.passAt.toISOString()}`,
+  );
+}
+
+/** wave.failed, once per wave. */
+export async function alertWaveFailed(tx: Tx, wave: { id: string; instanceId: string; companyId: string; seed: number; tasks: number; failedTasks: number }): Promise<void> {
+  await emitAlert(
+    tx,
+    wave.instanceId,
+    { type: "wave.failed", data: { waveId: wave.id, companyId: wave.companyId, seed: wave.seed, tasks: wave.tasks, failedTasks: wave.failedTasks, url: dashboardLink(`/waves/${wave.id}`) } },
+    `wave.failed:${wave.id}`,
+  );
+}
