@@ -5,7 +5,7 @@ import { parseAsString, useQueryState } from "nuqs";
 import { useState } from "react";
 import { toast } from "../toast";
 import { useTRPC } from "@/trpc/react";
-import { buttonClass, Empty, ErrorNotice, inputClass, Loading, Section, TableWrap, tableClass, thClass } from "../ui";
+import { buttonClass, Empty, ErrorNotice, inputClass, Loading, Section, tableClass, TableHead, TableWrap } from "../ui";
 import { DeliveryLog } from "./delivery-log";
 import { EndpointForm } from "./endpoint-form";
 import { EndpointRow } from "./endpoint-row";
@@ -31,15 +31,7 @@ export function AlertsView() {
         ) : (
           <TableWrap label="Alert endpoints">
             <table className={tableClass} data-testid="endpoints-table">
-              <thead className="bg-zinc-50 dark:bg-zinc-900">
-                <tr>
-                  {COLUMNS.map((h) => (
-                    <th key={h} scope="col" className={thClass}>
-                      {h}
-                    </th>
-                  ))}
-                </tr>
-              </thead>
+              <TableHead columns={COLUMNS} />
               <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
                 {endpoints.data.map((e) => (
                   <EndpointRow

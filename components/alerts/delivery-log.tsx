@@ -2,7 +2,7 @@
 
 import { useQuery } from "@tanstack/react-query";
 import { useTRPC } from "@/trpc/react";
-import { Badge, Empty, ErrorNotice, Loading, RelativeTime, TableWrap, tableClass, tdClass, thClass, type Tone } from "../ui";
+import { Badge, Empty, ErrorNotice, Loading, RelativeTime, tableClass, TableHead, TableWrap, tdClass, type Tone } from "../ui";
 
 const COLUMNS = ["Event", "Status", "Attempts", "Last answer", "Next attempt", "Delivered", "Created"] as const;
 
@@ -23,15 +23,7 @@ export function DeliveryLog({ endpointId }: { endpointId: string }) {
   return (
     <TableWrap label="Deliveries to this endpoint">
       <table className={tableClass} data-testid="delivery-log">
-        <thead className="bg-zinc-50 dark:bg-zinc-900">
-          <tr>
-            {COLUMNS.map((h) => (
-              <th key={h} scope="col" className={thClass}>
-                {h}
-              </th>
-            ))}
-          </tr>
-        </thead>
+        <TableHead columns={COLUMNS} />
         <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
           {log.data.map((d) => (
             <tr key={d.id} data-testid="delivery-row" data-status={d.status}>

@@ -7,7 +7,7 @@ import { assertNever, type StuckReason } from "@/server/shared/engine";
 import { LIVE } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
-import { Badge, Empty, ErrorNotice, linkClass, Loading, Pager, RelativeTime, Section, shortId, statusTone, TableWrap, tableClass, tdClass, thClass } from "../ui";
+import { Badge, Empty, ErrorNotice, linkClass, Loading, Pager, RelativeTime, Section, shortId, statusTone, tableClass, TableHead, TableWrap, tdClass } from "../ui";
 import { toStuckInput } from "./search-params";
 
 type Output = RouterOutputs["runs"]["stuck"];
@@ -108,15 +108,7 @@ export function StuckRunsTable({ rows }: { rows: Output["items"] }) {
   return (
     <TableWrap label="Stuck runs">
       <table className={tableClass} data-testid="stuck-table">
-        <thead className="bg-zinc-50 dark:bg-zinc-900">
-          <tr>
-            {HEADERS.map((h) => (
-              <th key={h} scope="col" className={thClass}>
-                {h}
-              </th>
-            ))}
-          </tr>
-        </thead>
+        <TableHead columns={HEADERS} />
         <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
           {rows.map((r) => (
             <tr key={r.id} data-run-id={r.id} className="hover:bg-zinc-50 dark:hover:bg-zinc-900">

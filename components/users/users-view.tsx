@@ -6,7 +6,7 @@ import { toast } from "../toast";
 import { ROLES, type Role } from "@/server/shared/roles";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
-import { buttonClass, Empty, ErrorNotice, inputClass, Loading, Section, TableWrap, tableClass, thClass } from "../ui";
+import { buttonClass, Empty, ErrorNotice, inputClass, Loading, Section, tableClass, TableHead, TableWrap } from "../ui";
 import { parseCompanies, PersonRow } from "./person-row";
 
 export { parseCompanies };
@@ -37,15 +37,7 @@ export function UsersView() {
         ) : (
           <TableWrap label="People who can sign in">
             <table className={tableClass} data-testid="users-table">
-              <thead className="bg-zinc-50 dark:bg-zinc-900">
-                <tr>
-                  {COLUMNS.map((h) => (
-                    <th key={h} scope="col" className={thClass}>
-                      {h}
-                    </th>
-                  ))}
-                </tr>
-              </thead>
+              <TableHead columns={COLUMNS} />
               <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
                 {users.data.map((u) => (
                   <PersonRow key={u.id} person={u} columns={COLUMNS.length} />
