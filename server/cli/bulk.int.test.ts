@@ -1,27 +1,14 @@
 import crypto from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
+import { inProcessCli } from "../test/cli";
 import { withTestDatabase } from "../test/context";
-import type { CliIO } from "./io";
-import { runCli } from "./program";
 
 /** `runwarden run retry --failure-code … --dry-run` then `--plan … --confirm …`, in-process against a real database. */
 
 const t = withTestDatabase();
 const CODE = "native_provider_startup_rejected";
 
-async function cli(...argv: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CliIO = {
-    stdout: (s) => void out.push(s),
-    stderr: (s) => void err.push(s),
-    readStdin: () => Promise.resolve(""),
-    readFile: () => Promise.reject(new Error("no files here")),
-    db: t.current.db,
-  };
-  const code = await runCli(argv, io);
-  return { code, out: out.join(""), err: err.join("") };
-}
+const cli = inProcessCli(() => t.current.db);
 
 const ids: string[] = [];
 beforeAll(async () => {

@@ -2,28 +2,15 @@ import os from "node:os";
 import { describe, expect, it } from "vitest";
 import { scopeOf } from "../shared/roles";
 import { addUser } from "../auth/users";
+import { inProcessCli } from "../test/cli";
 import { withTestDatabase } from "../test/context";
-import type { CliIO } from "./io";
-import { runCli } from "./program";
 
 /** `runwarden user …` and `run …` in-process against a real database: same rules as /users, every mutation audited. */
 
 const t = withTestDatabase();
 const MACHINE = `cli:${os.userInfo().username}`;
 
-async function cli(...argv: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CliIO = {
-    stdout: (s) => void out.push(s),
-    stderr: (s) => void err.push(s),
-    readStdin: () => Promise.resolve(""),
-    readFile: () => Promise.reject(new Error("no files here")),
-    db: t.current.db,
-  };
-  const code = await runCli(argv, io);
-  return { code, out: out.join(""), err: err.join("") };
-}
+const cli = inProcessCli(() => t.current.db);
 
 const lastAudit = (where: { action: string; actor?: string }) => t.current.db.auditEntry.findFirstOrThrow({ where, orderBy: { id: "desc" } });
 

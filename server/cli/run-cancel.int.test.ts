@@ -2,9 +2,8 @@ import os from "node:os";
 import { describe, expect, it } from "vitest";
 import { addUser } from "../auth/users";
 import { scopeOf } from "../shared/roles";
+import { inProcessCli } from "../test/cli";
 import { withTestDatabase } from "../test/context";
-import type { CliIO } from "./io";
-import { runCli } from "./program";
 
 /**
  * `runwarden run cancel` in-process against a real database (DOMAIN.md §2.11): the same
@@ -16,19 +15,7 @@ import { runCli } from "./program";
 const t = withTestDatabase();
 const MACHINE = `cli:${os.userInfo().username}`;
 
-async function cli(...argv: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CliIO = {
-    stdout: (s) => void out.push(s),
-    stderr: (s) => void err.push(s),
-    readStdin: () => Promise.resolve(""),
-    readFile: () => Promise.reject(new Error("no files here")),
-    db: t.current.db,
-  };
-  const code = await runCli(argv, io);
-  return { code, out: out.join(""), err: err.join("") };
-}
+const cli = inProcessCli(() => t.current.db);
 
 async function submitted(task: string, company = "co-a"): Promise<string> {
   const r = await cli("run", "submit", "--company", company, "--task", task, "--agent", "a", "--json");
