@@ -69,7 +69,7 @@ test("a board member retries their company's run, and another company's run does
   const db = e2eDb();
   const context = await browser.newContext({ storageState: stateFile("board") });
   try {
-    const own = await rejectedRun(db, baseURL, page.request, BOARD_COMPANY);
+    const own = await rejectedRun(db, baseURL, page.request, BOARD_COMPANY, 1);
     const other = await rejectedRun(db, baseURL, page.request);
     const board = await context.newPage();
 

@@ -94,9 +94,16 @@ export async function eventually<T>(what: string, check: () => Promise<T | null 
  * label, so it is in place before the controller's first poll. `request` submits the run
  * (it needs the operator role).
  */
-export async function rejectedRun(db: Db, baseURL: string | undefined, request: APIRequestContext, companyId = `co-e2e-reject-${tag()}`): Promise<{ id: string; companyId: string; taskId: string }> {
+export async function rejectedRun(
+  db: Db,
+  baseURL: string | undefined,
+  request: APIRequestContext,
+  companyId = `co-e2e-reject-${tag()}`,
+  /** A shared company (the board's) is rejected once only, so later specs' runs there start. */
+  times?: number,
+): Promise<{ id: string; companyId: string; taskId: string }> {
   const t = tag();
-  await setFault(baseURL, { match: { labels: { "runwarden.company": companyId } }, fault: { kind: "reject" } });
+  await admin(baseURL, "/admin/faults", { match: { labels: { "runwarden.company": companyId } }, fault: { kind: "reject" }, ...(times ? { times } : {}) });
   const run = await trpcMutation<{ id: string }>(request, "runs.create", { companyId, taskId: `task-reject-${t}`, agent: "planner", provider: "codex", target: "remote", sandboxMode: "warm", turns: 1 });
   await eventually("the startup rejection", async () => (await db.run.findUniqueOrThrow({ where: { id: run.id } })).status === "failed");
   return { id: run.id, companyId, taskId: `task-reject-${t}` };
