@@ -146,7 +146,7 @@ describe("Cancel of a run mid-turn", () => {
     cancelled();
     await c.idle();
     await c.stop("test");
-    expect(lines.map((l) => l.msg)).toContain("run lost to another controller");
+    expect(lines.map((l) => l.msg)).toContain("run lost: taken over by another controller or cancelled");
     expect(lines.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([]);
     expect(await run(r.id)).toMatchObject({ status: "cancelled", recoveryAttempts: 0, recoveryErrors: null });
     expect((await afterCancel(r.id)).later).toEqual(["sandbox_destroyed"]);

@@ -205,7 +205,7 @@ export class Controller {
         // failed because of the takeover (a Cancel destroyed the sandbox mid-turn, §2.11) is the
         // same loss, not the run's failure: nothing is counted, logged as a bug or recovered.
         if (isRunLost(err) || (await takenOver(this.ctx, claimed))) {
-          this.ctx.log.warn({ runId, err: err instanceof Error ? err.message : String(err) }, "run lost to another controller");
+          this.ctx.log.warn({ runId, err: err instanceof Error ? err.message : String(err) }, "run lost: taken over by another controller or cancelled");
           return;
         }
         // A failed attempt is counted and judged (§2.8): the run is let go with a back-off so

@@ -15,7 +15,7 @@ export class RunLost extends Error {
     readonly runId: string,
     readonly epoch: number,
   ) {
-    super(`run ${runId}: executor epoch ${epoch} is no longer current (another controller took the run over)`);
+    super(`run ${runId}: executor epoch ${epoch} is no longer current (another controller took the run over, or a person cancelled it)`);
   }
 }
 
