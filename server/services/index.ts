@@ -9,6 +9,8 @@ import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "../contr
 export { sweepSummarySchema, type SweepSummary } from "../controller/sweeps";
 import { teardownLease } from "../controller/teardown";
 import { cancelRun, type CancelOutcome } from "../controller/cancel";
+import { takeForecast } from "../controller/forecast";
+import type { Forecast } from "../shared/forecast";
 
 /** What one Cancel did (§2.11); the controller's answer, the tRPC output and the CLI share it. */
 export { cancelOutcomeSchema, CANCEL_REASON_MAX, type CancelOutcome } from "../controller/cancel";
@@ -41,6 +43,12 @@ export interface Services {
    * ended one (cancelled included: two tabs, a bulk plan and a person) is `refused`.
    */
   cancelRun(scope: CompanyScope, actor: Actor, runId: string, options: { reason?: string; planId?: string }): Promise<CancelOutcome>;
+  /**
+   * The restart forecast (§2.12): what a controller restarted now would do to each run that
+   * is not terminal (in scope, or the given ids), judged by the engine on evidence read
+   * without claiming, writing or changing any runner. Stores nothing.
+   */
+  takeForecast(scope: CompanyScope, options?: { runIds?: string[]; onProgress?: (done: number, total: number) => void }): Promise<Forecast>;
 }
 
 export type SweepKind = "all" | "creation_intents" | "teardown";
@@ -84,5 +92,6 @@ export function servicesOf(ctx: ControllerContext): Services {
     executeReclaim: (scope, actor, input) => executeReclaim(db, ctx, scope, instanceId, actor, input),
     destroyUnrecorded: (scope, actor, input) => destroyUnrecorded(db, ctx, scope, instanceId, actor, input),
     cancelRun: (scope, actor, runId, options) => cancelRun(ctx, scope, actor, runId, options),
+    takeForecast: (scope, options) => takeForecast(ctx, scope, options),
   };
 }
