@@ -19,6 +19,8 @@ describe("actualRoute: the restart's route from its proofs", () => {
     expect(actualRoute([restart(p("recovery_route", "next_turn_sandbox"))], running)?.route.path).toBe("next_turn_sandbox");
     expect(actualRoute([restart(p("recovery_route", "finish"))], running)?.route.path).toBe("finish");
     expect(actualRoute([restart(p("recovery_route", "recover_session"), p("recovery_attempt", "wait"))], running)?.route.path).toBe("wait_for_provider");
+    expect(actualRoute([restart(p("recovery_route", "recover_session"), p("stopped_sandbox", "start_sandbox"))], running)?.route.path).toBe("start_sandbox");
+    expect(actualRoute([restart(p("recovery_route", "recover_session"), p("stopped_sandbox", "wait"))], running)?.route.path).toBe("wait_for_sandbox");
   });
 
   it("an end carries the deciding proof's code and the code the run rests in", () => {

@@ -96,6 +96,8 @@ function restartStep(proofs: readonly RestartProof[]): Step {
         break; // read_runner, recover_session, recover_bootstrap: a later proof decides
       case "stopped_sandbox":
         if (p.verdict === "end_run") return ends(p);
+        if (p.verdict === "start_sandbox") return continues("start_sandbox", p);
+        if (p.verdict === "wait") return continues("wait_for_sandbox", p);
         break;
       case "lease_binding":
         if (p.verdict === "refused") return ends(p);

@@ -1,33 +1,14 @@
 import { writeAudit, type Actor } from "../audit/write";
 import type { Db, Prisma } from "../db/client";
+import type { Forecast } from "../shared/forecast";
 import type { CompanyScope } from "../shared/roles";
 
 /** Where a stored forecast was taken from. */
 export const FORECAST_SOURCES = ["cli", "console", "wave", "api"] as const;
 export type ForecastSource = (typeof FORECAST_SOURCES)[number];
 
-/**
- * What is stored of a forecast: the shape `takeForecast` answers (server/shared/forecast.ts),
- * only the fields kept. Structural, so the stored copy never re-declares the forecast.
- */
-export interface ForecastToStore {
-  durationMs: number;
-  runs: ReadonlyArray<{
-    runId: string;
-    status: string;
-    phase: string | null;
-    executorBootId: string | null;
-    executorEpoch: number;
-    prediction: "continues" | "ends" | "operator";
-    path: string | null;
-    code: string | null;
-    owner: string | null;
-    canRetry: boolean | null;
-    reason: string;
-    proofs: unknown;
-    evidence: unknown;
-  }>;
-}
+/** What is stored of a forecast: `takeForecast`'s answer (its `takenAt` is the row's `created_at`). */
+export type ForecastToStore = Pick<Forecast, "durationMs" | "runs">;
 
 export interface StoreForecastOptions {
   instanceId: string;
