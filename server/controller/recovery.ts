@@ -289,7 +289,7 @@ export async function recoverRun(ctx: ControllerContext, run: Run, status: Execu
 }
 
 /** The highest seq the runner recorded as processed; null when it processed none, undefined when a record cannot be read (not known). */
-function lastProcessedSeq(state: RunnerState): number | null | undefined {
+export function lastProcessedSeq(state: RunnerState): number | null | undefined {
   let last: number | null = null;
   for (const c of state.processedCommands) {
     const parsed = processedCommandSchema.safeParse(c);
@@ -320,7 +320,7 @@ async function giveBackTurnSandbox(ctx: ControllerContext, run: Run, lease: Envi
 }
 
 /** Start attempts recovery makes on one sandbox before the run ends (issue 11). */
-const MAX_SANDBOX_START_ATTEMPTS = 2;
+export const MAX_SANDBOX_START_ATTEMPTS = 2;
 
 /**
  * The start attempts already made on this run's sandbox since it last came up, across all
@@ -329,7 +329,7 @@ const MAX_SANDBOX_START_ATTEMPTS = 2;
  * sandbox that never starts would be tried for ever. A start that brought it up ends the
  * count (a later stop, hours on, has its own budget).
  */
-async function sandboxStartAttempts(ctx: ControllerContext, runId: string, sandboxId: string): Promise<number> {
+export async function sandboxStartAttempts(ctx: ControllerContext, runId: string, sandboxId: string): Promise<number> {
   const attempts = await ctx.db.runEvent.findMany({
     where: { runId, type: "sandbox_start_attempted", data: { path: ["sandboxId"], equals: sandboxId } },
     orderBy: { id: "desc" },

@@ -31,6 +31,8 @@ export const DEMO_MARKER_FILE = "runwarden-demo-marker.txt";
 /** In a real sandbox every runner listens here (its own network), so a second live runner cannot bind (seed 001). */
 export const RUNNER_INGRESS_PORT = 43127;
 const RESULT_PREFIX = "RUNWARDEN_RESULT ";
+/** What `peekProcess` prints when the sandbox has a procfs. */
+const PROCFS_MARK = "RUNWARDEN_PROCFS";
 
 // The runner's vocabulary is the engine's (DOMAIN.md §1), defined once there.
 import { PROVIDER_FAILURE_KINDS, RUNNER_LIFECYCLES } from "../engine/schemas";
@@ -227,6 +229,13 @@ export interface RunnerClient {
   process(sandboxId: string, options?: RunnerCallOptions): Promise<RunnerProcess>;
   /** runner-state.json, or null when there is none. */
   readState(sandboxId: string, options?: RunnerCallOptions): Promise<RunnerState | null>;
+  /**
+   * A read-only look at one process in the sandbox for the restart forecast (§2.12): its
+   * `/proc/PID/stat` line (null when there is none) and whether the sandbox has a procfs.
+   * Unlike `process` it uploads nothing and runs no runnerd: one `cat` through
+   * `process/execute`, which writes nothing and changes no runner.
+   */
+  peekProcess(sandboxId: string, pid: number, options?: RunnerCallOptions): Promise<{ procfs: boolean; stat: string | null }>;
 }
 
 export interface HttpRunnerClientOptions {
@@ -423,6 +432,21 @@ export class HttpRunnerClient implements RunnerClient {
 
   async process(sandboxId: string, options: RunnerCallOptions = {}): Promise<RunnerProcess> {
     return validate("runnerd ctl process", await this.runnerd(sandboxId, "runnerd ctl process", ["ctl", "process"], options), processResultSchema).process;
+  }
+
+  async peekProcess(sandboxId: string, pid: number, options: RunnerCallOptions = {}): Promise<{ procfs: boolean; stat: string | null }> {
+    const operation = `process/execute cat /proc/${pid}/stat`;
+    const httpTimeoutMs = options.timeoutMs ?? this.timeoutMs;
+    const command = `cat /proc/${Math.trunc(pid)}/stat 2>/dev/null; echo; [ -r /proc/self/stat ] && echo ${PROCFS_MARK}`;
+    const res = await this.toolbox(sandboxId, "POST", "process/execute", operation, options, {
+      body: { command, timeout: Math.max(1, Math.floor(httpTimeoutMs / 1000) - 2) },
+      timeoutMs: httpTimeoutMs,
+    });
+    if (res.status === 408) throw new ProviderError("timeout", operation, "the command did not finish in time (HTTP 408)", { status: 408 });
+    if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
+    const lines = validate(operation, decodeJson(operation, res), executeAnswerSchema, "the process/execute answer").result.split("\n");
+    const stat = lines.find((l) => l.startsWith(`${Math.trunc(pid)} (`)) ?? null;
+    return { procfs: lines.some((l) => l.trim() === PROCFS_MARK), stat };
   }
 
   /** runner-state.json through `files/download`; a 404 is "no state" only when the sandbox answers /version right after. */
