@@ -9,7 +9,7 @@ import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "../contr
 export { sweepSummarySchema, type SweepSummary } from "../controller/sweeps";
 import { teardownLease } from "../controller/teardown";
 import { cancelRun, type CancelOutcome } from "../controller/cancel";
-import { takeForecast } from "../controller/forecast";
+import { takeForecast, type ForecastOptions } from "../controller/forecast";
 import type { Forecast } from "../shared/forecast";
 
 /** What one Cancel did (§2.11); the controller's answer, the tRPC output and the CLI share it. */
@@ -48,7 +48,7 @@ export interface Services {
    * is not terminal (in scope, or the given ids), judged by the engine on evidence read
    * without claiming, writing or changing any runner. Stores nothing.
    */
-  takeForecast(scope: CompanyScope, options?: { runIds?: string[]; onProgress?: (done: number, total: number) => void }): Promise<Forecast>;
+  takeForecast(scope: CompanyScope, options?: ForecastOptions): Promise<Forecast>;
 }
 
 export type SweepKind = "all" | "creation_intents" | "teardown";

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import type { CliIO } from "../io";
 import { registerDecide } from "./decide";
+import { registerForecast } from "./forecast";
 import { registerRun } from "./run";
 import { registerUser } from "./user";
 
@@ -8,4 +9,4 @@ import { registerUser } from "./user";
 export type RegisterCommand = (program: Command, io: CliIO) => void;
 
 /** Every subcommand, one file each; add new ones here. */
-export const COMMANDS: readonly RegisterCommand[] = [registerDecide, registerRun, registerUser];
+export const COMMANDS: readonly RegisterCommand[] = [registerDecide, registerForecast, registerRun, registerUser];
