@@ -36,8 +36,7 @@ export async function runForecastCheck(io: CliIO, opts: ForecastCheckOptions): P
       take: 10_000,
     });
     const counts = { held: 0, differed: 0, notRestarted: 0, waiting: 0 };
-    const byForecast = new Map<string, { id: string; createdAt: string; source: string; takenBy: string; runs: unknown[] }>();
-    const lines: string[] = [];
+    const byForecast = new Map<string, { id: string; createdAt: string; source: string; takenBy: string; runs: Array<{ runId: string; outcome: string; forecast: string; actual: string; differences: Array<{ field: string; forecast: unknown; actual: unknown }>; checkedAt: string | null }> }>();
     for (const r of rows) {
       if (r.outcome === "held") counts.held += 1;
       else if (r.outcome === "differed") counts.differed += 1;
@@ -47,15 +46,19 @@ export async function runForecastCheck(io: CliIO, opts: ForecastCheckOptions): P
       const f = byForecast.get(r.forecastId) ?? { id: r.forecastId, createdAt: r.forecast.createdAt.toISOString(), source: r.forecast.source, takenBy: r.forecast.takenBy, runs: [] };
       byForecast.set(r.forecastId, f);
       const check = (r.actual ?? {}) as { actual?: { prediction: string; path: string | null; code: string | null; restingCode: string | null } | null; differences?: Array<{ field: string; forecast: unknown; actual: unknown }> };
-      const forecast = describe(r.prediction, r.path, r.code);
       const actual = check.actual ? describe(check.actual.prediction, check.actual.path, check.actual.code ?? check.actual.restingCode) : "unknown";
-      f.runs.push({ runId: r.runId, outcome: r.outcome, forecast, actual, differences: check.differences ?? [], checkedAt: r.checkedAt?.toISOString() ?? null });
-      lines.push(
-        r.outcome === "held"
-          ? `  ${r.runId}  forecast held: ${forecast}`
-          : `  ${r.runId}  DIFFERED: forecast ${forecast}, actual ${actual} (${(check.differences ?? []).map((d) => `${d.field}: ${String(d.forecast)} → ${String(d.actual)}`).join("; ")})`,
-      );
-      if (lines.length && byForecast.size && f.runs.length === 1) lines.splice(lines.length - 1, 0, `forecast ${f.id} (${f.createdAt}, ${f.source}, ${f.takenBy})`);
+      f.runs.push({ runId: r.runId, outcome: r.outcome, forecast: describe(r.prediction, r.path, r.code), actual, differences: check.differences ?? [], checkedAt: r.checkedAt?.toISOString() ?? null });
+    }
+    const lines: string[] = [];
+    for (const f of byForecast.values()) {
+      lines.push(`forecast ${f.id} (${f.createdAt}, ${f.source}, ${f.takenBy})`);
+      for (const r of f.runs) {
+        lines.push(
+          r.outcome === "held"
+            ? `  ${r.runId}  forecast held: ${r.forecast}`
+            : `  ${r.runId}  DIFFERED: forecast ${r.forecast}, actual ${r.actual} (${r.differences.map((d) => `${d.field}: ${String(d.forecast)} -> ${String(d.actual)}`).join("; ")})`,
+        );
+      }
     }
     if (opts.json) {
       io.stdout(`${JSON.stringify({ checkedNow: newly.length, ...counts, forecasts: [...byForecast.values()] })}\n`);
