@@ -24,6 +24,14 @@ import { wavePassed, type FaultName, type FaultRecord, type KillRecord, type Wav
 import { recordWaveStart, storeWaveReport } from "./store";
 import { isUuid } from "../lib/ids";
 import { markerCommand, readMarkers } from "./markers";
+import pino from "pino";
+import { controllerConfig } from "../controller/config";
+import { LIVE_RUN_STATUSES } from "../engine";
+import { checkForecasts } from "../forecasts/check";
+import { storeForecast } from "../forecasts/store";
+import { currentProcessIdentity } from "../process/identity";
+import { providerFromEnv } from "../providers/from-env";
+import { servicesOf } from "../services";
 
 /**
  * Runs one restart-chaos wave (DOMAIN.md §5) against the emulator with real controller
@@ -185,6 +193,32 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
     };
 
     const effects = new KillEffects(plan, admin, db, runsByTask, t0, note);
+    // The restart forecast (issue 35), read-only, against the wave's own instance and emulator.
+    const { provider: fcProvider, runner: fcRunner, target: fcTarget } = providerFromEnv({ ...options.env, DAYTONA_API_URL: undefined, EMULATOR_URL: emuUrl, EMULATOR_API_KEY: emulatorKey }, { instanceId });
+    const forecaster = servicesOf({
+      db,
+      provider: fcProvider,
+      providerTarget: fcTarget,
+      runner: fcRunner,
+      identity: currentProcessIdentity(),
+      config: controllerConfig(options.env, { instanceId }),
+      log: pino({ name: "wave-forecast", level: "warn" }),
+      drain: new AbortController(),
+    });
+    /** Before a kill: a forecast of the runs it will interrupt (those its target executes), stored with the wave's id for R7. */
+    const forecastKill = async (target: LiveController, kind: string) => {
+      if (!target.bootId) return;
+      const runs = await db.run.findMany({ where: { waveId: id, executorBootId: target.bootId, status: { in: [...LIVE_RUN_STATUSES] } }, select: { id: true } });
+      if (runs.length === 0) return;
+      try {
+        const forecast = await forecaster.takeForecast({ all: true }, { runIds: runs.map((r) => r.id) });
+        const stored = await storeForecast(db, forecast, { instanceId, actor: { id: `wave:${id}`, role: "operator" }, source: "wave", scope: { all: true }, waveId: id });
+        const c = forecast.counts;
+        note("forecast", `before ${kind}: ${c.continues} continue, ${c.ends} end, ${c.operator} for an operator (forecast ${stored.id}, ${forecast.durationMs} ms)`);
+      } catch (err) {
+        note("forecast", `before ${kind}: not taken: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    };
     await start("first");
     const records: KillRecord[] = plan.kills.map((k) => ({
       kind: k.kind,
@@ -272,6 +306,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
             await effects.beforeRestart();
             return start(...args);
           };
+          await forecastKill(target, kill.kind);
           const after = await performKill(kill, target, inFlight.id, { stop, start: startAfterEffects, note, db, t0, bystanders, runInFlight });
           kill.restartPid = after.handle.pid;
           if (kill.kind === "K4") {
@@ -326,6 +361,12 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
     for (const b of bystanders) await stop(b, "SIGTERM");
 
     // ── judge ──
+    // The forecasts against the restarts (the controllers' ticks did most; the last one is stopped).
+    await checkForecasts(db, instanceId, { limit: 10_000 });
+    const forecastRuns = await db.forecastRun.findMany({
+      where: { forecast: { waveId: id } },
+      select: { forecastId: true, runId: true, prediction: true, path: true, code: true, outcome: true, actual: true },
+    });
     const sandboxes = (await admin.sandboxes({ includeDestroyed: true })).filter((s) => s.labels[LABEL_KEYS.instance] === instanceId);
     const decoyState = new Map((await admin.sandboxes({ includeDestroyed: true })).map((s) => [s.id, s.state]));
     const decoyResults = decoys.map((d) => ({ id: d.id, kind: d.kind, intact: decoyState.get(d.id) !== undefined && decoyState.get(d.id) !== "destroyed" }));
@@ -346,6 +387,9 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
           sandboxes: sandboxes.filter((s) => !decoyIds.has(s.id) && runIds.includes(s.labels[LABEL_KEYS.run] ?? "")),
           decoys: decoyResults,
           ...(markers ? { markers: Object.fromEntries(runIds.map((r) => [r, readMarkers(markers, r)])) } : {}),
+          forecasts: forecastRuns
+            .filter((f) => runIds.includes(f.runId))
+            .map((f) => ({ forecastId: f.forecastId, runId: f.runId, prediction: f.prediction, path: f.path, code: f.code, outcome: f.outcome, differences: (f.actual as { differences?: unknown } | null)?.differences ?? null })),
         }),
       );
     }
