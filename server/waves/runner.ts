@@ -205,16 +205,44 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       log: pino({ name: "wave-forecast", level: "warn" }),
       drain: new AbortController(),
     });
-    /** Before a kill: a forecast of the runs it will interrupt (those its target executes), stored with the wave's id for R7. */
+    /** What a forecast depends on, per run: a run whose snapshot moved while it was taken was forecast in a state it no longer is in. */
+    const snapshot = async (runIds: string[]) => {
+      const rows = await db.run.findMany({
+        where: { id: { in: runIds } },
+        select: { id: true, status: true, phase: true, turnsDone: true, executorEpoch: true, checkpoint: true, leases: { where: { status: "active" }, select: { id: true } } },
+      });
+      return new Map(rows.map((r) => [r.id, JSON.stringify([r.status, r.phase, r.turnsDone, r.executorEpoch, r.checkpoint, r.leases.map((l) => l.id).sort()])]));
+    };
+    /**
+     * Before a kill: a forecast of the runs it will interrupt (those its target executes),
+     * stored with the wave's id for R7. Kept: the runs in session that did not move while it
+     * was taken (a per-turn run can pass a turn in that time: its forecast would be of a state
+     * the kill never meets); taken again up to three times while some moved. A run still
+     * acquiring or bootstrapping is not kept: its sandbox moves on (a runner starting) without
+     * its row changing, so no snapshot can say the kill met the state that was forecast.
+     */
     const forecastKill = async (target: LiveController, kind: string) => {
       if (!target.bootId) return;
       const runs = await db.run.findMany({ where: { waveId: id, executorBootId: target.bootId, status: { in: [...LIVE_RUN_STATUSES] } }, select: { id: true } });
       if (runs.length === 0) return;
+      const runIds = runs.map((r) => r.id);
       try {
-        const forecast = await forecaster.takeForecast({ all: true }, { runIds: runs.map((r) => r.id) });
-        const stored = await storeForecast(db, forecast, { instanceId, actor: { id: `wave:${id}`, role: "operator" }, source: "wave", scope: { all: true }, waveId: id });
-        const c = forecast.counts;
-        note("forecast", `before ${kind}: ${c.continues} continue, ${c.ends} end, ${c.operator} for an operator (forecast ${stored.id}, ${forecast.durationMs} ms)`);
+        for (let attempt = 1; ; attempt += 1) {
+          const before = await snapshot(runIds);
+          const forecast = await forecaster.takeForecast({ all: true }, { runIds });
+          const after = await snapshot(runIds);
+          const moved = forecast.runs.filter((r) => before.get(r.runId) !== after.get(r.runId)).map((r) => r.runId);
+          if (moved.length > 0 && attempt < 3) continue;
+          const settling = forecast.runs.filter((r) => !moved.includes(r.runId) && r.phase !== "session_open").map((r) => r.runId);
+          const kept = forecast.runs.filter((r) => !moved.includes(r.runId) && !settling.includes(r.runId));
+          const stored = await storeForecast(db, { durationMs: forecast.durationMs, runs: kept }, { instanceId, actor: { id: `wave:${id}`, role: "operator" }, source: "wave", scope: { all: true }, waveId: id });
+          const count = (p: string) => kept.filter((r) => r.prediction === p).length;
+          note(
+            "forecast",
+            `before ${kind}: ${count("continues")} continue, ${count("ends")} end, ${count("operator")} for an operator (forecast ${stored.id}, ${forecast.durationMs} ms${moved.length ? `; not kept, moved while forecast: ${moved.join(", ")}` : ""}${settling.length ? `; not kept, not yet in session: ${settling.join(", ")}` : ""})`,
+          );
+          return;
+        }
       } catch (err) {
         note("forecast", `before ${kind}: not taken: ${err instanceof Error ? err.message : String(err)}`);
       }
