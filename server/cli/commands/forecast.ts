@@ -66,9 +66,8 @@ export function registerForecast(program: Command, io: CliIO): void {
         // Every forecast taken is stored (checked after the next restart: `--check`), audited as forecast.take.
         const [{ storeForecast }, { machineActor }] = await Promise.all([import("../../forecasts/store"), import("../actor")]);
         const stored = await storeForecast(db, forecast, { instanceId: services.instanceId, actor: machineActor("operator"), source: "cli", scope });
-        io.stderr(`forecast: stored as ${stored.id} (runwarden forecast --check compares it with the next restart)\n`);
         if (opts.json) io.stdout(`${JSON.stringify(forecast)}\n`);
-        else io.stdout(render(forecast, opts.verbose === true));
+        else io.stdout(`${render(forecast, opts.verbose === true)}stored as forecast ${stored.id} (\`runwarden forecast --check\` compares it with the next restart)\n`);
         const failing = forecast.runs.filter((r) => failOn.includes(r.prediction));
         if (failing.length > 0) {
           throw new CliFailure(`runwarden forecast: ${failing.length} run(s) forecast ${failOn.filter((c) => failing.some((r) => r.prediction === c)).join(" or ")} (--fail-on ${failOn.join(",")})`, EXIT_FORECAST_FAILED);
