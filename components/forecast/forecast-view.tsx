@@ -17,6 +17,11 @@ import { ForecastCheckText, PREDICTION_TONE, predictionDetail } from "./forecast
 type Summary = RouterOutputs["forecasts"]["list"][number];
 type ForecastRun = RouterOutputs["forecasts"]["get"]["runs"][number];
 
+/** "850 ms", "2s", "3m": a forecast's own time. */
+function ms(n: number): string {
+  return n < 1000 ? `${n} ms` : formatDuration(n / 1000);
+}
+
 /** Checks land on the controller's tick after a restart; the runs topic moves with the restart itself. */
 const REFRESH = liveEvery(10_000);
 
@@ -31,7 +36,7 @@ export function ForecastView() {
   const taking = useMutation(
     trpc.forecasts.take.mutationOptions({
       onSuccess: (r) => {
-        toast.success(`Forecast taken in ${formatDuration(r.durationMs)}: ${r.counts.continues} continue, ${r.counts.ends} end, ${r.counts.operator} for an operator.`);
+        toast.success(`Forecast taken in ${ms(r.durationMs)}: ${r.counts.continues} continue, ${r.counts.ends} end, ${r.counts.operator} for an operator.`);
         void setValues({ forecast: r.id, prediction: null, outcome: null });
       },
       onError: (err) => toast.error(`The forecast could not be taken: ${err.message}`),
@@ -106,7 +111,7 @@ function ForecastList({ items, openId, onOpen }: { items: Summary[]; openId: str
               <td className={`${tdClass} text-xs`} data-testid="forecast-checked">
                 {f.checked.held} held · <span className={f.checked.differed ? "font-semibold text-red-700 dark:text-red-300" : undefined}>{f.checked.differed} differed</span> · {f.checked.notRestarted} not restarted · {f.checked.pending} waiting
               </td>
-              <td className={`${tdClass} text-xs tabular-nums`}>{formatDuration(f.durationMs)}</td>
+              <td className={`${tdClass} text-xs tabular-nums`}>{ms(f.durationMs)}</td>
             </tr>
           ))}
         </tbody>
