@@ -44,6 +44,8 @@ const cli = new Command("bench")
   .option("--orphans [sizes]", "the orphans page before and after its inventory at these sandbox counts (default 1000,10000), with RSS over 20 polls")
   .option("--polls <n>", "with --orphans: polls per RSS figure", positiveInt, 20)
   .option("--no-browser", "with --scale or --orphans: leave out the figures taken through the production server and Chromium (page load, server RSS)")
+  .option("--forecast [sizes]", "the time of a restart forecast of N live runs with real sandboxes in the emulator (default 200,1000), next to the provider's files/download floor")
+  .option("--forecast-lanes <n>", "with --forecast: runs read at once", positiveInt, 8)
   .option("--client-js", "print the JavaScript each page of the last `next build` loads, gzipped, pass or fail against 200 KB, and stop")
   .option("--verbose", "with --client-js: each chunk by package (from browser source maps, when the build has them) and each page's packages")
   .option("--sweep-only", "run only sections 0, 2 and 2b (the sweep figures), skipping the restart rounds and the engine")
@@ -56,11 +58,16 @@ const cli = new Command("bench")
   .option("--silence-ms <ms>", "with --hosts: the controllers' silence window (RUNWARDEN_EXECUTOR_TIMEOUT_MS)", positiveInt, 8000)
   .option("--transition-ms <ms>", "the emulator's lifecycle transitions (create, start, stop, destroy) in ms; default: the emulator's own (Daytona-like) timings", nonNegativeInt)
   .parse(process.argv);
-const opts = cli.opts<{ keep?: boolean; hosts?: number; runs: number; turns: number; agentMs: number; silenceMs: number; scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean; verbose?: boolean; browser: boolean; sweepOnly?: boolean; inProcessEmulator?: boolean }>();
+const opts = cli.opts<{ forecast?: string | true; forecastLanes: number; keep?: boolean; hosts?: number; runs: number; turns: number; agentMs: number; silenceMs: number; scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean; verbose?: boolean; browser: boolean; sweepOnly?: boolean; inProcessEmulator?: boolean }>();
 if (opts.clientJs) {
   const { printClientJs, CLIENT_JS_LIMIT_KB } = await import("./bench/client-js");
   const pages = printClientJs(say, opts.verbose);
   process.exit(pages.some((p) => p.gzipKb > CLIENT_JS_LIMIT_KB) ? 1 : 0);
+}
+if (opts.forecast !== undefined) {
+  const { runForecastBench } = await import("./bench/forecast");
+  await runForecastBench({ sizes: opts.forecast === true ? [200, 1000] : opts.forecast.split(",").map(positiveInt), lanes: opts.forecastLanes });
+  process.exit(0);
 }
 if (opts.orphans !== undefined) {
   const { runOrphansBench } = await import("./bench/orphans");

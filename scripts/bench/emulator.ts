@@ -49,6 +49,8 @@ export async function emulatorProcess(databaseUrl: string, transitions: Transiti
   const hostDir = path.join(dataDir, "emulator", emuDatabase);
   return {
     url,
+    /** Where its sandboxes' directories are (`sandboxHost(hostDir, id)`): the forecast bench writes runner states there. */
+    hostDir,
     async killAllProcesses() {
       let n = 0;
       for (const r of await store.all(true)) n += await killSandboxProcesses(sandboxHost(hostDir, r.id));
