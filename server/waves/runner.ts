@@ -214,8 +214,8 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       return new Map(rows.map((r) => [r.id, JSON.stringify([r.status, r.phase, r.turnsDone, r.executorEpoch, r.checkpoint, r.leases.map((l) => l.id).sort()])]));
     };
     /**
-     * Before a kill: a forecast of the runs it will interrupt (those its target executes),
-     * stored with the wave's id for R7. Kept: the runs in session that did not move while it
+     * At a kill: a forecast of the runs it interrupts (those its target executes), taken once
+     * the target is stopped and before the restart, stored with the wave's id for R7. Kept: the runs in session that did not move while it
      * was taken (a per-turn run can pass a turn in that time: its forecast would be of a state
      * the kill never meets); taken again up to three times while some moved. A run still
      * acquiring or bootstrapping is not kept: its sandbox moves on (a runner starting) without
@@ -492,6 +492,8 @@ interface KillTools {
   bystanders: LiveController[];
   /** A run in session on this controller now, if any. */
   runInFlight: (target: LiveController) => Promise<{ id: string } | null>;
+  /** K5: called once the target is stopped (the restart forecast of its runs, issue 35). */
+  afterStop?: () => Promise<void>;
 }
 
 /** Stops the target as the kill kind says and starts the controller that follows it. */
@@ -551,6 +553,7 @@ async function stallPastSilence(kill: KillRecord, current: LiveController, first
   }
   kill.interruptedRunId = runId;
   current.handle.kill("SIGSTOP");
+  await tools.afterStop?.();
   const stoppedAt = Date.now();
   const lastSeen = current.bootId ? (await db.controllerProcess.findUnique({ where: { bootId: current.bootId }, select: { lastSeenAt: true } }))?.lastSeenAt ?? null : null;
   note("kill", `K5: SIGSTOP pid ${current.handle.pid} with run ${runId} in flight; pid ${other.handle.pid} on another host`);
