@@ -329,13 +329,22 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
           kill.firedAtMs = elapsed;
           kill.targetPid = target.handle.pid;
           kill.interruptedRunId = inFlight.id;
+          // The forecast of the target's runs, taken once it is stopped and before anything restarts
+          // (a K5's other host is started before the stall: there, right after the SIGSTOP): what it
+          // sees is what the restart meets — a drain's suspensions, a fault's archive included.
+          let forecastTaken = false;
+          const forecastOnce = async () => {
+            if (forecastTaken) return;
+            forecastTaken = true;
+            await forecastKill(target, kill.kind);
+          };
           // The faults that land with the first kill come between its stop and the next start.
           const startAfterEffects: StartController = async (...args) => {
             await effects.beforeRestart();
+            if (kill.kind !== "K5") await forecastOnce();
             return start(...args);
           };
-          await forecastKill(target, kill.kind);
-          const after = await performKill(kill, target, inFlight.id, { stop, start: startAfterEffects, note, db, t0, bystanders, runInFlight });
+          const after = await performKill(kill, target, inFlight.id, { stop, start: startAfterEffects, note, db, t0, bystanders, runInFlight, afterStop: forecastOnce });
           kill.restartPid = after.handle.pid;
           if (kill.kind === "K4") {
             armed = kill;
