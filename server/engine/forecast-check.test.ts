@@ -64,6 +64,11 @@ describe("judgeForecast", () => {
     expect(judgeForecast(reattach, ended)).toEqual({ outcome: "differed", differences: [{ field: "prediction", forecast: "continues", actual: "ends" }] });
     expect(judgeForecast({ prediction: "operator", path: null, code: null, canRetry: null }, continued).differences[0]).toMatchObject({ field: "prediction", forecast: "operator" });
   });
+  it("wait_for_provider holds whichever way the run goes on once the provider answers, never an end", () => {
+    const waits = { ...reattach, path: "wait_for_provider" };
+    expect(judgeForecast(waits, { ...continued, path: "resume" }).outcome).toBe("held");
+    expect(judgeForecast(waits, ended).outcome).toBe("differed");
+  });
   it("differed on the path", () => {
     expect(judgeForecast({ ...reattach, path: "resume" }, continued)).toEqual({ outcome: "differed", differences: [{ field: "path", forecast: "resume", actual: "reattach" }] });
   });

@@ -135,13 +135,19 @@ export function actualRoute(restarts: readonly RestartRecord[], run: CheckedRun)
   return null;
 }
 
+/** Continuation paths that say only that the run waits and then goes on: any continuation holds them. */
+const OPEN_ENDED_PATHS: readonly string[] = ["wait_for_provider"];
+
 /** Held, or differed with every difference: class, path (when it continues), code and Retry (when it ends). */
 export function judgeForecast(predicted: PredictedRoute, actual: ActualRoute): { outcome: "held" | "differed"; differences: ForecastDifference[] } {
   const differences: ForecastDifference[] = [];
   if (predicted.prediction !== actual.prediction) {
     differences.push({ field: "prediction", forecast: predicted.prediction, actual: actual.prediction });
   } else if (actual.prediction === "continues") {
-    if (predicted.path !== null && predicted.path !== actual.path) differences.push({ field: "path", forecast: predicted.path, actual: actual.path });
+    // "Waits for the provider, then goes on by the usual proofs": the path after the wait is not
+    // forecast (a restart during the outage claims nothing until the provider answers, §2.8).
+    const openEnded = predicted.path !== null && OPEN_ENDED_PATHS.includes(predicted.path);
+    if (predicted.path !== null && !openEnded && predicted.path !== actual.path) differences.push({ field: "path", forecast: predicted.path, actual: actual.path });
   } else if (actual.prediction === "ends") {
     // A forecast may name the refusal code (on the proof) or the code the run rests in: either is the run's end.
     const codes = [actual.code, actual.restingCode].filter((c): c is string => c !== null);
