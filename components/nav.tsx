@@ -22,6 +22,7 @@ export const NAV_ITEMS: NavItem[] = [
   { href: "/orphans", label: "Orphans" },
   { href: "/evidence", label: "Evidence" },
   { href: "/waves", label: "Waves" },
+  { href: "/forecast", label: "Forecast" },
   { href: "/audit", label: "Audit" },
   { href: "/users", label: "Users", role: "admin" },
   { href: "/alerts", label: "Alerts", role: "admin" },

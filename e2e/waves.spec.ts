@@ -56,7 +56,8 @@ test("the waves list shows the wave with its pass count", async ({ page }) => {
 test("a wave's grid opens each cell's evidence, with its timeline", async ({ page }) => {
   await page.goto(`/waves/${report.id}`);
   await expect(page.getByTestId("wave-grid")).toBeVisible();
-  await expect(page.locator("button[data-cell]")).toHaveCount(report.tasks.length * 6);
+  // R1–R7 (a report without R7 shows it as "not run", no button).
+  await expect(page.locator("button[data-cell]")).toHaveCount(report.tasks.reduce((n, t) => n + Object.values(t.checks).filter(Boolean).length, 0));
   await page.locator("button[data-cell='t01-R3']").click();
   const dialog = page.getByRole("dialog");
   await expect(dialog).toContainText("R3 single execution: pass");

@@ -62,10 +62,10 @@ function printSummary(report: WaveReport) {
   out();
   out(`  task  ${CHECK_IDS.map((c) => c.padEnd(3)).join(" ")}  restart  retries  failure codes`);
   for (const t of report.tasks) {
-    out(`  ${t.id.padEnd(4)}  ${CHECK_IDS.map((c) => (t.checks[c].ok ? "✓  " : "✗  ")).join(" ")}  ${(t.restartCrossing ? "yes" : "no").padEnd(7)}  ${String(t.retriesNeeded).padEnd(7)}  ${t.failureCodes.join(", ") || "—"}`);
+    out(`  ${t.id.padEnd(4)}  ${CHECK_IDS.map((c) => (t.checks[c] === undefined ? "-  " : t.checks[c].ok ? "✓  " : "✗  ")).join(" ")}  ${(t.restartCrossing ? "yes" : "no").padEnd(7)}  ${String(t.retriesNeeded).padEnd(7)}  ${t.failureCodes.join(", ") || "—"}`);
   }
   out();
-  out(`  checks: ${CHECK_IDS.map((c) => `${c} ${summary.checks[c].pass}/${summary.tasks}`).join("  ")}`);
+  out(`  checks: ${CHECK_IDS.map((c) => `${c} ${summary.checks[c].pass}/${summary.tasks - summary.checks[c].notRun}`).join("  ")}`);
   out(`  kills landed as planned: ${describeKills(summary.kills)}   faults fired: ${summary.faults.fired}/${summary.faults.planned}`);
   for (const k of report.kills) out(`    ${k.landed ? "✓" : "✗"} ${k.kind}${k.crashAt ? ` (${k.crashAt})` : ""}: ${k.detail}`);
   for (const f of report.faults.filter((x) => !x.fired)) out(`    ✗ fault ${f.fault} on ${f.task}: ${f.detail}`);
@@ -76,7 +76,7 @@ function printSummary(report: WaveReport) {
     out(`  reclaimed orphans: ${secs.length}, median ${secs[Math.floor(secs.length / 2)]!.toFixed(1)} s, worst ${secs.at(-1)!.toFixed(1)} s after their creator died`);
   }
   for (const t of report.tasks.filter((x) => !x.passed)) {
-    for (const c of CHECK_IDS.filter((c) => !t.checks[c].ok)) out(`  ✗ ${t.id} ${c}: ${t.checks[c].detail ?? ""}`);
+    for (const c of CHECK_IDS.filter((c) => t.checks[c]?.ok === false)) out(`  ✗ ${t.id} ${c}: ${t.checks[c]?.detail ?? ""}`);
   }
 }
 
@@ -163,7 +163,7 @@ program
     const reports = files.map((f) => waveReportSchema.parse(JSON.parse(fs.readFileSync(f, "utf8"))));
     const tasks = reports.flatMap((r) => r.tasks);
     out(`${reports.length} waves, ${tasks.length} tasks, ${reports.filter((r) => r.passed).length} waves passed, ${tasks.filter((t) => t.passed).length} tasks passed`);
-    for (const c of CHECK_IDS) out(`  ${c} ${CHECK_TITLES[c].padEnd(17)} ${tasks.filter((t) => t.checks[c].ok).length}/${tasks.length}`);
+    for (const c of CHECK_IDS) out(`  ${c} ${CHECK_TITLES[c].padEnd(17)} ${tasks.filter((t) => t.checks[c]?.ok === true).length}/${tasks.filter((t) => t.checks[c] !== undefined).length}`);
     out(`  restart-crossing tasks ${tasks.filter((t) => t.restartCrossing).length}, Retries needed ${tasks.reduce((n, t) => n + t.retriesNeeded, 0)}`);
     out(`  kills landed / planned: ${describeKills(killCounts(reports.flatMap((r) => r.kills)))}`);
     const faults = reports.flatMap((r) => r.faults);

@@ -95,5 +95,15 @@ export async function renderMetrics(db: Db): Promise<{ body: string; contentType
   const alerts = gauge("runwarden_alert_deliveries", "Alert deliveries by status (pending, delivered, failed)", ["status"]);
   for (const status of ["pending", "delivered", "failed"]) alerts.set({ status }, 0);
   for (const r of await db.alertDelivery.groupBy({ by: ["status"], _count: { _all: true } })) alerts.set({ status: r.status }, r._count._all);
+  // Stored forecasts checked after a restart (§2.12): `differed` is a defect of the forecast or of recovery.
+  const forecasts = gauge("runwarden_forecast_runs_checked", "Stored forecast runs checked after a restart, by outcome (held, differed, not_restarted)", ["outcome"]);
+  const missed = gauge("runwarden_forecast_missed_total", "Stored forecast runs whose restart did not do what was forecast");
+  for (const outcome of ["held", "differed", "not_restarted"]) forecasts.set({ outcome }, 0);
+  let differed = 0;
+  for (const r of await db.forecastRun.groupBy({ by: ["outcome"], where: { outcome: { not: null } }, _count: { _all: true } })) {
+    forecasts.set({ outcome: r.outcome ?? "" }, r._count._all);
+    if (r.outcome === "differed") differed = r._count._all;
+  }
+  missed.set(differed);
   return { body: await registry.metrics(), contentType: registry.contentType };
 }

@@ -19,6 +19,7 @@ const EVENT_HELP: Record<AlertEventType, string> = {
   "provider.outage_ended": "the provider is back",
   "orphans.cost_over": "orphaned sandboxes cost more than RUNWARDEN_ALERT_ORPHAN_COST_PER_HOUR",
   "wave.failed": "a chaos wave failed",
+  "forecast.missed": "a restart did not do what its stored forecast said",
   test: "the Test button (always delivered)",
 };
 

@@ -11,6 +11,7 @@ export const UI_NEEDS = {
   "orphans.reclaim": "operator",
   "sweeps.run": "operator",
   "waves.import": "operator",
+  "forecasts.take": "operator",
   "users.add": "admin",
 } as const satisfies Record<string, Role>;
 

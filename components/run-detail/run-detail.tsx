@@ -5,6 +5,7 @@ import { LIVE, useLiveRefetch } from "@/trpc/live";
 import { useTRPC } from "@/trpc/react";
 import { ErrorNotice, Loading } from "../ui";
 import { ClaimsSection } from "./claims-section";
+import { ForecastLine } from "./forecast-line";
 import { IntentsSection } from "./intents-section";
 import { LeasesSection } from "./leases-section";
 import { LineageSection } from "./lineage-section";
@@ -30,6 +31,7 @@ export function RunDetail({ id }: { id: string }) {
     <>
       <RunSummary detail={d} />
       <RunFields detail={d} />
+      <ForecastLine runId={id} />
       <ProofsSection id={id} detail={d} />
       <TurnLogSection detail={d} />
       <TimelineSection detail={d} />

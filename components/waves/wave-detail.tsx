@@ -137,19 +137,30 @@ function Finished({ report }: { report: WaveReport }) {
                   <th scope="row" className={`${tdClass} font-mono text-xs`}>
                     {t.id} {t.passed ? <Badge tone="good">pass</Badge> : <Badge tone="bad">fail</Badge>}
                   </th>
-                  {CHECK_IDS.map((c) => (
-                    <td key={c} className={tdClass}>
-                      <button
-                        type="button"
-                        data-cell={`${t.id}-${c}`}
-                        onClick={() => setOpen({ task: t.id, check: c })}
-                        className={`rounded px-2 py-0.5 text-xs font-semibold ring-1 ring-inset ${t.checks[c].ok ? "bg-green-50 text-green-800 ring-green-300 dark:bg-green-950 dark:text-green-200" : "bg-red-50 text-red-800 ring-red-300 dark:bg-red-950 dark:text-red-200"}`}
-                        aria-label={`${t.id} ${c} ${CHECK_TITLES[c]}: ${t.checks[c].ok ? "pass" : "fail"}; show evidence`}
-                      >
-                        {t.checks[c].ok ? "pass" : "FAIL"}
-                      </button>
-                    </td>
-                  ))}
+                  {CHECK_IDS.map((c) => {
+                    const result = t.checks[c];
+                    // Absent: a report made before the check existed (R7) — not run, not a failure.
+                    if (!result) {
+                      return (
+                        <td key={c} className={`${tdClass} text-xs text-zinc-700 dark:text-zinc-300`} data-cell={`${t.id}-${c}`}>
+                          not run
+                        </td>
+                      );
+                    }
+                    return (
+                      <td key={c} className={tdClass}>
+                        <button
+                          type="button"
+                          data-cell={`${t.id}-${c}`}
+                          onClick={() => setOpen({ task: t.id, check: c })}
+                          className={`rounded px-2 py-0.5 text-xs font-semibold ring-1 ring-inset ${result.ok ? "bg-green-50 text-green-800 ring-green-300 dark:bg-green-950 dark:text-green-200" : "bg-red-50 text-red-800 ring-red-300 dark:bg-red-950 dark:text-red-200"}`}
+                          aria-label={`${t.id} ${c} ${CHECK_TITLES[c]}: ${result.ok ? "pass" : "fail"}; show evidence`}
+                        >
+                          {result.ok ? "pass" : "FAIL"}
+                        </button>
+                      </td>
+                    );
+                  })}
                   <td className={tdClass}>{t.restartCrossing ? "yes" : "no"}</td>
                   <td className={`${tdClass} tabular-nums`}>{t.retriesNeeded}</td>
                   <td className={`${tdClass} font-mono text-xs`}>{t.failureCodes.join(", ") || "—"}</td>
@@ -167,11 +178,11 @@ function Finished({ report }: { report: WaveReport }) {
             {open && selected ? (
               <>
                 <Dialog.Title className="text-lg font-semibold">
-                  {selected.id} · {open.check} {CHECK_TITLES[open.check]}: {selected.checks[open.check].ok ? "pass" : "fail"}
+                  {selected.id} · {open.check} {CHECK_TITLES[open.check]}: {selected.checks[open.check]?.ok === false ? "fail" : selected.checks[open.check] ? "pass" : "not run"}
                 </Dialog.Title>
-                <Dialog.Description className="mt-1 text-sm">{selected.checks[open.check].detail ?? ""}</Dialog.Description>
+                <Dialog.Description className="mt-1 text-sm">{selected.checks[open.check]?.detail ?? ""}</Dialog.Description>
                 <div className="mt-3">
-                  <JsonBlock value={selected.checks[open.check]} label="Evidence" />
+                  <JsonBlock value={selected.checks[open.check] ?? null} label="Evidence" />
                 </div>
                 <p className="mt-3 text-sm">
                   Runs:{" "}

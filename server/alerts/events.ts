@@ -124,3 +124,12 @@ export async function alertWaveFailed(tx: Tx, wave: { id: string; instanceId: st
     `wave.failed:${wave.id}`,
   );
 }
+
+/** forecast.missed, once per forecast run: its restart did not do what was forecast (§2.12). */
+export async function alertForecastMissed(
+  tx: Tx,
+  input: { instanceId: string; forecastId: string; runId: string; companyId: string; taskId: string; forecast: string; actual: string; differences: string },
+): Promise<void> {
+  const { instanceId, ...data } = input;
+  await emitAlert(tx, instanceId, { type: "forecast.missed", data: { ...data, url: dashboardLink(`/forecast?forecast=${input.forecastId}`) } }, `forecast.missed:${input.forecastId}:${input.runId}`);
+}

@@ -3,6 +3,7 @@ import { upsertEnvEndpoint } from "../alerts/endpoints";
 import type { Run } from "../db/client";
 import { ensureInstance } from "../db/installation";
 import { compactRollups } from "../db/rollups";
+import { checkForecasts } from "../forecasts/check";
 import type { ControllerContext } from "./context";
 import { DRAIN_SUSPEND_GRACE_MS } from "./drain";
 import { executeRun } from "./execute";
@@ -27,6 +28,9 @@ export const HEARTBEAT_MS = 2_000;
 /** The alert sender's pass at most this often (a due delivery waits at most this long past its time). */
 const ALERT_POLL_MS = 1_000;
 
+/** The stored forecasts' check (§2.12) at most this often: unchecked rows whose run was claimed since. */
+const FORECAST_CHECK_MS = 2_000;
+
 /**
  * One controller process: records its identity, recovers interrupted runs, executes
  * queued ones, and sweeps on an interval. Several may share one database.
@@ -40,6 +44,8 @@ export class Controller {
   private sweeping: Promise<SweepSummary[]> | null = null;
   private alerting: Promise<unknown> | null = null;
   private lastAlertPassAt = 0;
+  private checkingForecasts: Promise<unknown> | null = null;
+  private lastForecastCheckAt = 0;
   private lastSweepAt = 0;
   private lastHeartbeatAt = 0;
   private stopped = false;
@@ -112,6 +118,15 @@ export class Controller {
           .catch((err: unknown) => this.ctx.log.error({ err: String(err) }, "alert delivery pass failed"))
           .finally(() => {
             this.alerting = null;
+          });
+      }
+      // Stored forecasts checked against the restarts since (reads the database only); not awaited.
+      if (!this.checkingForecasts && now - this.lastForecastCheckAt >= Math.max(this.ctx.config.pollMs, FORECAST_CHECK_MS)) {
+        this.lastForecastCheckAt = now;
+        this.checkingForecasts = checkForecasts(this.ctx.db, this.ctx.config.instanceId, { limit: 100 })
+          .catch((err: unknown) => this.ctx.log.error({ err: String(err) }, "forecast check failed"))
+          .finally(() => {
+            this.checkingForecasts = null;
           });
       }
       // The provider is unavailable (§2.8): nothing is claimed, swept or recovered; runs wait
@@ -256,6 +271,7 @@ export class Controller {
     this.ctx.breaker?.stop();
     // A delivery in flight finishes (bounded by its timeout) and records its answer.
     await this.alerting;
+    await this.checkingForecasts;
     await this.ctx.db.controllerProcess
       .update({ where: { bootId: this.ctx.identity.bootId }, data: { stoppedAt: new Date(), stopReason: reason } })
       .catch(() => {});

@@ -36,6 +36,10 @@ describe("alert payload text (what Slack shows as is)", () => {
       { type: "provider.outage_ended", data: { provider: "daytona", since: NOW, endedAt: NOW, downSeconds: 61, controller: "b1", url: "http://localhost:3000/" } },
       { type: "orphans.cost_over", data: { ratePerHour: 12.5, thresholdPerHour: 10, previousRatePerHour: 4, orphans: 7, url: "http://localhost:3000/orphans" } },
       { type: "wave.failed", data: { waveId: "w1", companyId: "co-1", seed: 7, tasks: 10, failedTasks: 2, url: "http://localhost:3000/waves/w1" } },
+      {
+        type: "forecast.missed",
+        data: { forecastId: "f1", runId: "r1", companyId: "co-1", taskId: "t1", forecast: "continues (reattach)", actual: "ends (native_remote_recovery_lease_mismatch)", differences: "prediction: forecast continues, actual ends", url: "http://localhost:3000/forecast?forecast=f1" },
+      },
       { type: "test", data: { endpoint: "ops", requestedBy: "admin@example.com" } },
     ];
     expect(events.map((e) => e.type).sort()).toEqual([...ALERT_EVENT_TYPES].sort());

@@ -13,6 +13,7 @@ export const ALERT_EVENT_TYPES = [
   "provider.outage_ended",
   "orphans.cost_over",
   "wave.failed",
+  "forecast.missed",
   "test",
 ] as const;
 export type AlertEventType = (typeof ALERT_EVENT_TYPES)[number];
@@ -43,7 +44,20 @@ export type AlertEvent =
   | { type: "provider.outage_ended"; data: { provider: string; since: string; endedAt: string; downSeconds: number; controller: string; url: string } }
   | { type: "orphans.cost_over"; data: { ratePerHour: number; thresholdPerHour: number; previousRatePerHour: number; orphans: number; url: string } }
   | { type: "wave.failed"; data: { waveId: string; companyId: string; seed: number; tasks: number; failedTasks: number; url: string } }
+  | { type: "forecast.missed"; data: ForecastMissedData }
   | { type: "test"; data: { endpoint: string; requestedBy: string } };
+
+/** A stored forecast run whose restart did not do what was forecast (§2.12): a defect of the forecast or of recovery. */
+export interface ForecastMissedData {
+  forecastId: string;
+  runId: string;
+  companyId: string;
+  taskId: string;
+  forecast: string;
+  actual: string;
+  differences: string;
+  url: string;
+}
 
 /** What a receiver gets: `text` is what a Slack incoming webhook shows as is. */
 export interface AlertPayload {
@@ -77,6 +91,8 @@ export function alertText(event: AlertEvent): string {
       return `Runwarden: orphaned sandboxes cost ${usd(event.data.ratePerHour)}/h, over the ${usd(event.data.thresholdPerHour)}/h threshold (${event.data.orphans} orphans). ${event.data.url}`;
     case "wave.failed":
       return `Runwarden: chaos wave ${event.data.waveId} (seed ${event.data.seed}, ${event.data.companyId}) failed: ${event.data.failedTasks} of ${event.data.tasks} tasks. ${event.data.url}`;
+    case "forecast.missed":
+      return `Runwarden: a restart did not do what its forecast said for run ${event.data.runId} (${event.data.companyId} / ${event.data.taskId}): forecast ${event.data.forecast}, actual ${event.data.actual} (${event.data.differences}). A defect of the forecast or of recovery. ${event.data.url}`;
     case "test":
       return `Runwarden: test alert for endpoint "${event.data.endpoint}", sent by ${event.data.requestedBy}.`;
     default:

@@ -39,3 +39,5 @@ export { classifyStuck, stuckCutoffs, turnLimitMs, STUCK_REASONS, TURN_OVERDUE_G
 export type { StuckFacts, StuckFinding, StuckLimits, StuckReason } from "./stuck";
 export { sandboxIdlePolicy, AUTO_STOP_MARGIN_MINUTES, MIN_AUTO_DELETE_MINUTES, AUTO_DELETE_NEVER } from "./idle-policy";
 export type { IdlePolicy, IdlePolicyInput } from "./idle-policy";
+export { actualRoute, checkForecastRun, judgeForecast, actualRouteSchema, forecastCheckSchema, forecastDifferenceSchema, FORECAST_CLASSES, FORECAST_OUTCOMES } from "./forecast-check";
+export type { ActualRoute, ForecastCheck, ForecastClass, ForecastDifference, ForecastOutcome, PredictedRoute, RestartProof, RestartRecord } from "./forecast-check";

@@ -18,7 +18,8 @@ export type KillKind = (typeof KILL_KINDS)[number];
 export const FAULT_NAMES = ["bind", "reject", "late", "unconnected", "slow_start", "rate_limit", "outage", "archive"] as const;
 export type FaultName = (typeof FAULT_NAMES)[number];
 
-export const CHECK_IDS = ["R1", "R2", "R3", "R4", "R5", "R6"] as const;
+/** R7 came later (issue 35): a report without it (stored or imported before) did not run it — shown as "not run", never as a failure. */
+export const CHECK_IDS = ["R1", "R2", "R3", "R4", "R5", "R6", "R7"] as const;
 export type CheckId = (typeof CHECK_IDS)[number];
 
 export const CHECK_TITLES: Record<CheckId, string> = {
@@ -28,12 +29,14 @@ export const CHECK_TITLES: Record<CheckId, string> = {
   R4: "no orphans",
   R5: "nothing held",
   R6: "ownership safety",
+  R7: "forecast held",
 };
 
 export interface WaveSummary {
   tasks: number;
   tasksPassed: number;
-  checks: Record<CheckId, { pass: number; fail: number }>;
+  /** `notRun`: tasks whose report has no such check (R7 in reports made before it). */
+  checks: Record<CheckId, { pass: number; fail: number; notRun: number }>;
   failureCodes: Record<string, number>;
   retries: number;
   orphans: number;
@@ -53,11 +56,14 @@ export function wavePassed(report: Pick<WaveReport, "tasks" | "orphanSandboxes" 
 }
 
 export function summarise(report: Pick<WaveReport, "tasks" | "orphanSandboxes"> & Partial<Pick<WaveReport, "kills" | "faults">>): WaveSummary {
-  const checks = Object.fromEntries(CHECK_IDS.map((c) => [c, { pass: 0, fail: 0 }])) as WaveSummary["checks"];
+  const checks = Object.fromEntries(CHECK_IDS.map((c) => [c, { pass: 0, fail: 0, notRun: 0 }])) as WaveSummary["checks"];
   const failureCodes: Record<string, number> = {};
   let retries = 0;
   for (const task of report.tasks) {
-    for (const c of CHECK_IDS) checks[c][task.checks[c].ok ? "pass" : "fail"] += 1;
+    for (const c of CHECK_IDS) {
+      const result = task.checks[c];
+      checks[c][result === undefined ? "notRun" : result.ok ? "pass" : "fail"] += 1;
+    }
     for (const code of task.failureCodes) failureCodes[code] = (failureCodes[code] ?? 0) + 1;
     retries += task.retriesNeeded;
   }

@@ -56,6 +56,10 @@ const POLICY: Record<string, Role> = {
   "alerts.delete": "admin",
   "alerts.test": "admin",
   "alerts.deliveries": "admin",
+  "forecasts.list": "viewer",
+  "forecasts.get": "viewer",
+  "forecasts.forRun": "viewer",
+  "forecasts.take": "operator",
 };
 
 let h: ControllerHarness;

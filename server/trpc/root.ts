@@ -11,6 +11,7 @@ import { overviewRouter } from "./routers/overview";
 import { liveRouter } from "./routers/live";
 import { plansRouter } from "./routers/plans";
 import { alertsRouter } from "./routers/alerts";
+import { forecastsRouter } from "./routers/forecasts";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 export const appRouter = createTRPCRouter({
@@ -27,6 +28,7 @@ export const appRouter = createTRPCRouter({
   live: liveRouter,
   plans: plansRouter,
   alerts: alertsRouter,
+  forecasts: forecastsRouter,
 });
 
 export type AppRouter = typeof appRouter;

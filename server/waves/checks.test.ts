@@ -112,3 +112,27 @@ describe("R1–R6", () => {
     expect(evaluateTask({ ...base, decoys: [{ id: "d1", kind: "another_company", intact: false }] }).checks.R6.ok).toBe(false);
   });
 });
+
+describe("R7 forecast held (issue 35)", () => {
+  const fc = (outcome: string | null, differences: unknown = []) => ({ forecastId: "f1", runId: "r1", prediction: "continues", path: "reattach", code: null, outcome, differences });
+
+  it("is not run (absent) when the wave took no forecast: reports made before R7", () => {
+    const report = evaluateTask(base);
+    expect(report.checks.R7).toBeUndefined();
+    expect(report.passed).toBe(true);
+  });
+  it("passes when every forecast run held, and says what was not restarted or not checked", () => {
+    const report = evaluateTask({ ...base, forecasts: [fc("held"), { ...fc("not_restarted"), runId: "r2" }, { ...fc(null), runId: "r3" }] });
+    expect(report.checks.R7).toMatchObject({ ok: true, detail: "1 held, 0 differed, 1 ended before a restart, 1 not checked" });
+    expect(report.passed).toBe(true);
+  });
+  it("passes with nothing to compare when no kill interrupted the task's runs", () => {
+    expect(evaluateTask({ ...base, forecasts: [] }).checks.R7).toMatchObject({ ok: true });
+  });
+  it("fails the task when a forecast run differed from its restart", () => {
+    const report = evaluateTask({ ...base, forecasts: [fc("differed", [{ field: "prediction", forecast: "continues", actual: "ends" }])] });
+    expect(report.checks.R7?.ok).toBe(false);
+    expect(report.checks.R7?.detail).toMatch(/0 held, 1 differed.*r1 forecast continues \(reattach\)/);
+    expect(report.passed).toBe(false);
+  });
+});

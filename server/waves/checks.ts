@@ -52,6 +52,22 @@ export interface TaskInput {
    * id → turns); absent when the wave could not read them (an emulator on another host).
    */
   markers?: Record<string, number[]>;
+  /**
+   * The forecasts the wave took before its kills, of this task's runs (issue 35), each run's
+   * prediction and its check after the restart; absent when the wave took none (R7 not run).
+   */
+  forecasts?: CollectedForecastRun[];
+}
+
+/** One forecast run as stored: its prediction and, after the restart, held / differed / not_restarted (null: not checked). */
+export interface CollectedForecastRun {
+  forecastId: string;
+  runId: string;
+  prediction: string;
+  path: string | null;
+  code: string | null;
+  outcome: string | null;
+  differences: unknown;
 }
 
 const LIVE = new Set<string>(LIVE_RUN_STATUSES);
@@ -81,6 +97,7 @@ export function evaluateTask(input: TaskInput): TaskReport {
     R4: noOrphans(input.sandboxes, input.leases, runs),
     R5: nothingHeld(input.leases, runs),
     R6: ownershipSafety(input.decoys),
+    ...(input.forecasts ? { R7: forecastHeld(input.forecasts) } : {}),
   };
   return {
     id: input.key,
@@ -208,5 +225,23 @@ function ownershipSafety(decoys: TaskInput["decoys"]): CheckResult {
     ok: touched.length === 0,
     detail: touched.length ? `decoy(s) touched: ${touched.map((d) => d.kind).join(", ")}` : `${decoys.length} decoy(s) of another instance, company and host untouched`,
     decoys,
+  };
+}
+
+/**
+ * R7 forecast held (issue 35): every forecast the wave took of this task's runs before a kill
+ * held after the restart. A differed run fails it (a defect of the forecast or of recovery);
+ * a run the restart never reached (it finished first: not_restarted, or not checked) is
+ * reported, not failed. A task none of whose runs a kill interrupted passes with nothing to compare.
+ */
+function forecastHeld(forecasts: CollectedForecastRun[]): CheckResult {
+  if (forecasts.length === 0) return { ok: true, detail: "no forecast was taken of its runs (no kill interrupted them)" };
+  const count = (o: string | null) => forecasts.filter((f) => f.outcome === o).length;
+  const differed = forecasts.filter((f) => f.outcome === "differed");
+  const detail = `${count("held")} held, ${differed.length} differed, ${count("not_restarted")} ended before a restart, ${count(null)} not checked`;
+  return {
+    ok: differed.length === 0,
+    detail: differed.length ? `${detail}: ${differed.map((f) => `${f.runId} forecast ${f.prediction}${f.path ? ` (${f.path})` : f.code ? ` (${f.code})` : ""}, ${JSON.stringify(f.differences)}`).join("; ")}` : detail,
+    forecasts,
   };
 }

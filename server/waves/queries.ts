@@ -139,7 +139,11 @@ export const waveCompareOutput = z.object({
 
 function sideOf(r: WaveReport): z.infer<typeof sideSchema> {
   const checks = Object.fromEntries(CHECK_IDS.map((c) => [c, { pass: 0, fail: 0 }]));
-  for (const t of r.tasks) for (const c of CHECK_IDS) checks[c]![t.checks[c].ok ? "pass" : "fail"] += 1;
+  // A check the report did not run (R7 before issue 35) counts as neither.
+  for (const t of r.tasks) for (const c of CHECK_IDS) {
+    const result = t.checks[c];
+    if (result) checks[c]![result.ok ? "pass" : "fail"] += 1;
+  }
   return {
     id: r.id,
     seed: r.seed,
@@ -174,8 +178,8 @@ export async function compareWaves(db: Db, scope: CompanyScope, aId: string, bId
     const ta = a.tasks.find((t) => t.id === key);
     const tb = b.tasks.find((t) => t.id === key);
     for (const check of CHECK_IDS) {
-      const va = ta ? ta.checks[check as CheckId].ok : null;
-      const vb = tb ? tb.checks[check as CheckId].ok : null;
+      const va = ta?.checks[check as CheckId]?.ok ?? null;
+      const vb = tb?.checks[check as CheckId]?.ok ?? null;
       if (va !== vb) changed.push({ task: key, check, a: va, b: vb });
     }
   }

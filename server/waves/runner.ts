@@ -24,6 +24,14 @@ import { wavePassed, type FaultName, type FaultRecord, type KillRecord, type Wav
 import { recordWaveStart, storeWaveReport } from "./store";
 import { isUuid } from "../lib/ids";
 import { markerCommand, readMarkers } from "./markers";
+import pino from "pino";
+import { controllerConfig } from "../controller/config";
+import { LIVE_RUN_STATUSES } from "../engine";
+import { checkForecasts } from "../forecasts/check";
+import { storeForecast } from "../forecasts/store";
+import { currentProcessIdentity } from "../process/identity";
+import { providerFromEnv } from "../providers/from-env";
+import { servicesOf } from "../services";
 
 /**
  * Runs one restart-chaos wave (DOMAIN.md §5) against the emulator with real controller
@@ -185,6 +193,60 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
     };
 
     const effects = new KillEffects(plan, admin, db, runsByTask, t0, note);
+    // The restart forecast (issue 35), read-only, against the wave's own instance and emulator.
+    const { provider: fcProvider, runner: fcRunner, target: fcTarget } = providerFromEnv({ ...options.env, DAYTONA_API_URL: undefined, EMULATOR_URL: emuUrl, EMULATOR_API_KEY: emulatorKey }, { instanceId });
+    const forecaster = servicesOf({
+      db,
+      provider: fcProvider,
+      providerTarget: fcTarget,
+      runner: fcRunner,
+      identity: currentProcessIdentity(),
+      config: controllerConfig(options.env, { instanceId }),
+      log: pino({ name: "wave-forecast", level: "warn" }),
+      drain: new AbortController(),
+    });
+    /** What a forecast depends on, per run: a run whose snapshot moved while it was taken was forecast in a state it no longer is in. */
+    const snapshot = async (runIds: string[]) => {
+      const rows = await db.run.findMany({
+        where: { id: { in: runIds } },
+        select: { id: true, status: true, phase: true, turnsDone: true, executorEpoch: true, checkpoint: true, leases: { where: { status: "active" }, select: { id: true } } },
+      });
+      return new Map(rows.map((r) => [r.id, JSON.stringify([r.status, r.phase, r.turnsDone, r.executorEpoch, r.checkpoint, r.leases.map((l) => l.id).sort()])]));
+    };
+    /**
+     * At a kill: a forecast of the runs it interrupts (those its target executes), taken once
+     * the target is stopped and before the restart, stored with the wave's id for R7. Kept: the runs in session that did not move while it
+     * was taken (a per-turn run can pass a turn in that time: its forecast would be of a state
+     * the kill never meets); taken again up to three times while some moved. A run still
+     * acquiring or bootstrapping is not kept: its sandbox moves on (a runner starting) without
+     * its row changing, so no snapshot can say the kill met the state that was forecast.
+     */
+    const forecastKill = async (target: LiveController, kind: string) => {
+      if (!target.bootId) return;
+      const runs = await db.run.findMany({ where: { waveId: id, executorBootId: target.bootId, status: { in: [...LIVE_RUN_STATUSES] } }, select: { id: true } });
+      if (runs.length === 0) return;
+      const runIds = runs.map((r) => r.id);
+      try {
+        for (let attempt = 1; ; attempt += 1) {
+          const before = await snapshot(runIds);
+          const forecast = await forecaster.takeForecast({ all: true }, { runIds });
+          const after = await snapshot(runIds);
+          const moved = forecast.runs.filter((r) => before.get(r.runId) !== after.get(r.runId)).map((r) => r.runId);
+          if (moved.length > 0 && attempt < 3) continue;
+          const settling = forecast.runs.filter((r) => !moved.includes(r.runId) && r.phase !== "session_open").map((r) => r.runId);
+          const kept = forecast.runs.filter((r) => !moved.includes(r.runId) && !settling.includes(r.runId));
+          const stored = await storeForecast(db, { durationMs: forecast.durationMs, runs: kept }, { instanceId, actor: { id: `wave:${id}`, role: "operator" }, source: "wave", scope: { all: true }, waveId: id });
+          const count = (p: string) => kept.filter((r) => r.prediction === p).length;
+          note(
+            "forecast",
+            `before ${kind}: ${count("continues")} continue, ${count("ends")} end, ${count("operator")} for an operator (forecast ${stored.id}, ${forecast.durationMs} ms${moved.length ? `; not kept, moved while forecast: ${moved.join(", ")}` : ""}${settling.length ? `; not kept, not yet in session: ${settling.join(", ")}` : ""})`,
+          );
+          return;
+        }
+      } catch (err) {
+        note("forecast", `before ${kind}: not taken: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    };
     await start("first");
     const records: KillRecord[] = plan.kills.map((k) => ({
       kind: k.kind,
@@ -267,12 +329,22 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
           kill.firedAtMs = elapsed;
           kill.targetPid = target.handle.pid;
           kill.interruptedRunId = inFlight.id;
+          // The forecast of the target's runs, taken once it is stopped and before anything restarts
+          // (a K5's other host is started before the stall: there, right after the SIGSTOP): what it
+          // sees is what the restart meets — a drain's suspensions, a fault's archive included.
+          let forecastTaken = false;
+          const forecastOnce = async () => {
+            if (forecastTaken) return;
+            forecastTaken = true;
+            await forecastKill(target, kill.kind);
+          };
           // The faults that land with the first kill come between its stop and the next start.
           const startAfterEffects: StartController = async (...args) => {
             await effects.beforeRestart();
+            if (kill.kind !== "K5") await forecastOnce();
             return start(...args);
           };
-          const after = await performKill(kill, target, inFlight.id, { stop, start: startAfterEffects, note, db, t0, bystanders, runInFlight });
+          const after = await performKill(kill, target, inFlight.id, { stop, start: startAfterEffects, note, db, t0, bystanders, runInFlight, afterStop: forecastOnce });
           kill.restartPid = after.handle.pid;
           if (kill.kind === "K4") {
             armed = kill;
@@ -326,6 +398,12 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
     for (const b of bystanders) await stop(b, "SIGTERM");
 
     // ── judge ──
+    // The forecasts against the restarts (the controllers' ticks did most; the last one is stopped).
+    await checkForecasts(db, instanceId, { limit: 10_000 });
+    const forecastRuns = await db.forecastRun.findMany({
+      where: { forecast: { waveId: id } },
+      select: { forecastId: true, runId: true, prediction: true, path: true, code: true, outcome: true, actual: true },
+    });
     const sandboxes = (await admin.sandboxes({ includeDestroyed: true })).filter((s) => s.labels[LABEL_KEYS.instance] === instanceId);
     const decoyState = new Map((await admin.sandboxes({ includeDestroyed: true })).map((s) => [s.id, s.state]));
     const decoyResults = decoys.map((d) => ({ id: d.id, kind: d.kind, intact: decoyState.get(d.id) !== undefined && decoyState.get(d.id) !== "destroyed" }));
@@ -346,6 +424,9 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
           sandboxes: sandboxes.filter((s) => !decoyIds.has(s.id) && runIds.includes(s.labels[LABEL_KEYS.run] ?? "")),
           decoys: decoyResults,
           ...(markers ? { markers: Object.fromEntries(runIds.map((r) => [r, readMarkers(markers, r)])) } : {}),
+          forecasts: forecastRuns
+            .filter((f) => runIds.includes(f.runId))
+            .map((f) => ({ forecastId: f.forecastId, runId: f.runId, prediction: f.prediction, path: f.path, code: f.code, outcome: f.outcome, differences: (f.actual as { differences?: unknown } | null)?.differences ?? null })),
         }),
       );
     }
@@ -420,6 +501,8 @@ interface KillTools {
   bystanders: LiveController[];
   /** A run in session on this controller now, if any. */
   runInFlight: (target: LiveController) => Promise<{ id: string } | null>;
+  /** K5: called once the target is stopped (the restart forecast of its runs, issue 35). */
+  afterStop?: () => Promise<void>;
 }
 
 /** Stops the target as the kill kind says and starts the controller that follows it. */
@@ -479,6 +562,7 @@ async function stallPastSilence(kill: KillRecord, current: LiveController, first
   }
   kill.interruptedRunId = runId;
   current.handle.kill("SIGSTOP");
+  await tools.afterStop?.();
   const stoppedAt = Date.now();
   const lastSeen = current.bootId ? (await db.controllerProcess.findUnique({ where: { bootId: current.bootId }, select: { lastSeenAt: true } }))?.lastSeenAt ?? null : null;
   note("kill", `K5: SIGSTOP pid ${current.handle.pid} with run ${runId} in flight; pid ${other.handle.pid} on another host`);

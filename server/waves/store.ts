@@ -47,7 +47,7 @@ export async function storeWaveReport(db: Db, report: WaveReport, options: { imp
           retriesNeeded: task.retriesNeeded,
           runIds: task.runs.map((r) => r.id),
           detail: asJson({ runs: task.runs }),
-          checks: { create: CHECK_IDS.map((check) => ({ check, ok: task.checks[check].ok, evidence: asJson(task.checks[check]) })) },
+          checks: { create: CHECK_IDS.flatMap((check) => { const r = task.checks[check]; return r ? [{ check, ok: r.ok, evidence: asJson(r) }] : []; }) },
         },
       });
     }
@@ -84,7 +84,7 @@ export async function importWaveReport(db: Db, raw: unknown, scope: CompanyScope
   const passed = wavePassed(report);
   if (passed !== report.passed) throw new AppError("INVALID_INPUT", `report.passed: says ${report.passed} but its tasks, orphans, kills and faults say ${passed}`);
   for (const t of report.tasks) {
-    const ok = CHECK_IDS.every((c) => t.checks[c].ok);
+    const ok = CHECK_IDS.every((c) => t.checks[c]?.ok !== false);
     if (ok !== t.passed) throw new AppError("INVALID_INPUT", `report.tasks.${t.id}.passed: says ${t.passed} but its checks say ${ok}`);
   }
   if (await db.chaosWave.findUnique({ where: { id: report.id }, select: { id: true } })) {

@@ -80,6 +80,11 @@ describe("waves pass on the current engine", () => {
     expect(report.kills[0]!.interruptedRunId).toMatch(/^[0-9a-f-]{36}$/);
     expect(report.orphanSandboxes).toEqual([]);
     expect(report.decoys.every((d) => d.intact)).toBe(true);
+    // R7 (issue 35): a forecast of the runs the kill interrupts was taken before it, and it held.
+    expect(report.tasks.every((t) => t.checks.R7 !== undefined)).toBe(true);
+    expect(report.events.filter((e) => e.kind === "forecast").map((e) => e.detail)).toEqual([expect.stringMatching(new RegExp(`^before ${kind}: \\d+ continue`))]);
+    const interrupted = await h.db.db.forecastRun.findFirstOrThrow({ where: { runId: report.kills[0]!.interruptedRunId!, forecast: { waveId: report.id, source: "wave" } } });
+    expect({ outcome: interrupted.outcome, actual: interrupted.actual }).toMatchObject({ outcome: "held" });
   });
 
   it("all kills and all faults together", { timeout: 180_000 }, async () => {
@@ -150,7 +155,7 @@ describe("waves pass on the current engine", () => {
     const stored = await loadWaveReport(h.db.db, report.id);
     expect(stored.tasks).toHaveLength(6);
     const rows = await h.db.db.chaosWaveTask.findMany({ where: { waveId: report.id }, include: { checks: true } });
-    expect(rows.every((r) => r.checks.length === 6)).toBe(true);
+    expect(rows.every((r) => r.checks.length === 7)).toBe(true);
   });
 });
 
@@ -330,5 +335,12 @@ describe("import", () => {
     const row = await h.db.db.chaosWave.findUniqueOrThrow({ where: { id: "w-20200101T000000-s1" }, include: { tasks: true } });
     expect(row).toMatchObject({ imported: true, passed: true });
     expect(row.tasks).toHaveLength(report.tasks.length);
+
+    // A report made before R7 (issue 35) still imports and loads: its R7 is absent (not run).
+    const beforeR7 = { ...report, id: "w-20200101T000000-s2", tasks: report.tasks.map((t) => ({ ...t, checks: { R1: t.checks.R1, R2: t.checks.R2, R3: t.checks.R3, R4: t.checks.R4, R5: t.checks.R5, R6: t.checks.R6 } })) };
+    await importWaveReport(h.db.db, beforeR7);
+    const loaded = await loadWaveReport(h.db.db, "w-20200101T000000-s2");
+    expect(loaded.tasks.every((t) => t.checks.R7 === undefined)).toBe(true);
+    expect(loaded.passed).toBe(true);
   });
 });

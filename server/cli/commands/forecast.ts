@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { withCliDatabase } from "../database";
 import { CliFailure, EXIT_BAD_INPUT, type CliIO } from "../io";
 import { oneLine } from "../program";
+import { runForecastCheck } from "./forecast-check";
 import { FORECAST_PREDICTIONS, type Forecast, type ForecastPrediction, type RunForecast } from "../../shared/forecast";
 
 /** `--fail-on` matched: some run falls in a named class (a deploy gate waits or drains first). */
@@ -15,6 +16,8 @@ interface ForecastOptions {
   failOn?: string;
   lanes?: string;
   readTimeoutMs?: string;
+  check?: boolean;
+  forecast?: string;
 }
 
 /**
@@ -35,7 +38,10 @@ export function registerForecast(program: Command, io: CliIO): void {
     .option("--fail-on <classes>", "exit 3 when any run is forecast in one of these classes (comma-separated: continues, ends, operator)")
     .option("--lanes <n>", "runs read at once (default 8)")
     .option("--read-timeout-ms <ms>", "the bound on each provider or runner read (default 10000)")
+    .option("--check", "check the stored forecasts against the restarts since: held, or what differed (exit 4 when any differed)")
+    .option("--forecast <id>", "with --check: only this stored forecast")
     .action(async (opts: ForecastOptions) => {
+      if (opts.check) return runForecastCheck(io, { json: opts.json, forecast: opts.forecast });
       const failOn = parseFailOn(opts.failOn);
       const lanes = positive("--lanes", opts.lanes);
       const readTimeoutMs = positive("--read-timeout-ms", opts.readTimeoutMs);
@@ -57,10 +63,11 @@ export function registerForecast(program: Command, io: CliIO): void {
             }
           },
         });
-        // HOOK for storage (wt-fc-store): store the forecast here, e.g.
-        // `await storeForecast(db, forecast, { actor: machineActor("operator"), source: "cli", scope })`; until then it is printed only.
+        // Every forecast taken is stored (checked after the next restart: `--check`), audited as forecast.take.
+        const [{ storeForecast }, { machineActor }] = await Promise.all([import("../../forecasts/store"), import("../actor")]);
+        const stored = await storeForecast(db, forecast, { instanceId: services.instanceId, actor: machineActor("operator"), source: "cli", scope });
         if (opts.json) io.stdout(`${JSON.stringify(forecast)}\n`);
-        else io.stdout(render(forecast, opts.verbose === true));
+        else io.stdout(`${render(forecast, opts.verbose === true)}stored as forecast ${stored.id} (\`runwarden forecast --check\` compares it with the next restart)\n`);
         const failing = forecast.runs.filter((r) => failOn.includes(r.prediction));
         if (failing.length > 0) {
           throw new CliFailure(`runwarden forecast: ${failing.length} run(s) forecast ${failOn.filter((c) => failing.some((r) => r.prediction === c)).join(" or ")} (--fail-on ${failOn.join(",")})`, EXIT_FORECAST_FAILED);
