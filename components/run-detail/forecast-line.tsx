@@ -22,7 +22,7 @@ export function ForecastLine({ runId }: { runId: string }) {
       ) : !f ? (
         <span className="text-zinc-700 dark:text-zinc-300">
           none taken for this run (
-          <Link className={linkClass} href="/forecast">
+          <Link className={`${linkClass} underline`} href="/forecast">
             take one
           </Link>
           )
@@ -34,7 +34,7 @@ export function ForecastLine({ runId }: { runId: string }) {
           <span>— {f.reason}</span>
           <span className="text-xs text-zinc-700 dark:text-zinc-300">
             (
-            <Link className={linkClass} href={`/forecast?forecast=${f.forecastId}`}>
+            <Link className={`${linkClass} underline`} href={`/forecast?forecast=${f.forecastId}`}>
               taken <RelativeTime date={new Date(f.takenAt)} />
             </Link>{" "}
             by {f.takenBy})
