@@ -12,6 +12,7 @@ import { childEnv, env } from "../server/env";
 import { findChromium, HOW_TO_GET_CHROMIUM } from "./lib/chromium";
 import { admin } from "./lib/admin";
 import { CHECKS, nodeBin, runToEnd } from "./lib/processes";
+import { failingTests, readJson, slowestFiles } from "./lib/test-report";
 
 interface Step {
   name: string;
@@ -118,7 +119,14 @@ await step("playwright (e2e in Chromium)", async () => {
 if (db.startedHere) await db.stop();
 
 const failed = steps.filter((s) => !s.ok);
-const slowest = slowestFiles(10);
+// Named again at the end: a long run's log is often read from its tail only.
+const failures = failingTests(resultsDir);
+if (failures.length > 0) {
+  process.stdout.write(`\n  the failing tests (${failures.length}):\n`);
+  for (const f of failures.slice(0, 30)) process.stdout.write(`    ✗ ${f.file} › ${f.title}\n      ${f.message}\n`);
+  if (failures.length > 30) process.stdout.write(`    … and ${failures.length - 30} more (.data/test-results/*.json)\n`);
+}
+const slowest = slowestFiles(resultsDir, 10);
 if (slowest.length > 0) {
   process.stdout.write("\n  the ten slowest test files:\n");
   for (const f of slowest) process.stdout.write(`    ${f.seconds.toFixed(1).padStart(6)} s  ${f.file}\n`);
@@ -133,25 +141,3 @@ process.stdout.write(
   `\nnpm test: ${steps.map((s) => `${s.name.split(" ")[0]} ${s.ok ? s.detail : `FAILED (${s.detail})`}`).join(" · ")} — ${failed.length ? "FAILED" : "PASSED"} in ${total} s\n`,
 );
 process.exit(failed.length ? 1 : 0);
-
-/** Each test file's wall time, from Vitest's and Playwright's JSON reports, slowest first. */
-function slowestFiles(n: number): Array<{ file: string; seconds: number }> {
-  const files: Array<{ file: string; seconds: number }> = [];
-  const vitest = readJson<{ testResults: Array<{ name: string; startTime: number; endTime: number }> }>(path.join(resultsDir, "vitest.json"));
-  for (const r of vitest?.testResults ?? []) files.push({ file: path.relative(process.cwd(), r.name), seconds: (r.endTime - r.startTime) / 1000 });
-  interface PwSuite { file: string; suites?: PwSuite[]; specs?: Array<{ tests: Array<{ results: Array<{ duration: number }> }> }> }
-  const e2e = readJson<{ suites: PwSuite[] }>(path.join(resultsDir, "e2e.json"));
-  const ms = (suite: PwSuite): number =>
-    (suite.specs ?? []).reduce((sum, spec) => sum + spec.tests.reduce((t, test) => t + test.results.reduce((r, res) => r + res.duration, 0), 0), 0) +
-    (suite.suites ?? []).reduce((sum, child) => sum + ms(child), 0);
-  for (const suite of e2e?.suites ?? []) files.push({ file: path.join("e2e", suite.file), seconds: ms(suite) / 1000 });
-  return files.sort((a, b) => b.seconds - a.seconds).slice(0, n);
-}
-
-function readJson<T>(file: string): T | null {
-  try {
-    return JSON.parse(fs.readFileSync(file, "utf8")) as T;
-  } catch {
-    return null;
-  }
-}
