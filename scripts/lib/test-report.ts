@@ -39,7 +39,6 @@ const cwdRelative = (file: string) => (path.isAbsolute(file) ? path.relative(pro
 
 /** The first non-empty line of an error, without colour codes. */
 function firstLine(text: string | undefined): string {
-  // eslint-disable-next-line no-control-regex -- terminal colour codes are what is removed
   const plain = (text ?? "").replace(/\u001b\[[0-9;]*m/g, "");
   return plain.split("\n").find((l) => l.trim() !== "")?.trim().slice(0, 300) ?? "(no message)";
 }
