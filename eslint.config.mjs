@@ -5,8 +5,8 @@ import { runwardenPlugin } from "./lint/client-boundary.mjs";
 
 /** Modules that would give the engine I/O, a clock of its own, or a framework. */
 const ENGINE_FORBIDDEN = [
-  { group: ["@prisma/*", "prisma", "pg"], message: "server/engine is pure: no database (DOMAIN.md §2)." },
-  { regex: "(^|/)(db|generated)(/|$)", message: "server/engine is pure: no database (DOMAIN.md §2)." },
+  { group: ["@prisma/*", "prisma", "pg"], message: "server/engine is pure: no database (docs/rules.md §2)." },
+  { regex: "(^|/)(db|generated)(/|$)", message: "server/engine is pure: no database (docs/rules.md §2)." },
   { group: ["@trpc/*"], message: "server/engine is pure: no tRPC." },
   { group: ["next", "next/*", "react", "react/*", "react-dom", "react-dom/*", "server-only"], message: "server/engine is pure: no Next.js or React." },
   { group: ["node:fs", "node:fs/*", "fs", "fs/*", "node:child_process", "child_process", "node:net", "net", "node:http", "http", "node:https", "https", "node:os", "os"], message: "server/engine is pure: no I/O." },

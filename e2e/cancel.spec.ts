@@ -3,7 +3,7 @@ import { e2eDb } from "./db";
 import { emulatorSandboxes, eventually, expect, expectAccessible, hydrated, screenshot, tag, test, trpcMutation } from "./support";
 
 /**
- * Cancel from the run page (DOMAIN.md §2.11): a board member cancels their company's run in
+ * Cancel from the run page (docs/rules.md §2.11): a board member cancels their company's run in
  * the middle of a turn, with a reason; the page says who and why, the sandbox is destroyed at
  * the provider, Cancel is gone and Retry is offered; Retry makes the one successor. A viewer
  * sees Cancel disabled with the reason.

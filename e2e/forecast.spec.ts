@@ -3,7 +3,7 @@ import { e2eDb } from "./db";
 import { eventually, expect, expectAccessible, hydrated, screenshot, tag, test, trpcMutation } from "./support";
 
 /**
- * The restart forecast page (DOMAIN.md §2.12): an operator takes a forecast with a run in the
+ * The restart forecast page (docs/rules.md §2.12): an operator takes a forecast with a run in the
  * middle of a turn; the forecast is stored and listed with its counts, the run's row says what
  * a restart would do (with its checks on expand), and the run page shows the line.
  */

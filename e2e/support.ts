@@ -89,7 +89,7 @@ export async function eventually<T>(what: string, check: () => Promise<T | null 
 }
 
 /**
- * A remote run whose session.open the provider rejects (DOMAIN.md §2.3): the controller
+ * A remote run whose session.open the provider rejects (docs/rules.md §2.3): the controller
  * ends it with native_provider_startup_rejected and Retry. The fault matches the company
  * label, so it is in place before the controller's first poll. `request` submits the run
  * (it needs the operator role).

@@ -342,10 +342,10 @@ async function serve(args) {
   handle = serveWith(state, port, args["session-command"] ?? null);
 }
 
-/** A new runner (DOMAIN.md §2.2 when an earlier one left its root behind). */
+/** A new runner (docs/rules.md §2.2 when an earlier one left its root behind). */
 function freshState(previous, args, port) {
   if (previous || fs.existsSync(PROVIDER_STATE)) {
-    // Bootstrap restart (DOMAIN.md §2.2): the dead runner's root is kept for inspection.
+    // Bootstrap restart (docs/rules.md §2.2): the dead runner's root is kept for inspection.
     let n = 1;
     while (fs.existsSync(path.join(ROOT, `.bootstrap-restart-${n}`))) n++;
     const aside = path.join(ROOT, `.bootstrap-restart-${n}`);
@@ -371,7 +371,7 @@ function freshState(previous, args, port) {
     workDir: WORK,
     agentCommand: args["agent-command"] ?? null,
     // The program this runner runs (sha-256 of this file, as the controller names its upload):
-    // a restarted controller checks it before trusting a staged attachment (DOMAIN.md §2.1).
+    // a restarted controller checks it before trusting a staged attachment (docs/rules.md §2.1).
     programDigest: programDigest(),
     inFlight: null,
     updatedAt: "",

@@ -12,7 +12,7 @@ import { crashLines, productCleanup, productEnv, startProduct, waitUntil, type P
 
 /**
  * A crashed controller is restarted, not mourned; an outage is not the run's failure
- * (DOMAIN.md §2.8, issue 33). The whole product under `npm start`, as a user runs it: its
+ * (docs/rules.md §2.8, issue 33). The whole product under `npm start`, as a user runs it: its
  * controller SIGKILLed mid-run while the provider hangs (SIGSTOP) for 90 s — thirty times the
  * recovery budget these settings give (2 attempts, 100 ms back-off, 2 s call timeout: ~3 s;
  * the defaults' is ~31 s) — and a controller that keeps crashing.
@@ -77,7 +77,7 @@ function emulatorGroup(p: ProductProcess): number {
   return found.pid;
 }
 
-describe("npm start supervises its controller (DOMAIN.md §2.8)", () => {
+describe("npm start supervises its controller (docs/rules.md §2.8)", () => {
   it("the controller SIGKILLed mid-run while the provider hangs 90 s: the dashboard answers throughout, a controller is back by itself, no run fails or needs Retry, every turn runs once", async () => {
     const { p, db, dataRoot, port } = await product({
       RUNWARDEN_TURN_MS: "100",

@@ -43,7 +43,7 @@ const envSchema = z.object({
   RUNWARDEN_DB_POOL_MAX: z.coerce.number().int().min(2).max(200).default(12),
   /** How often the controller looks for queued runs and interrupted ones. */
   RUNWARDEN_POLL_MS: z.coerce.number().int().min(20).default(500),
-  /** How often the sweeps run (DOMAIN.md §2.5, §2.6). */
+  /** How often the sweeps run (docs/rules.md §2.5, §2.6). */
   RUNWARDEN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
   /**
    * Due rows a sweep acts on at once (judged under the row's lock, then torn down), across

@@ -3,7 +3,7 @@ import type { Db } from "./db/client";
 import { companyWhere, type CompanyScope } from "./shared/roles";
 
 /**
- * Whether the product's moving parts are there (DOMAIN.md §2.8): controllers that heartbeat,
+ * Whether the product's moving parts are there (docs/rules.md §2.8): controllers that heartbeat,
  * and the provider as their breakers see it. What the overview, the run page and /api/metrics
  * read; each controller records its breaker's state on its own row.
  */

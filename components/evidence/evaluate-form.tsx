@@ -10,7 +10,7 @@ import { Badge, buttonClass, ErrorNotice, Field, inputClass, Section } from "../
 
 type Verdict = RouterOutputs["proofs"]["evaluate"];
 
-/** Paste or upload an evidence bundle (EVIDENCE.md); the engine answers with the verdict and every check. */
+/** Paste or upload an evidence bundle (docs/evidence.md); the engine answers with the verdict and every check. */
 export function EvaluateForm() {
   const trpc = useTRPC();
   const [text, setText] = useState("");

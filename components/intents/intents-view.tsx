@@ -17,7 +17,7 @@ import { INTENT_STATUSES, intentsSearchParams, toIntentListInput } from "./searc
 type Intent = RouterOutputs["intents"]["list"]["items"][number];
 type Sweep = RouterOutputs["sweeps"]["run"][number];
 
-/** process_exit reasons in plain words (DOMAIN.md §2.4). */
+/** process_exit reasons in plain words (docs/rules.md §2.4). */
 const REASONS: Record<Intent["creatorVerdict"]["reason"], string> = {
   self: "it is this dashboard process",
   same_process: "the recorded process is still running on this host",

@@ -170,7 +170,7 @@ export function Overview() {
 
 type HealthData = RouterOutputs["overview"]["get"]["health"];
 
-/** Whether controllers run, and whether they reach the provider (DOMAIN.md §2.8). */
+/** Whether controllers run, and whether they reach the provider (docs/rules.md §2.8). */
 function Health({ health }: { health: HealthData }) {
   const { controllers, providerOutage, runsWaiting } = health;
   return (

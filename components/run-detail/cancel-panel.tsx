@@ -15,7 +15,7 @@ const CancelDialog = dynamic(() => loadCancelDialog().then((m) => m.CancelDialog
 const prefetchCancelDialog = () => void loadCancelDialog();
 
 /**
- * Cancel (DOMAIN.md §2.11), offered while the run has not ended (the engine's admitCancel,
+ * Cancel (docs/rules.md §2.11), offered while the run has not ended (the engine's admitCancel,
  * `detail.cancel.blocker`); nothing at all on an ended run. The server makes one cancellation
  * however often it is asked: a second answers "already cancelled", shown as a toast.
  */

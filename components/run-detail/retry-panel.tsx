@@ -16,7 +16,7 @@ const RetryDialog = dynamic(() => loadRetryDialog().then((m) => m.RetryDialog), 
 const prefetchRetryDialog = () => void loadRetryDialog();
 
 /**
- * Retry (DOMAIN.md §2.7). The server makes exactly one successor however often it is
+ * Retry (docs/rules.md §2.7). The server makes exactly one successor however often it is
  * asked; the button also refuses a second click while the first is in flight.
  */
 export function RetryPanel({ detail }: { detail: Detail }) {

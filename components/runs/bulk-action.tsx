@@ -15,7 +15,7 @@ const prefetchBulkDialog = () => void loadBulkDialog();
 export type BulkFilter = RouterInputs["plans"]["preview"]["filter"];
 
 /**
- * "Retry all 37 with CODE", "Retry these…", "Cancel these…" (DOMAIN.md §2.11): each click
+ * "Retry all 37 with CODE", "Retry these…", "Cancel these…" (docs/rules.md §2.11): each click
  * opens a fresh preview of the set (a plan is a snapshot), which the dialog then confirms.
  */
 export function BulkAction({ kind, filter, label, title }: { kind: BulkPlanKind; filter: BulkFilter; label: string; title: string }) {

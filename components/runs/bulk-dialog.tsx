@@ -20,7 +20,7 @@ const VERB: Record<BulkPlanKind, { do: string; doing: string; done: string }> = 
 };
 
 /**
- * Bulk Retry or Cancel (DOMAIN.md §2.11): the preview (each run admitted or refused, with the
+ * Bulk Retry or Cancel (docs/rules.md §2.11): the preview (each run admitted or refused, with the
  * reason), the typed word, then each run's result. Its own module, loaded on the first click
  * (bulk-action.tsx), so radix's dialog stays out of the runs page's initial JavaScript.
  */

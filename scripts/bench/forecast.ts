@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- --forecast [sizes] [--forecast-lanes N]`: the time of a restart forecast
- * (DOMAIN.md §2.12) of N live runs with real sandboxes in the emulator (its own process, as
+ * (docs/rules.md §2.12) of N live runs with real sandboxes in the emulator (its own process, as
  * `npm start` runs it), next to the floor measured in the same run — the provider's own
  * `files/download` round trip × runs / lanes — so the growth shows.
  *

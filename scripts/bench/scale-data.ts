@@ -152,7 +152,7 @@ export async function generateScaleData(url: string, n: number, log: (line: stri
     );
 
     // One lease per started run, two for a fifth of the per-turn ones; each lease's intent
-    // committed before it (DOMAIN.md §2.5), with the exact creation name.
+    // committed before it (docs/rules.md §2.5), with the exact creation name.
     await client.query(`CREATE TEMP TABLE bench_leases AS
        SELECT r.id AS run_id, r.instance_id, r.company_id, k,
          md5('lease-' || r.id || '-' || k)::uuid AS lease_id,

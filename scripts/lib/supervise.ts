@@ -1,7 +1,7 @@
 import { stopService, type Service } from "./processes";
 
 /**
- * A crashed controller is restarted, not mourned (DOMAIN.md §2.8): `npm start` keeps its
+ * A crashed controller is restarted, not mourned (docs/rules.md §2.8): `npm start` keeps its
  * controller (and the emulator) running the way a process manager would — restarted after a
  * doubling back-off, the back-off reset once a start has stayed up a while, and given up
  * loudly after repeated fast crashes (a controller that cannot start would otherwise spin).

@@ -28,7 +28,7 @@ export function auditsWrittenBy(actor: Actor): number {
 }
 
 /**
- * Every mutation through the API writes one (DOMAIN.md §1 "Audit entry"). Whatever the
+ * Every mutation through the API writes one (docs/rules.md §1 "Audit entry"). Whatever the
  * input holds is stored: NUL, which PostgreSQL refuses in text and JSON, is kept escaped
  * (issue 16.3), so a refusal can never be hidden by what was refused.
  */

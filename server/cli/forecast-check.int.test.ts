@@ -4,7 +4,7 @@ import { withTestDatabase } from "../test/context";
 
 /**
  * `runwarden forecast` stores what it takes, and `--check` compares each stored forecast run
- * with the restart that followed (DOMAIN.md §2.12): exit 4 when any differed. The restarts
+ * with the restart that followed (docs/rules.md §2.12): exit 4 when any differed. The restarts
  * here are written as a restarted controller writes them (its event, its proofs, the run's
  * epoch past the forecast's); real restarts are in server/forecasts/check.int.test.ts.
  */

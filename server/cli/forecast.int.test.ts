@@ -4,7 +4,7 @@ import { inProcessCli } from "../test/cli";
 import { withTestDatabase } from "../test/context";
 
 /**
- * `runwarden forecast` in-process against a real database (DOMAIN.md §2.12): its exit codes
+ * `runwarden forecast` in-process against a real database (docs/rules.md §2.12): its exit codes
  * as a deploy gate. The runs here need no provider read (queued; past session.open with no
  * sandbox); the forecasts that read sandboxes and runners are in
  * server/controller/forecast.int.test.ts, against real restarts.

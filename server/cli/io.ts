@@ -25,7 +25,7 @@ export class CliFailure extends Error {
   }
 }
 
-/** Exit code for input that does not fit the contract (EVIDENCE.md). */
+/** Exit code for input that does not fit the contract (docs/evidence.md). */
 export const EXIT_BAD_INPUT = 2;
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<string> {

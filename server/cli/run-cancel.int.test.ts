@@ -6,7 +6,7 @@ import { inProcessCli } from "../test/cli";
 import { withTestDatabase } from "../test/context";
 
 /**
- * `runwarden run cancel` in-process against a real database (DOMAIN.md §2.11): the same
+ * `runwarden run cancel` in-process against a real database (docs/rules.md §2.11): the same
  * service as the run page's Cancel, audited; an ended run is refused with exit 1 and left
  * alone; `--as` applies the person's role and companies. (The teardown of a live run's sandbox
  * is the service's, shown against a real controller in server/controller/cancel.int.test.ts.)

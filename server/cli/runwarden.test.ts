@@ -36,7 +36,7 @@ function runwarden(args: string[], stdin?: string, env?: NodeJS.ProcessEnv, thro
   });
 }
 
-/** What DOMAIN.md implies for each example bundle. */
+/** What docs/rules.md implies for each example bundle. */
 const EXPECTED: Record<string, Record<string, unknown>> = {
   "lease-binding-staged-created.json": { kind: "lease_binding", verdict: "admitted", code: null },
   "lease-binding-replacement.json": { kind: "lease_binding", verdict: "refused", code: "native_remote_recovery_lease_mismatch" },

@@ -19,7 +19,7 @@ export class AcquireError extends Error {
 }
 
 /**
- * Acquires a sandbox for a run with a durable creation intent (DOMAIN.md §2.5): the
+ * Acquires a sandbox for a run with a durable creation intent (docs/rules.md §2.5): the
  * intent is committed before the provider is asked, so a crash anywhere after leaves a
  * record the sweep can reclaim the sandbox from. The intent and the lease are written only
  * while `run`'s executor epoch is current (§2.10): a controller that wakes after a takeover

@@ -15,7 +15,7 @@ import { fenced, isRunLost } from "./fence";
 import { sweepTeardown } from "./sweeps";
 
 /**
- * Cancel (DOMAIN.md §2.11) against a real controller, the emulator and PostgreSQL: a run
+ * Cancel (docs/rules.md §2.11) against a real controller, the emulator and PostgreSQL: a run
  * cancelled mid-turn is taken over (epoch + 1), its runner stopped and its sandbox destroyed
  * under a fence with an ownership proof; its executor's next write fails by the epoch and the
  * executor lets the run go quietly (never fails, recovers or re-creates it); queued and

@@ -12,7 +12,7 @@ import type { ControllerContext } from "./context";
 import { claimFields, teardownLease, type TeardownOutcome } from "./teardown";
 
 /**
- * What one Cancel did (DOMAIN.md §2.11): the run cancelled with each lease's teardown, or
+ * What one Cancel did (docs/rules.md §2.11): the run cancelled with each lease's teardown, or
  * refused with the sentence a board user reads. The controller's answer, the tRPC output and
  * the CLI's JSON share it (re-exported by server/services).
  */
@@ -43,7 +43,7 @@ interface LockedRun {
 }
 
 /**
- * Cancel (DOMAIN.md §2.11). One transaction under the run's row lock judges the run with
+ * Cancel (docs/rules.md §2.11). One transaction under the run's row lock judges the run with
  * `admitCancel` and, when admitted, takes it over by compare-and-set on its executor epoch
  * (§2.10: epoch + 1, so whatever its executor writes next matches nothing), rests it in
  * `cancelled` with who and why, appends the `cancelled` event, takes its active leases out

@@ -7,7 +7,7 @@ import { spawnController, type ControllerProcessHandle } from "../test/controlle
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
 /**
- * Silence is judged on the database's clock (DOMAIN.md §2.10): an NTP step on one host must not
+ * Silence is judged on the database's clock (docs/rules.md §2.10): an NTP step on one host must not
  * make a healthy controller on another look silent. Two real controller processes, the second in
  * a PID namespace of its own (another host: it cannot probe the first's pid, so only silence
  * counts), one of them with its clock moved by libfaketime (Debian's `libfaketime`; `.ci/run`

@@ -62,7 +62,7 @@ export class Controller {
     return this.tasks.size;
   }
 
-  /** Records this process (DOMAIN.md §1) and makes sure its instance exists. */
+  /** Records this process (docs/rules.md §1) and makes sure its instance exists. */
   async boot(): Promise<void> {
     const { db, identity, config } = this.ctx;
     await ensureInstance(db, config.instanceId, config.sandboxPrefix);

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import type { ControllerContext } from "./context";
 
 /**
- * Chaos hook (DOMAIN.md §5 K4): with RUNWARDEN_CRASH_AT naming this point, the controller
+ * Chaos hook (docs/rules.md §5 K4): with RUNWARDEN_CRASH_AT naming this point, the controller
  * SIGKILLs itself here, exactly as a machine failure would, with nothing flushed. One plain
  * line goes out first (a synchronous write), so a wave can tell that its crash point was
  * reached, and for which run or lease.

@@ -262,7 +262,7 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
 }
 
 /**
- * Graceful drain (DOMAIN.md §4): the runner is suspended where it stands, the run waits
+ * Graceful drain (docs/rules.md §4): the runner is suspended where it stands, the run waits
  * for a controller to reattach it, and no retry run is created.
  */
 export async function suspendRun(ctx: ControllerContext, run: Run): Promise<void> {

@@ -2,7 +2,7 @@ import type { Prisma, Run } from "../db/client";
 import type { ControllerContext } from "./context";
 
 /**
- * The executor epoch (DOMAIN.md §2.10): every takeover of a run increments it, and every
+ * The executor epoch (docs/rules.md §2.10): every takeover of a run increments it, and every
  * write a controller makes to a run it executes is conditional on the epoch it claimed. A
  * write that matches nothing means the run was taken over: the writer stops working on it
  * and touches none of its leases.

@@ -13,7 +13,7 @@ import { startControllerHarness, waitFor, type ControllerHarness } from "../test
 import { takeForecast } from "./forecast";
 
 /**
- * The restart forecast (DOMAIN.md §2.12) against what a restart then really does: real
+ * The restart forecast (docs/rules.md §2.12) against what a restart then really does: real
  * controller processes (SIGKILLed, then a new one), the real emulator and runner, PostgreSQL.
  * Each forecast is taken by a service context (not a controller), as the CLI takes it.
  */

@@ -14,7 +14,7 @@ import { FAILOVER_BACKUP_PATH, lastProcessedSeq, MAX_SANDBOX_START_ATTEMPTS, ROT
 import { leaseBinding } from "./rules";
 
 /**
- * The restart forecast's shell (DOMAIN.md §2.12): for every run that is not terminal, reads
+ * The restart forecast's shell (docs/rules.md §2.12): for every run that is not terminal, reads
  * what a controller restarted now would read when it takes the run over — the run and its
  * active lease, the provider's `get` of the sandbox, runner-state.json through
  * `files/download`, the runner process through a read-only `cat /proc/PID/stat`

@@ -4,7 +4,7 @@ import path from "node:path";
 /**
  * The controller's local state: one directory per run it launched a runner for, holding
  * that runner's identity. A restarted controller with the same home can prove from it
- * that the interrupted runner was its own (the "local restart proof", DOMAIN.md §2.2 5);
+ * that the interrupted runner was its own (the "local restart proof", docs/rules.md §2.2 5);
  * a volume-free server (K15: a fresh home) cannot, and must rely on the sandbox's state.
  */
 export interface LocalRunnerRoot {

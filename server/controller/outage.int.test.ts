@@ -10,7 +10,7 @@ import { spawnController, type ControllerProcessHandle } from "../test/controlle
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
 /**
- * An outage is not the run's failure (DOMAIN.md §2.8, issue 33): the controller executing
+ * An outage is not the run's failure (docs/rules.md §2.8, issue 33): the controller executing
  * runs is SIGKILLed mid-run and a new one starts while the provider is unavailable — hung
  * (SIGSTOP) or refusing connections (killed) — for far longer than the whole recovery budget
  * (2 attempts, 100 ms back-off, 2 s call timeout: under 5 s). Before the breaker, every run
@@ -161,7 +161,7 @@ async function outageScenario(prefix: string, outage: { begin: () => Promise<voi
   expect({ since: after.providerUnavailableSince, error: after.providerLastError }).toEqual({ since: null, error: null });
 }
 
-describe("a provider outage across a controller restart (DOMAIN.md §2.8)", () => {
+describe("a provider outage across a controller restart (docs/rules.md §2.8)", () => {
   it("hung (SIGSTOP) for 12 s: no run fails, no attempt is counted, every turn runs once", { timeout: 240_000 }, async () => {
     await outageScenario("hung", {
       begin: async () => emulator.signal("SIGSTOP"),

@@ -5,7 +5,7 @@ import type { ControllerContext } from "./context";
 import type { RunFence } from "./fence";
 
 /**
- * An outage is not the run's failure (DOMAIN.md §2.8). The shell's part: route a provider
+ * An outage is not the run's failure (docs/rules.md §2.8). The shell's part: route a provider
  * unavailability to the engine's `recovery_attempt` judgement instead of a startup failure,
  * gather the breaker's reading as its evidence, and make the breaker's state visible (log,
  * the controller's row for the dashboard and the metrics).

@@ -113,7 +113,7 @@ export interface StartupFailure {
 }
 
 /**
- * A failed start (DOMAIN.md §2.3): the engine classifies it, the proof is stored, the
+ * A failed start (docs/rules.md §2.3): the engine classifies it, the proof is stored, the
  * sandbox is released, and the run is either scheduled again (same run, after the delay)
  * or ended with the catalogue's code and Retry.
  */

@@ -5,7 +5,7 @@ import { ownershipEvidence, ownershipRecordsOf, type SandboxRef } from "../sandb
 type Tx = Db | Prisma.TransactionClient;
 
 /**
- * The records that may name these sandboxes (DOMAIN.md §2.9): creation intents by exact
+ * The records that may name these sandboxes (docs/rules.md §2.9): creation intents by exact
  * name, leases by provider id or exact name. Records of every instance are read; the
  * engine counts only this instance's.
  */

@@ -187,7 +187,7 @@ export async function claimUntrackedRuns(ctx: ControllerContext, tracked: Readon
 }
 
 /**
- * Decides, with proof, how an interrupted run goes on (DOMAIN.md §2.1, §2.2): the engine's
+ * Decides, with proof, how an interrupted run goes on (docs/rules.md §2.1, §2.2): the engine's
  * `routeRecovery` chooses the action (stored as a `recovery_route` proof), this shell carries
  * it out. Returns true when the run may continue (the caller executes it from its phase),
  * false when it was ended. An error while gathering evidence throws: the controller counts

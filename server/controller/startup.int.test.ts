@@ -37,7 +37,7 @@ function submit(taskId: string, extra: { target?: "local" | "remote"; sandboxMod
   return submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId, agent: "planner", provider: "codex", turns: 2, ...extra }, actor);
 }
 
-describe("startup failures (DOMAIN.md §2.3)", () => {
+describe("startup failures (docs/rules.md §2.3)", () => {
   it.each([
     ["authentication"],
     ["permission"],
@@ -127,7 +127,7 @@ describe("startup failures (DOMAIN.md §2.3)", () => {
   });
 });
 
-describe("Retry (DOMAIN.md §2.7)", () => {
+describe("Retry (docs/rules.md §2.7)", () => {
   it("is refused, with the reason, on a run that succeeded", async () => {
     const run = await submit("retry-refused");
     await settled(run.id);

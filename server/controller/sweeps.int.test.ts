@@ -11,7 +11,7 @@ import { reclaimBatching } from "./sweeps";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 import { recordPendingCleanupStates } from "../test/db";
 
-/** The sweeps' counter-cases (DOMAIN.md §2.5, §2.6), with crafted rows and planted sandboxes. */
+/** The sweeps' counter-cases (docs/rules.md §2.5, §2.6), with crafted rows and planted sandboxes. */
 
 let h: ControllerHarness;
 let c: Controller;

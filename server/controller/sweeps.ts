@@ -19,7 +19,7 @@ import { isUuid, UUID_PATTERN } from "../lib/ids";
 import { inLanes } from "../lib/lanes";
 
 /**
- * The sweeps of DOMAIN.md §2.5 and §2.6. Each pages through its rows in a stable id
+ * The sweeps of docs/rules.md §2.5 and §2.6. Each pages through its rows in a stable id
  * order with a cursor (so no number of live, foreign or unprovable rows can hide a due
  * one), locks each row it acts on (FOR UPDATE SKIP LOCKED: several controllers on one
  * database never act on the same row twice), asks the engine, and stores every decision

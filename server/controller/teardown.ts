@@ -18,7 +18,7 @@ export type TeardownOutcome =
   | { outcome: "failed"; leaseId: string; error: string };
 
 /**
- * Claims a pending-cleanup lease for teardown (DOMAIN.md §2.6): a new attempt id, this
+ * Claims a pending-cleanup lease for teardown (docs/rules.md §2.6): a new attempt id, this
  * controller's identity, and a fence. One conditional UPDATE, so of several controllers
  * exactly one wins; a fenced lease or one not yet due is not claimed. The claimed lease comes
  * back from the same statement (no second read).

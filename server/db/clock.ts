@@ -1,7 +1,7 @@
 import type { Db } from "./client";
 
 /**
- * The database's clock. Heartbeats and silence are judged on it (DOMAIN.md §2.10): controllers
+ * The database's clock. Heartbeats and silence are judged on it (docs/rules.md §2.10): controllers
  * on several hosts share one database, never one system clock, so an NTP step on one host must
  * not make another look silent.
  */

@@ -4,7 +4,7 @@ import { readEnv } from "../env";
 import { createTestDatabase, type TestDatabase } from "../test/db";
 import { resolveInstanceId } from "./installation";
 
-/** The instance id is per installation (DOMAIN.md §2.9): never a default two installations share. */
+/** The instance id is per installation (docs/rules.md §2.9): never a default two installations share. */
 
 let a: TestDatabase;
 let b: TestDatabase;

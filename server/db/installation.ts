@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import type { Db, Prisma } from "./client";
 
 /**
- * This installation's instance id (DOMAIN.md §1, §2.9). Every sandbox it creates carries it
+ * This installation's instance id (docs/rules.md §1, §2.9). Every sandbox it creates carries it
  * in a label, and ownership is judged against it, so two installations must never share
  * one: it is generated once per database (the single `installation` row, first writer
  * wins) and kept. An explicit RUNWARDEN_INSTANCE_ID wins and leaves the row alone.

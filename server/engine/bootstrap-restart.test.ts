@@ -26,7 +26,7 @@ const failed = (e: BootstrapRestartEvidence) =>
     .checks.filter((c) => !c.ok)
     .map((c) => c.name);
 
-describe("bootstrap_restart (DOMAIN.md §2.2, seed 001)", () => {
+describe("bootstrap_restart (docs/rules.md §2.2, seed 001)", () => {
   describe.each(["resumed", "created"] as const)("unprepared, unrecorded bootstrap on a %s lease", (acquisitionOutcome) => {
     test("a runner state that never connected, runner absent → restart_bootstrap", () => {
       const v = evaluateBootstrapRestart(bootstrapRestart({ acquisitionOutcome }));

@@ -6,7 +6,7 @@ import type { BootstrapRestartResult, Check } from "./verdicts";
 /**
  * Refusal code by lease acquisition.
  *
- * - `resumed`: DOMAIN.md §2.2 fixes `runner_harness_state_mismatch: resumed_unavailable`,
+ * - `resumed`: docs/rules.md §2.2 fixes `runner_harness_state_mismatch: resumed_unavailable`,
  *   whatever check failed. `resumed_not_suspended` is not used here even when the lifecycle
  *   is the problem: it names a resume that expected a suspended runner and found another
  *   lifecycle, whereas this proof runs when resuming is not possible at all.
@@ -43,7 +43,7 @@ export function connectionTraces(s: RunnerState): string[] {
 
 /**
  * May the controller restart a `bootstrap_incomplete` run's bootstrap on the same sandbox,
- * from the sandbox's own runner state? DOMAIN.md §2.2. All checks are required; all are
+ * from the sandbox's own runner state? docs/rules.md §2.2. All checks are required; all are
  * evaluated and listed.
  */
 export function evaluateBootstrapRestart(e: BootstrapRestartEvidence): BootstrapRestartResult {

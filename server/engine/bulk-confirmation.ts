@@ -1,5 +1,5 @@
 /**
- * Bulk Retry and Cancel (DOMAIN.md §2.11): whether a confirmation may carry out a previewed
+ * Bulk Retry and Cancel (docs/rules.md §2.11): whether a confirmation may carry out a previewed
  * plan. Pure: the plan as stored, what the confirmation carries, the confirming person's
  * companies and `now` come in; each run of the plan is then judged again on its own
  * (`admitRetry`, `admitCancel`) under its item's lock.

@@ -6,7 +6,7 @@ const run = (status: string, over: { cancelledBy?: string | null; cancelReason?:
   run: { status, cancelledBy: null, cancelReason: null, ...over },
 });
 
-describe("Cancel admission (DOMAIN.md §2.11)", () => {
+describe("Cancel admission (docs/rules.md §2.11)", () => {
   it.each(LIVE_RUN_STATUSES)("admits a run that is %s (a run waiting on an outage keeps one of these)", (status) => {
     expect(admitCancel(run(status))).toEqual({ verdict: "admitted", refusal: null });
   });

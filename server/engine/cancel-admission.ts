@@ -1,6 +1,6 @@
 import { isLiveRunStatus } from "./run-status";
 
-/** What Cancel admission looks at (DOMAIN.md §2.11): the run as it stands now. */
+/** What Cancel admission looks at (docs/rules.md §2.11): the run as it stands now. */
 export interface CancelAdmissionInput {
   run: {
     status: string;
@@ -17,7 +17,7 @@ export type CancelAdmission =
 export type CancelRefusalReason = Extract<CancelAdmission, { verdict: "refused" }>["reason"];
 
 /**
- * Cancel admission (DOMAIN.md §2.11), pure: a run that has not ended (queued, starting,
+ * Cancel admission (docs/rules.md §2.11), pure: a run that has not ended (queued, starting,
  * running or suspended — a run waiting on a provider outage keeps one of these) may be
  * cancelled; a run that ended, cancelled included, is never touched. `refusal` is the plain
  * sentence a board user reads.

@@ -15,8 +15,8 @@ const REQUIRED = [
   "ambiguous_remote_recovery_evidence",
 ];
 
-describe("failure catalogue (DOMAIN.md §3)", () => {
-  test("holds every code DOMAIN.md lists", () => {
+describe("failure catalogue (docs/rules.md §3)", () => {
+  test("holds every code docs/rules.md lists", () => {
     expect([...FAILURE_CODES].sort()).toEqual(expect.arrayContaining([...REQUIRED].sort()));
     for (const code of REQUIRED) expect(isFailureCode(code)).toBe(true);
   });
@@ -38,7 +38,7 @@ describe("failure catalogue (DOMAIN.md §3)", () => {
     expect(row.nextAction.includes("Retry")).toBe(row.canRetry);
   });
 
-  test("the startup rejection's next action is the one DOMAIN.md gives", () => {
+  test("the startup rejection's next action is the one docs/rules.md gives", () => {
     expect(describeFailure("native_provider_startup_rejected")).toMatchObject({
       known: true,
       outcome: "terminal_failure",

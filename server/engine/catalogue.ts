@@ -1,5 +1,5 @@
 /**
- * The failure-code catalogue (DOMAIN.md §3). The engine, the API, the UI and the chaos
+ * The failure-code catalogue (docs/rules.md §3). The engine, the API, the UI and the chaos
  * reports all read this one table; nothing else decides a code's outcome, owner, Retry or
  * wording.
  */
@@ -17,7 +17,7 @@ export type Owner = (typeof OWNERS)[number];
 export interface CatalogueRow {
   outcome: OutcomeClass;
   owner: Owner;
-  /** Whether the board sees a Retry button (DOMAIN.md §2.7: terminal failures only). */
+  /** Whether the board sees a Retry button (docs/rules.md §2.7: terminal failures only). */
   canRetry: boolean;
   /** The plain sentence a board user reads. */
   message: string;

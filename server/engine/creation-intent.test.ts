@@ -8,7 +8,7 @@ const LIVE = { readable: true, pidLive: true, liveStartedAt: plus(T0, -5 * MIN) 
 const found = (name: string, labels: Record<string, string | null>) => ({ inspection: { found: true as const, sandbox: { name, labels } } });
 const GOOD_LABELS = { instance: "inst-a", company: "co-1", operation: "op-1" };
 
-describe("creation_intent (DOMAIN.md §2.5, order of EVIDENCE.md)", () => {
+describe("creation_intent (docs/rules.md §2.5, order of docs/evidence.md)", () => {
   test("(1) a committed lease → commit, before anything else", () => {
     const v = decideCreationIntent(creationIntent({ committedLease: true, creatorProbe: LIVE, inspection: null }));
     expect(v).toMatchObject({ verdict: "commit", reason: "lease_committed", code: null, creatorVerdict: null });

@@ -22,7 +22,7 @@ import { bootstrapRestart, creationIntent, leaseBinding, processExit, recoveryAt
 const KINDS =
   "lease_binding, bootstrap_restart, startup_failure, process_exit, creation_intent, teardown_fence, sandbox_ownership, turn_result, recovery_attempt, recovery_route, stopped_sandbox, runner_resume";
 
-describe("decide on the EVIDENCE.md examples (fixtures)", () => {
+describe("decide on the docs/evidence.md examples (fixtures)", () => {
   test.each([
     { name: "lease_binding, created lease", bundle: leaseCreated, expected: { verdict: "admitted", code: null } },
     { name: "lease_binding, replacement", bundle: leaseReplacement, expected: { verdict: "refused", code: "native_remote_recovery_lease_mismatch" } },

@@ -26,7 +26,7 @@ export const DEFAULT_ENGINE_CONFIG: EngineConfig = { retryAfterSeconds: STARTUP_
 export type ParseResult = { ok: true; evidence: Evidence } | { ok: false; error: EvidenceError };
 export type DecideResult = { ok: true; verdict: Verdict } | { ok: false; error: EvidenceError };
 
-/** Validate a bundle against EVIDENCE.md; unknown extra fields are dropped. */
+/** Validate a bundle against docs/evidence.md; unknown extra fields are dropped. */
 export function parseEvidence(bundle: unknown): ParseResult {
   const parsed = evidenceSchema.safeParse(bundle);
   if (parsed.success) return { ok: true, evidence: parsed.data };

@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { assertNever } from "./checks";
 
 /**
- * A bundle that does not fit EVIDENCE.md. The message names the first bad field by its
+ * A bundle that does not fit docs/evidence.md. The message names the first bad field by its
  * path from the bundle's root, e.g. `evidence.claim.remote.providerLeaseId: expected string`.
  */
 export class EvidenceError extends Error {

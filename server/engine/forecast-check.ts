@@ -2,7 +2,7 @@ import { z } from "zod";
 import { isLiveRunStatus } from "./run-status";
 
 /**
- * Checking a stored restart forecast against what the next real restart did (DOMAIN.md
+ * Checking a stored restart forecast against what the next real restart did (docs/rules.md
  * §2.12): the restart's route is read from the proofs the restarted controller stored
  * (`actualRoute`), and compared with the prediction (`judgeForecast`). `checkForecastRun`
  * puts both together with the rule for a run that was never restarted. Pure: the shell

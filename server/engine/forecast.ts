@@ -19,7 +19,7 @@ import { decideStoppedSandbox } from "./stopped-sandbox";
 import type { Check, Verdict } from "./verdicts";
 
 /**
- * The restart forecast (DOMAIN.md §2.12) as a pure function: the evidence a controller
+ * The restart forecast (docs/rules.md §2.12) as a pure function: the evidence a controller
  * restarted now would gather for one run, walked through the SAME engine functions recovery
  * (`controller/recovery.ts` `recoverRun`) calls, in the same order — `routeRecovery`,
  * `decideStoppedSandbox`, `routeRecovery` again on the runner, then `evaluateBootstrapRestart`

@@ -1,4 +1,4 @@
-/** The recovery engine's public API: pure proofs over evidence bundles (EVIDENCE.md). */
+/** The recovery engine's public API: pure proofs over evidence bundles (docs/evidence.md). */
 export * from "./schemas";
 export * from "./verdicts";
 export * from "./catalogue";

@@ -16,7 +16,7 @@ const base = leaseBinding();
 const withTarget = (t: Partial<LeaseBindingEvidence["target"]>, over: Partial<LeaseBindingEvidence> = {}) =>
   leaseBinding({ target: { ...base.target, ...t }, ...over });
 
-describe("lease_binding (DOMAIN.md §2.1, seed 000)", () => {
+describe("lease_binding (docs/rules.md §2.1, seed 000)", () => {
   test.each([
     { name: "created lease on the staged path (seed 000's bug)", e: withTarget({ acquisitionOutcome: "created" }, { staged: ALL_STAGED }) },
     { name: "resumed lease on the staged path", e: withTarget({ acquisitionOutcome: "resumed" }, { staged: ALL_STAGED }) },

@@ -23,7 +23,7 @@ function refusalCode(path: LeaseBindingEvidence["path"]): FailureCode {
 
 /**
  * May a restarted controller reattach (or verify a staged attachment's restart) on the
- * lease the claim names? DOMAIN.md §2.1. Every check is evaluated and listed, even after
+ * lease the claim names? docs/rules.md §2.1. Every check is evaluated and listed, even after
  * the first failure, so an operator sees all that is wrong at once.
  */
 export function evaluateLeaseBinding(e: LeaseBindingEvidence): LeaseBindingResult {

@@ -32,7 +32,7 @@ const cases: { name: string; e: ProcessExitEvidence; verdict: string; reason: st
   // the probe could not read the process table → unknown (unreadable)
   { name: "unreadable process table", e: processExit({ probe: { readable: false, pidLive: false, liveStartedAt: null } }), verdict: "unknown", reason: "unreadable", steps: 4 },
   { name: "no probe", e: processExit({ probe: null }), verdict: "unknown", reason: "unreadable", steps: 4 },
-  // EVIDENCE.md: an unreadable probe may give pidLive and the live start fields as null
+  // docs/evidence.md: an unreadable probe may give pidLive and the live start fields as null
   { name: "unreadable process table, pidLive null", e: processExit({ probe: { readable: false, pidLive: null, liveStartedAt: null, liveStartTicks: null } }), verdict: "unknown", reason: "unreadable", steps: 4 },
   // the pid does not exist → exited (pid_gone)
   { name: "pid gone", e: processExit({ probe: { readable: true, pidLive: false, liveStartedAt: null } }), verdict: "exited", reason: "pid_gone", steps: 5 },
@@ -104,7 +104,7 @@ describe("process_exit: start ticks decide over the wall clock (§2.4)", () => {
   });
 });
 
-describe("process_exit (DOMAIN.md §2.4, in order)", () => {
+describe("process_exit (docs/rules.md §2.4, in order)", () => {
   test.each(cases)("$name → $verdict ($reason)", ({ e, verdict, reason, steps }) => {
     const v = judgeProcessExit(e);
     expect(v).toMatchObject({ kind: "process_exit", verdict, reason, code: null });
@@ -127,7 +127,7 @@ describe("process_exit (DOMAIN.md §2.4, in order)", () => {
   });
 });
 
-describe("process_exit: a probe's pidLive null (EVIDENCE.md)", () => {
+describe("process_exit: a probe's pidLive null (docs/evidence.md)", () => {
   test("decide takes an unreadable probe with pidLive null, and refuses a readable one without it, naming the field", () => {
     const unreadable = { kind: "process_exit", record: identity(), observer: observer(), probe: { readable: false, pidLive: null, liveStartedAt: null } };
     expect(decide(unreadable)).toMatchObject({ verdict: "unknown", reason: "unreadable" });

@@ -2,7 +2,7 @@ import { at, check } from "./checks";
 import type { Identity, PartialIdentity, ProcessExitEvidence, Probe } from "./schemas";
 import type { Check, ProcessExitResult, ProcessJudgement } from "./verdicts";
 
-/** Two start times this far apart (or more) belong to different processes (EVIDENCE.md). */
+/** Two start times this far apart (or more) belong to different processes (docs/evidence.md). */
 export const START_TIME_TOLERANCE_MS = 1000;
 
 function describeIdentity(i: PartialIdentity): string {
@@ -10,7 +10,7 @@ function describeIdentity(i: PartialIdentity): string {
 }
 
 /**
- * Has the recorded controller process exited? DOMAIN.md §2.4, in that order. Only `exited`
+ * Has the recorded controller process exited? docs/rules.md §2.4, in that order. Only `exited`
  * may end a wait; every doubt is `unknown`.
  */
 export function judgeProcessExit(e: ProcessExitEvidence): ProcessExitResult {

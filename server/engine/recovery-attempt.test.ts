@@ -5,7 +5,7 @@ import { isProviderUnavailable, judgeRecoveryAttempt, RECOVERY_BACKOFF_CAP_MS, r
 import { plus, recoveryAttempt, T0 } from "../test/evidence";
 import { verdictSchema } from "./verdicts";
 
-describe("recovery_attempt (DOMAIN.md §2.8: recovery never loops)", () => {
+describe("recovery_attempt (docs/rules.md §2.8: recovery never loops)", () => {
   it("tries again after the base back-off on the first failure", () => {
     const v = judgeRecoveryAttempt(recoveryAttempt({ attempts: 1, backoffBaseMs: 2_000 }));
     expect(v).toMatchObject({ verdict: "try_again", code: null, reason: "attempts_left", backoffMs: 2_000, notBefore: plus(T0, 2_000), canRetry: false });
@@ -51,7 +51,7 @@ describe("recovery_attempt (DOMAIN.md §2.8: recovery never loops)", () => {
   );
 });
 
-describe("recovery_attempt: an outage is not the run's failure (DOMAIN.md §2.8)", () => {
+describe("recovery_attempt: an outage is not the run's failure (docs/rules.md §2.8)", () => {
   const down = { reachable: false, unavailableSince: T0, lastError: "connect ECONNREFUSED", nextProbeAt: plus(T0, 4_000) };
   const up = { reachable: true, unavailableSince: null, lastError: null, nextProbeAt: null };
 

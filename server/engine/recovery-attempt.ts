@@ -44,7 +44,7 @@ export function isProviderUnavailable(failure: Pick<Failure, "kind" | "status"> 
 }
 
 /**
- * Recovery never loops (DOMAIN.md §2.8): a recovery attempt that threw is counted; while
+ * Recovery never loops (docs/rules.md §2.8): a recovery attempt that threw is counted; while
  * attempts are left the run is tried again after a doubling back-off, after that it ends
  * with `native_recovery_attempts_exhausted` and Retry. An outage is not the run's failure:
  * an error that says the provider is unavailable, confirmed by the breaker's probe after it

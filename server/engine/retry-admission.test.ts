@@ -11,7 +11,7 @@ const input = (over: Partial<Omit<RetryAdmissionInput, "run">> & { run?: Partial
   run: { ...failed, ...over.run },
 });
 
-describe("Retry admission (DOMAIN.md §2.7)", () => {
+describe("Retry admission (docs/rules.md §2.7)", () => {
   it("admits a terminal failure with Retry whose task has no other live run", () => {
     expect(admitRetry(input())).toEqual({ verdict: "admitted", refusal: null });
   });

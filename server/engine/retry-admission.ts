@@ -1,6 +1,6 @@
 import { describeFailure } from "./catalogue";
 
-/** What Retry admission looks at (DOMAIN.md §2.7): the run, and its task's other live run. */
+/** What Retry admission looks at (docs/rules.md §2.7): the run, and its task's other live run. */
 export interface RetryAdmissionInput {
   run: { status: string; outcome: string | null; canRetry: boolean; failureCode: string | null; taskId: string };
   /** A successor an earlier Retry made: the same one is returned, never a second. */
@@ -15,7 +15,7 @@ export type RetryAdmission =
   | { verdict: "refused"; reason: "not_terminal_failure" | "scheduled_retry" | "retry_not_offered" | "task_busy"; refusal: string };
 
 /**
- * Retry admission (DOMAIN.md §2.7), pure: offered only on a terminal failure with
+ * Retry admission (docs/rules.md §2.7), pure: offered only on a terminal failure with
  * `canRetry`, or on a cancelled run (§2.11: a person ended it, so running the task again is
  * theirs to ask); admitted when the task has no other live run; a run already retried
  * answers with its successor. `refusal` is the plain sentence a board user reads.

@@ -1,6 +1,6 @@
 /**
  * The run statuses in which a run is live: it holds its task (at most one live run per
- * task, DOMAIN.md §2.7 and chaos check R3), may hold a sandbox, and is not finished. The
+ * task, docs/rules.md §2.7 and chaos check R3), may hold a sandbox, and is not finished. The
  * one definition every module reads (the database index `runs_one_active_per_task` lists
  * the same four).
  */

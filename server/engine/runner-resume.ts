@@ -7,7 +7,7 @@ import type { Check, RunnerResumeResult } from "./verdicts";
 export type { RunnerResumeEvidence } from "./schemas";
 
 /**
- * A dead runner on an admitted lease (`resume_dead_runner`, DOMAIN.md §1's claim kinds;
+ * A dead runner on an admitted lease (`resume_dead_runner`, docs/rules.md §1's claim kinds;
  * issue 11): Daytona's auto-stop kills every process in a stopped sandbox, so a warm run's
  * runner is gone when recovery starts the sandbox again, while its durable state — session,
  * processed commands — is still on disk. Pure: reattach to a live runner; start the runner

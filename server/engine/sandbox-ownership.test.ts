@@ -61,7 +61,7 @@ const cases: { name: string; e: SandboxOwnershipEvidence; verdict: "owned" | "un
   },
 ];
 
-describe("sandbox_ownership (DOMAIN.md §2.9)", () => {
+describe("sandbox_ownership (docs/rules.md §2.9)", () => {
   test.each(cases)("$name → $verdict / $reason", ({ e, verdict, reason }) => {
     const v = judgeSandboxOwnership(e);
     expect(v).toMatchObject({ kind: "sandbox_ownership", verdict, reason, code: null });

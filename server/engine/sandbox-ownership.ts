@@ -20,7 +20,7 @@ function expectedOperation(record: OwnershipRecord): string | null {
 }
 
 /**
- * May Runwarden destroy this sandbox? DOMAIN.md §2.9. Only when a record of this instance —
+ * May Runwarden destroy this sandbox? docs/rules.md §2.9. Only when a record of this instance —
  * a creation intent or a lease — names exactly this sandbox and the sandbox's labels
  * (instance, company, operation where recorded) match every such record. Labels alone
  * prove nothing: a sandbox with this instance's labels and no record is `unrecorded`.

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * Evidence bundles (EVIDENCE.md). `z.object` strips unknown keys, so extra fields in an
+ * Evidence bundles (docs/evidence.md). `z.object` strips unknown keys, so extra fields in an
  * exported bundle are ignored rather than rejected.
  *
  * Where a field is optional, leaving it out is the fail-closed reading (no proof, no
@@ -54,7 +54,7 @@ export type PartialIdentity = z.infer<typeof partialIdentitySchema>;
 /**
  * A probe of the recorded pid on the observer's host. Null (not probed) reads as unreadable.
  * A probe that could not read the process table (`readable` false) may give `pidLive` as null
- * (EVIDENCE.md); a readable one says whether the pid is live.
+ * (docs/evidence.md); a readable one says whether the pid is live.
  */
 export const probeSchema = z
   .object({
@@ -149,7 +149,7 @@ export const DEFAULT_MAX_PROVIDER_ATTEMPTS = 3;
 export const startupFailureEvidenceSchema = z.object({
   kind: z.literal("startup_failure"),
   target: z.enum(["local", "remote"]),
-  // The classification is defined for session.open only (DOMAIN.md §2.3).
+  // The classification is defined for session.open only (docs/rules.md §2.3).
   phase: z.literal("session.open"),
   definite: z.boolean(),
   providerFailure: z

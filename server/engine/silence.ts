@@ -1,5 +1,5 @@
 /**
- * A controller silent past the window no longer holds its runs (DOMAIN.md §2.10): another
+ * A controller silent past the window no longer holds its runs (docs/rules.md §2.10): another
  * host cannot be probed, so silence is the only evidence there. The one definition the
  * controller's takeover (`executorStatus`) and the stuck-runs reading share; `now` and the
  * heartbeat are both the database's clock.

@@ -33,7 +33,7 @@ const EXHAUSTED = {
   retryAfterSeconds: null,
 } as const;
 
-describe("startup_failure (DOMAIN.md §2.3, seed 004)", () => {
+describe("startup_failure (docs/rules.md §2.3, seed 004)", () => {
   describe.each(["local", "remote"] as const)("definite requires_action on a %s target", (target) => {
     test.each(["authentication", "permission", "invalid_request"])("category %s → native_provider_startup_rejected", (category) => {
       const v = classifyStartupFailure(startupFailure({ target, providerFailure: pf("requires_action", category) }));

@@ -3,7 +3,7 @@ import { check } from "./checks";
 import type { StartupFailureEvidence } from "./schemas";
 import type { Check, StartupFailureResult } from "./verdicts";
 
-/** The same run is tried again after this long (DOMAIN.md §2.3). */
+/** The same run is tried again after this long (docs/rules.md §2.3). */
 export const STARTUP_RETRY_AFTER_SECONDS = 30;
 
 export interface StartupFailureConfig {
@@ -19,7 +19,7 @@ function describeFailure(e: StartupFailureEvidence): string {
 }
 
 /**
- * Classify a failed `session.open` (DOMAIN.md §2.3, order of EVIDENCE.md): the two
+ * Classify a failed `session.open` (docs/rules.md §2.3, order of docs/evidence.md): the two
  * rejection rules first, then the bounded same-run retry. A startup rejection never becomes
  * an ownership hold.
  */

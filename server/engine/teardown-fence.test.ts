@@ -42,7 +42,7 @@ const cases: { name: string; e: TeardownFenceEvidence; verdict: "release" | "kee
   { name: "claimer not probed", e: teardownFence({ claimerProbe: null }), verdict: "keep", reason: "claimer_unknown", steps: 6 },
 ];
 
-describe("teardown_fence (DOMAIN.md §2.6, order of EVIDENCE.md)", () => {
+describe("teardown_fence (docs/rules.md §2.6, order of docs/evidence.md)", () => {
   test.each(cases)("$name → $verdict / $reason", ({ e, verdict, reason, steps }) => {
     const v = decideTeardownFence(e);
     expect(v).toMatchObject({ kind: "teardown_fence", verdict, reason, code: null });

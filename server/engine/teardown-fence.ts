@@ -5,7 +5,7 @@ import type { TeardownFenceEvidence } from "./schemas";
 import type { Check, ProcessJudgement, TeardownFenceResult } from "./verdicts";
 
 /**
- * May a sweep end a teardown claim's fence? DOMAIN.md §2.6, in the order of EVIDENCE.md.
+ * May a sweep end a teardown claim's fence? docs/rules.md §2.6, in the order of docs/evidence.md.
  * A fence ends early only for the lease's current attempt whose claimer provably exited, or,
  * on another host, whose controller stopped or fell silent past the window.
  */

@@ -3,7 +3,7 @@ import { FAILURE_CODES, OUTCOME_CLASSES } from "./catalogue";
 import { catalogueRowSchema } from "./catalogue-schemas";
 
 /**
- * Verdict shapes (EVIDENCE.md "Output"). They are schemas, not only types, so the tRPC
+ * Verdict shapes (docs/evidence.md "Output"). They are schemas, not only types, so the tRPC
  * procedure validates what it returns and a stored proof can be read back safely.
  */
 
@@ -57,7 +57,7 @@ export const leaseBindingResultSchema = z.object({
   reason: z.string(),
   checks: z.array(checkSchema),
   ...failureTail,
-  /** Where a refused run rests (DOMAIN.md §2.1); null when admitted. */
+  /** Where a refused run rests (docs/rules.md §2.1); null when admitted. */
   continuation: catalogueRowSchema.extend({ code: failureCodeSchema }).nullable(),
 });
 export type LeaseBindingResult = z.infer<typeof leaseBindingResultSchema>;

@@ -3,7 +3,7 @@ import { Prisma, type Db } from "../db/client";
 import { checkForecastRun, type ForecastCheck, type ForecastClass, type RestartRecord } from "../engine";
 
 /**
- * Checks stored forecasts against the restarts that followed them (DOMAIN.md §2.12): for
+ * Checks stored forecasts against the restarts that followed them (docs/rules.md §2.12): for
  * each forecast run not yet checked whose run was claimed past the forecast's epoch (or
  * ended), the `recovery_started` events since the forecast and the proofs each restarted
  * controller stored after its event are handed to the engine's `checkForecastRun`; the

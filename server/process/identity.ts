@@ -4,12 +4,12 @@ import fs from "node:fs";
 import os from "node:os";
 
 /**
- * Controller process identity (DOMAIN.md §1) and the pid probe that feeds the engine's
- * `process_exit` proof (§2.4, EVIDENCE.md). Read from the real process table: /proc on
+ * Controller process identity (docs/rules.md §1) and the pid probe that feeds the engine's
+ * `process_exit` proof (§2.4, docs/evidence.md). Read from the real process table: /proc on
  * Linux, `ps` elsewhere.
  */
 
-/** EVIDENCE.md's identity shape, plus the host name. */
+/** docs/evidence.md's identity shape, plus the host name. */
 export interface ProcessIdentity {
   bootId: string;
   pid: number;
@@ -21,7 +21,7 @@ export interface ProcessIdentity {
   hostname: string;
 }
 
-/** EVIDENCE.md's probe shape. */
+/** docs/evidence.md's probe shape. */
 export interface PidProbe {
   /** False when the process table could not be read at all: the verdict must fail closed. */
   readable: boolean;

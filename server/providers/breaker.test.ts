@@ -12,7 +12,7 @@ function breakerWith(probe: () => Promise<unknown>) {
   return { breaker, changes };
 }
 
-describe("the provider breaker (DOMAIN.md §2.8)", () => {
+describe("the provider breaker (docs/rules.md §2.8)", () => {
   it("opens on an unavailability, probes at once, and stays open while the probes fail, backing off to its cap", async () => {
     const probedAt: number[] = [];
     const { breaker, changes } = breakerWith(async () => {

@@ -4,7 +4,7 @@ import type { RunnerClient } from "./runner";
 import type { SandboxProvider } from "./types";
 
 /**
- * One breaker per provider in each controller (DOMAIN.md §2.8). Every provider call goes
+ * One breaker per provider in each controller (docs/rules.md §2.8). Every provider call goes
  * through `guardProvider` / `guardRunner`, which tell the breaker what happened: an error that
  * says the provider is unavailable (the engine's `isProviderUnavailable`) opens it, any answer
  * closes it. While open it probes the provider with a capped doubling back-off (at least the

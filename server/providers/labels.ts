@@ -2,7 +2,7 @@ import { ProviderError } from "./errors";
 
 /**
  * Label keys every Runwarden sandbox carries. Ownership is decided from these alone:
- * nothing acts on a sandbox whose instance or company label is not its own (DOMAIN.md §1).
+ * nothing acts on a sandbox whose instance or company label is not its own (docs/rules.md §1).
  */
 export const LABEL_KEYS = {
   instance: "runwarden.instance",
@@ -11,7 +11,7 @@ export const LABEL_KEYS = {
   run: "runwarden.run",
 } as const;
 
-/** The label triple the engine's `creation_intent` evidence compares (EVIDENCE.md). */
+/** The label triple the engine's `creation_intent` evidence compares (docs/evidence.md). */
 export interface NormalisedLabels {
   instance: string | null;
   company: string | null;
@@ -51,7 +51,7 @@ export function normaliseLabels(labels: Record<string, string> | null | undefine
 /** Prefixes and operation ids are kept to characters every provider accepts in a name. */
 const NAME_PART = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
-/** The exact creation name `<prefix>-create-<operationId>` (DOMAIN.md §1). */
+/** The exact creation name `<prefix>-create-<operationId>` (docs/rules.md §1). */
 export function creationName(prefix: string, operationId: string): string {
   if (!NAME_PART.test(prefix)) throw new ProviderError("refused", "creationName", `invalid prefix ${JSON.stringify(prefix)}`);
   if (!NAME_PART.test(operationId)) {

@@ -34,7 +34,7 @@ const RESULT_PREFIX = "RUNWARDEN_RESULT ";
 /** What `peekProcess` prints when the sandbox has a procfs. */
 const PROCFS_MARK = "RUNWARDEN_PROCFS";
 
-// The runner's vocabulary is the engine's (DOMAIN.md §1), defined once there.
+// The runner's vocabulary is the engine's (docs/rules.md §1), defined once there.
 import { PROVIDER_FAILURE_KINDS, RUNNER_LIFECYCLES } from "../engine/schemas";
 export { RUNNER_LIFECYCLES, PROVIDER_FAILURE_KINDS };
 export type RunnerLifecycle = (typeof RUNNER_LIFECYCLES)[number];
@@ -45,7 +45,7 @@ export const providerFailureSchema = z.object({
   category: z.enum(PROVIDER_FAILURE_CATEGORIES).nullable(),
   message: z.string(),
 });
-/** A provider failure as the engine's `startup_failure` evidence takes it (EVIDENCE.md). */
+/** A provider failure as the engine's `startup_failure` evidence takes it (docs/evidence.md). */
 export type ProviderFailure = z.infer<typeof providerFailureSchema>;
 
 export const runnerProcessIdentitySchema = z.object({ pid: z.number().int(), startedAt: z.string(), startTicks: z.number().int().nullish() });
@@ -66,7 +66,7 @@ export const processedCommandSchema = z.object({
 });
 export type ProcessedCommand = z.infer<typeof processedCommandSchema>;
 
-/** `runner-state.json` (DOMAIN.md §1 Runner state); the EVIDENCE.md `runnerState` fields plus extras. */
+/** `runner-state.json` (docs/rules.md §1 Runner state); the docs/evidence.md `runnerState` fields plus extras. */
 export const runnerStateSchema = z.object({
   runId: z.string(),
   runnerInstanceId: z.string(),
@@ -85,7 +85,7 @@ export const runnerStateSchema = z.object({
   /** The turn being run when this was written (it is not processed until it is in processedCommands). */
   inFlight: z.object({ seq: z.number().int(), startedAt: z.string(), timeoutMs: z.number().int().nullish() }).nullish(),
   agentCommand: z.string().nullish(),
-  /** The absolute directory turns run in, as the runner itself resolved it (DOMAIN.md §2.1's remote directory); missing from older runners. */
+  /** The absolute directory turns run in, as the runner itself resolved it (docs/rules.md §2.1's remote directory); missing from older runners. */
   workDir: z.string().nullish(),
   /** sha-256 (16 hex) of the runnerd program that wrote this state; missing from older runners. */
   programDigest: z.string().nullish(),
@@ -142,7 +142,7 @@ export interface TurnResult {
 
 export type SessionOpenResult =
   | { ok: true; state: RunnerState }
-  /** The provider refused the session: a definite failure (DOMAIN.md §2.3). */
+  /** The provider refused the session: a definite failure (docs/rules.md §2.3). */
   | { ok: false; definite: true; providerFailure: ProviderFailure; message: string }
   /** No answer within the caller's bound; the runner may still be `connecting`. */
   | { ok: false; definite: false; reason: "timeout"; message: string };

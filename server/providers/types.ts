@@ -1,5 +1,5 @@
 /**
- * The sandbox provider plugin interface (DOMAIN.md §4). Deliberately scoped: there is no
+ * The sandbox provider plugin interface (docs/rules.md §4). Deliberately scoped: there is no
  * provider-wide list and no delete-by-query — only create by exact name, get by exact
  * name, list by this instance's labels, destroy one id, and read one file.
  */

@@ -10,7 +10,7 @@ import { singleCompany } from "./bulk-preview";
 import { isUniqueViolation, retryInTransaction } from "./retry";
 
 /**
- * The confirmation of a bulk plan (DOMAIN.md §2.11). Only the runs the preview admitted are
+ * The confirmation of a bulk plan (docs/rules.md §2.11). Only the runs the preview admitted are
  * carried out, each in a transaction that locks its plan item: an item already done answers
  * its stored result, otherwise the engine judges the run again now and the run is retried
  * (or cancelled) in that transaction. However many confirmations arrive at once — two tabs,

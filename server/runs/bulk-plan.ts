@@ -7,7 +7,7 @@ import { inScope, type CompanyScope } from "../shared/roles";
 import { text } from "../text";
 
 /**
- * A bulk plan (DOMAIN.md §2.11) as every reader sees it: the preview's answer, the
+ * A bulk plan (docs/rules.md §2.11) as every reader sees it: the preview's answer, the
  * confirmation's, and `plans.get` share this one shape. The preview is `bulk-preview.ts`,
  * the confirmation `bulk-confirm.ts`.
  */

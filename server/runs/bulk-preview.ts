@@ -11,7 +11,7 @@ import { fromBeforeTo, runConditions, runFilterShape, type RunFilter } from "./q
 import { allOf } from "./sql";
 
 /**
- * The preview of bulk Retry or Cancel (DOMAIN.md §2.11): the set the runs list's filter
+ * The preview of bulk Retry or Cancel (docs/rules.md §2.11): the set the runs list's filter
  * names (a failure group is the filter `failureCode`, with a company or not), each run judged
  * by the engine as Retry or Cancel would judge it alone, stored as a plan the confirmation
  * carries out. It touches no run.

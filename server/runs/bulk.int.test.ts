@@ -10,7 +10,7 @@ import { createTRPCContext } from "../trpc/trpc";
 import { retryRun } from "./retry";
 
 /**
- * Bulk Retry (DOMAIN.md §2.11) through the plans procedures, on the real database: a preview
+ * Bulk Retry (docs/rules.md §2.11) through the plans procedures, on the real database: a preview
  * that touches nothing, a confirmation that retries only what the preview admitted, exactly
  * one successor per run however many confirmations arrive at once, from two "servers" (two
  * connection pools).

@@ -3,7 +3,7 @@ import type { Proof } from "../db/client";
 import { FAILURE_CATALOGUE } from "../engine";
 import { proofToView } from "./detail";
 
-/** A proof is shown exactly as recorded (DOMAIN.md §1 "Proof"): never re-described from today's catalogue. */
+/** A proof is shown exactly as recorded (docs/rules.md §1 "Proof"): never re-described from today's catalogue. */
 
 function proof(output: unknown, code: string | null): Proof {
   return {

@@ -148,7 +148,7 @@ const EVENT_LIMIT = 500;
 /** Lineage is followed this far each way. */
 const LINEAGE_LIMIT = 25;
 
-/** The catalogue fields a verdict carried when it was recorded (EVIDENCE.md "Output"). */
+/** The catalogue fields a verdict carried when it was recorded (docs/evidence.md "Output"). */
 const storedFailure = catalogueRowSchema.extend({ code: z.string() });
 
 /**

@@ -18,7 +18,7 @@ export async function otherLiveRun(db: Db | Prisma.TransactionClient, run: Pick<
 }
 
 /**
- * Retry (DOMAIN.md §2.7): admitted when the run ended in a terminal failure with Retry
+ * Retry (docs/rules.md §2.7): admitted when the run ended in a terminal failure with Retry
  * and its task has no other active run. The admission and the one new run happen in
  * one transaction under the old run's row lock, so a double click, two tabs or two
  * servers all get the same successor. The old run's leases are handed to cleanup. A Retry

@@ -2,7 +2,7 @@ import type { OwnershipRecord, SandboxOwnershipEvidence, SandboxOwnershipResult 
 import { normaliseLabels } from "../providers/labels";
 
 /**
- * The sandbox_ownership proof's evidence from stored rows (DOMAIN.md §2.9), pure: the
+ * The sandbox_ownership proof's evidence from stored rows (docs/rules.md §2.9), pure: the
  * controller's teardown and the orphans page build it the same way.
  */
 

@@ -8,7 +8,7 @@ import { describeOwnership, ownershipEvidence, ownershipRecordsOf } from "./evid
 import { LIVE, type SandboxRecords } from "./records";
 
 /**
- * Orphaned sandboxes (DOMAIN.md §5 R4): this instance's sandboxes — listed by its instance
+ * Orphaned sandboxes (docs/rules.md §5 R4): this instance's sandboxes — listed by its instance
  * label only, never provider-wide — that no active lease of a live run holds. Each gets an
  * ownership verdict, decided from Runwarden's own records and the sandbox's labels:
  *

@@ -1,5 +1,5 @@
 /**
- * What the dashboard needs of bulk Retry and Cancel (DOMAIN.md §2.11): the confirm word the
+ * What the dashboard needs of bulk Retry and Cancel (docs/rules.md §2.11): the confirm word the
  * server enforces, the plan's bound, and the per-run results a confirmation reports.
  */
 export { bulkConfirmWord, BULK_PLAN_KINDS, BULK_PLAN_MAX_RUNS, BULK_PLAN_TTL_MS } from "../engine/bulk-confirmation";

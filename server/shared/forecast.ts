@@ -4,7 +4,7 @@ import { LIVE_RUN_STATUSES } from "../engine/run-status";
 import { checkSchema } from "../engine/verdicts";
 
 /**
- * The restart forecast (DOMAIN.md §2.12): what a controller restarted NOW would do to each
+ * The restart forecast (docs/rules.md §2.12): what a controller restarted NOW would do to each
  * run that is not terminal, judged by the same engine functions recovery calls, on evidence
  * gathered without claiming, writing or changing any runner. One shape for the CLI's JSON,
  * the stored forecast and the console (pure: the browser may import it).

@@ -2,7 +2,7 @@ import { LIVE_RUN_STATUSES, safeDecide } from "../engine";
 import type { CheckResult, RunRecord, TaskReport } from "../shared/wave-report";
 
 /**
- * R1–R6 for one task (DOMAIN.md §5), from what the wave collected at its end. The
+ * R1–R6 for one task (docs/rules.md §5), from what the wave collected at its end. The
  * recovery proofs are re-evaluated here with the reference engine, independently of the
  * controllers that made them, so a controller running a broken rule fails R2.
  */

@@ -1,5 +1,5 @@
 /**
- * A restart-chaos wave's plan (DOMAIN.md §5), derived from its seed alone: the same seed
+ * A restart-chaos wave's plan (docs/rules.md §5), derived from its seed alone: the same seed
  * and options give the same tasks, faults and kill schedule.
  */
 

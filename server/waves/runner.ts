@@ -34,7 +34,7 @@ import { providerFromEnv } from "../providers/from-env";
 import { servicesOf } from "../services";
 
 /**
- * Runs one restart-chaos wave (DOMAIN.md §5) against the emulator with real controller
+ * Runs one restart-chaos wave (docs/rules.md §5) against the emulator with real controller
  * processes: plants decoys, submits the tasks with their faults, kills and restarts
  * controllers as the seeded plan says, clicks Retry (twice, like an impatient board user)
  * where the catalogue offers it, waits for everything to settle, then judges R1–R6 per

@@ -5,7 +5,7 @@ import { CliFailure, EXIT_BAD_INPUT, type CliIO } from "../io";
 type BulkPlan = import("../../runs/bulk-plan").BulkPlan;
 type Kind = "retry" | "cancel";
 
-/** The options `run retry` / `run cancel` take for a set of runs (DOMAIN.md §2.11). */
+/** The options `run retry` / `run cancel` take for a set of runs (docs/rules.md §2.11). */
 export interface BulkOptions {
   failureCode?: string;
   company?: string;

@@ -39,7 +39,7 @@ async function readBundle(file: string, io: CliIO): Promise<unknown> {
 }
 
 /**
- * `runwarden decide FILE`: the verdict of one evidence bundle (EVIDENCE.md), or of each
+ * `runwarden decide FILE`: the verdict of one evidence bundle (docs/evidence.md), or of each
  * bundle of a JSON array (the console's "Download evidence" file), one line per bundle in
  * the array's order. Every bundle is validated before any verdict is printed, so a bad one
  * is named by its position and nothing half-printed is left to misread.

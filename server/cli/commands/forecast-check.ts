@@ -11,7 +11,7 @@ export interface ForecastCheckOptions {
 }
 
 /**
- * `runwarden forecast --check [--json] [--forecast ID]` (DOMAIN.md §2.12): checks every stored
+ * `runwarden forecast --check [--json] [--forecast ID]` (docs/rules.md §2.12): checks every stored
  * forecast run whose run was restarted since (as the controllers' tick does), then prints each
  * stored forecast's checked runs — held, or what differed — and exits 4 when any differed (a
  * defect of the forecast or of recovery, never accepted silently), 0 otherwise. Runs not

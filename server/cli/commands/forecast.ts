@@ -22,7 +22,7 @@ interface ForecastOptions {
 
 /**
  * `runwarden forecast [--json] [--verbose] [--company C]… [--run ID]… [--fail-on ends,operator]`
- * (DOMAIN.md §2.12): what a controller restarted now would do to every run that is not
+ * (docs/rules.md §2.12): what a controller restarted now would do to every run that is not
  * terminal — continues (how), ends (code, owner, Retry) or is left for an operator — judged
  * by the engine on evidence read without changing anything. Exit 3 when `--fail-on` names a
  * class some run falls in, 2 on bad usage, 0 otherwise. Progress goes to standard error.

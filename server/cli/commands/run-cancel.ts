@@ -5,7 +5,7 @@ import { uuidSchema } from "../../lib/ids";
 import { isBulk, runBulk, withBulkOptions, type BulkOptions } from "./bulk";
 
 /**
- * `runwarden run cancel RUN_ID [--reason TEXT] [--as EMAIL] [--json]` (DOMAIN.md §2.11): the
+ * `runwarden run cancel RUN_ID [--reason TEXT] [--as EMAIL] [--json]` (docs/rules.md §2.11): the
  * same `cancelRun` service as the run page's Cancel — the run taken over, its runner stopped,
  * its sandbox torn down, the run resting in `cancelled` with who asked and why; audited. A run
  * that already ended is refused (exit 1) and left as it was.

@@ -4,7 +4,7 @@ import { storeForecast } from "../../forecasts/store";
 import { forecastCountsSchema } from "../../shared/forecast";
 import { createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 
-/** Restart forecasts (DOMAIN.md §2.12): the stored ones, and taking one from the console. */
+/** Restart forecasts (docs/rules.md §2.12): the stored ones, and taking one from the console. */
 
 export const forecastsListOutput = z.array(forecastSummarySchema);
 export const forecastsGetOutput = forecastDetailSchema;

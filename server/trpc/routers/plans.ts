@@ -5,7 +5,7 @@ import { bulkConfirmInput, bulkPlanIdInput, bulkPlanSchema, getBulkPlan } from "
 import { bulkPreviewInput, previewBulkPlan } from "../../runs/bulk-preview";
 import { createTRPCRouter, operatorProcedure } from "../trpc";
 
-/** Bulk Retry and Cancel (DOMAIN.md §2.11): a preview that touches nothing, then a confirmation that names it. */
+/** Bulk Retry and Cancel (docs/rules.md §2.11): a preview that touches nothing, then a confirmation that names it. */
 
 export const bulkPreviewOutput = bulkPlanSchema;
 export const bulkConfirmOutput = bulkPlanSchema.extend({ cleanup: z.array(z.object({ leaseId: z.string(), outcome: z.string() })) });

@@ -11,7 +11,7 @@ import { createTRPCRouter, viewerProcedure } from "../trpc";
 const evidenceInput = z.custom<EvidenceInput>();
 
 export const proofsRouter = createTRPCRouter({
-  /** Evaluate an evidence bundle (EVIDENCE.md) and return the verdict with every check. */
+  /** Evaluate an evidence bundle (docs/evidence.md) and return the verdict with every check. */
   // Pure: it reads nothing stored, so any signed-in role may evaluate evidence.
   evaluate: viewerProcedure
     .meta({ role: "viewer", pure: true })

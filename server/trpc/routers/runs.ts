@@ -61,7 +61,7 @@ export const runsRouter = createTRPCRouter({
     .mutation(async ({ ctx, input }) => pickRunSummary(await submitRunInScope(ctx.db, await ctx.instanceId(), input, ctx.actor, ctx.scope))),
 
   /**
-   * Retry (DOMAIN.md §2.7): exactly one successor however often it is called, then one
+   * Retry (docs/rules.md §2.7): exactly one successor however often it is called, then one
    * scoped cleanup attempt for the old run's sandboxes (the sweep retries what fails).
    */
   retry: boardProcedure
@@ -74,7 +74,7 @@ export const runsRouter = createTRPCRouter({
     }),
 
   /**
-   * Cancel (DOMAIN.md §2.11): takes the run over, stops its runner, tears its sandbox down and
+   * Cancel (docs/rules.md §2.11): takes the run over, stops its runner, tears its sandbox down and
    * rests it in `cancelled` with who and why. Board, like Retry: ending (and re-running) a run
    * of one's own companies is the same say over its outcome; an ended run is `refused`, not an error.
    */
