@@ -31,14 +31,14 @@ export const FAILURE_CATALOGUE = {
     owner: "agent",
     canRetry: false,
     message: "The agent's session stopped before it could start working. Runwarden will try again on its own.",
-    nextAction: "The session was interrupted: nothing to do, it is tried again automatically in 30 seconds",
+    nextAction: "The session was interrupted: nothing to do, it is tried again automatically after a short delay",
   },
   native_session_retry_exhausted: {
     outcome: "terminal_failure",
     owner: "board",
     canRetry: true,
     message: "The agent's session could not be started, even after three tries.",
-    nextAction: "The session failed to start three times: check that the provider is working, then Retry",
+    nextAction: "The session failed to start on every attempt it was given: check that the provider is working, then Retry",
   },
   native_provider_startup_rejected: {
     outcome: "terminal_failure",
