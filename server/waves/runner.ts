@@ -168,6 +168,10 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       const p = launchController({
         ...WAVE_TIMINGS,
         DATABASE_URL: database.url,
+        // A wave's faults, decoys and forecasts are its emulator's: its controllers never reach a
+        // real Daytona this process was given (npm start's first-boot wave beside a real provider).
+        DAYTONA_API_URL: undefined,
+        DAYTONA_API_KEY: undefined,
         EMULATOR_URL: emuUrl,
         EMULATOR_API_KEY: options.env.EMULATOR_API_KEY,
         RUNWARDEN_INSTANCE_ID: instanceId,
