@@ -87,6 +87,14 @@ describe("what the schema rejects, the engine rejects", () => {
     { name: "a wrong enum value inside", bundle: () => ({ ...fixture("runner-resume-after-auto-stop.json"), process: "dead" }), field: "evidence.process" },
     { name: "a session phase other than session.open", bundle: () => ({ ...fixture("startup-failure-local-transient.json"), phase: "turn.start" }), field: "evidence.phase" },
     { name: "an empty id", bundle: () => ({ ...fixture("sandbox-ownership-owned.json"), instanceId: "" }), field: "evidence.instanceId" },
+    {
+      name: "a runner state naming no run (two empty ids would match)",
+      bundle: () => {
+        const f = fixture("runner-resume-after-auto-stop.json") as { run: Record<string, unknown>; state: Record<string, unknown> };
+        return { ...f, run: { ...f.run, runId: "" }, state: { ...f.state, runId: "" } };
+      },
+      field: "evidence.run.runId",
+    },
     { name: "a non-integer attempt", bundle: () => ({ ...fixture("startup-failure-local-transient.json"), attempt: 1.5 }), field: "evidence.attempt" },
     { name: "a string for a boolean", bundle: () => ({ ...fixture("recovery-route-read-runner.json"), sandboxBound: "true" }), field: "evidence.sandboxBound" },
     {

@@ -411,11 +411,12 @@ export type StoppedSandboxEvidence = z.infer<typeof stoppedSandboxEvidenceSchema
 export const runnerResumeEvidenceSchema = z.object({
   kind: z.literal("runner_resume"),
   /** The run's own ids: what the runner state must name. */
-  run: z.object({ runId: z.string(), runnerInstanceId: z.string().nullable(), sessionId: z.string().nullable() }),
+  run: z.object({ runId: idSchema, runnerInstanceId: z.string().nullable(), sessionId: z.string().nullable() }),
   /** runner-state.json on the admitted lease's sandbox; null when there is none. */
   state: z
     .object({
-      runId: z.string(),
+      // Two empty ids must never count as the same run.
+      runId: idSchema,
       runnerInstanceId: z.string(),
       sessionId: z.string(),
       lifecycle: z.enum(RUNNER_LIFECYCLES),
