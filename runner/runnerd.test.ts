@@ -213,7 +213,7 @@ describe.concurrent("runnerd", () => {
   });
 });
 
-describe("runnerd: a turn's budget (issue 31 item 6)", () => {
+describe("runnerd: a turn's budget", () => {
   it("kills a hung turn's whole process group at its budget (a child that ignores SIGTERM included) and records it as timed out, once", async () => {
     const sb = await sandbox();
     const pids = path.join(sb.home, "pids");

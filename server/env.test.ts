@@ -41,7 +41,7 @@ describe("readEnv", () => {
     expect(() => readEnv({ RUNWARDEN_SETTLE_MS: "120000", RUNWARDEN_CREATE_TIMEOUT_MS: "180000" })).toThrow(/RUNWARDEN_SETTLE_MS: .*create timeout/);
   });
 
-  it("stuck runs and the sandbox's idle policy (issue 34): derived defaults; an auto-delete that would lose a suspended run's sandbox is refused", () => {
+  it("stuck runs and the sandbox's idle policy: derived defaults; an auto-delete that would lose a suspended run's sandbox is refused", () => {
     const e = readEnv({});
     expect({ age: e.RUNWARDEN_STUCK_MAX_AGE_MS, turn: e.RUNWARDEN_STUCK_MAX_TURN_MS, stop: e.RUNWARDEN_SANDBOX_AUTO_STOP_MINUTES, del: e.RUNWARDEN_SANDBOX_AUTO_DELETE_MINUTES }).toEqual({ age: 12 * 3600_000, turn: 32 * 60_000, stop: undefined, del: 1440 });
     expect(readEnv({ RUNWARDEN_TURN_TIMEOUT_MS: "60000" }).RUNWARDEN_STUCK_MAX_TURN_MS).toBe(180_000);

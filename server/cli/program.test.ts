@@ -49,7 +49,7 @@ describe("runCli", () => {
     expect(err).toEqual(["runwarden decide: evidence.now: expected string (missing)\n"]);
   });
 
-  test("raw bytes of a bad file are printed escaped, never passed to the terminal (issue 16.7)", async () => {
+  test("raw bytes of a bad file are printed escaped, never passed to the terminal", async () => {
     const { io, out, err } = fakeIO({ "bad.json": "\u001b]0;owned\u0007\u001b[31mred\u0000" });
     expect(await runCli(["decide", "bad.json"], io)).toBe(2);
     expect(out).toEqual([]);

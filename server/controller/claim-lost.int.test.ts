@@ -66,7 +66,7 @@ function markerCommand(marker: string, sleepS = 0): string {
   return `${sleepS ? `sleep ${sleepS}; ` : ""}printf '%s\\n' "$RUNWARDEN_TURN" >> '${marker}'`;
 }
 
-describe("a claim whose reply was lost (issue 31 item 3)", () => {
+describe("a claim whose reply was lost", () => {
   it("the controller adopts the run it executes but does not track, and the run succeeds with each turn once", async () => {
     const marker = path.join(scratch, "lost.txt");
     const blip = losingFirstClaimReply();

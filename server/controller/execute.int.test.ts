@@ -62,7 +62,7 @@ describe("executing runs", () => {
     await c.stop("test");
   });
 
-  it("a provider error in a turn is not a startup failure: recovery reattaches and the processed turn is not run again (issue 12 item 8)", async () => {
+  it("a provider error in a turn is not a startup failure: recovery reattaches and the processed turn is not run again", async () => {
     const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "rw-turn-error-"));
     const marker = path.join(scratch, "marker.txt");
     // The runner ran turn 2, but its answer was lost on the way back (a proxy's 502).

@@ -109,7 +109,7 @@ describe("a snapshot without node (Daytona's open-source default image, ubuntu:2
   });
 });
 
-describe("the sandbox's own idle policy (issue 34)", () => {
+describe("the sandbox's own idle policy", () => {
   it("each run's sandbox is created with an auto-stop its turns cannot reach and the auto-delete asked for; the lease records both", async () => {
     const short = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "idle-default", agent: "a", provider: "codex", turns: 1 }, actor);
     // A run with a two-hour budget of its own gets a longer auto-stop than the setting.

@@ -70,7 +70,7 @@ describe("run recovery paging", () => {
   }, 60_000);
 });
 
-describe("a takeover works from the run its claim left (issue 31)", () => {
+describe("a takeover works from the run its claim left", () => {
   it("the old executor's checkpoint that lands between the taker's read and its claim is the one recovery sees", async () => {
     const { db } = h.db;
     const gone = await drainedExecutor(db, "gone");
@@ -118,7 +118,7 @@ describe("a takeover works from the run its claim left (issue 31)", () => {
   }, 60_000);
 });
 
-describe("a takeover is not held up by a run row another transaction holds (issue 31)", () => {
+describe("a takeover is not held up by a run row another transaction holds", () => {
   it("claims the other interrupted runs at once and the held one once its holder is gone", async () => {
     const { db } = h.db;
     const gone = await drainedExecutor(db, "gone");
@@ -244,7 +244,7 @@ function controllerAt(apiUrl: string, config: Partial<ControllerConfig>) {
   });
 }
 
-describe("recovery never loops (§2.8, issue 12 item 6)", () => {
+describe("recovery never loops (§2.8)", () => {
   it("counts each failed recovery attempt, ends the run with native_recovery_attempts_exhausted and Retry after the bound: exactly N attempts", async () => {
     const { db } = h.db;
     const run = await interruptedRun(db, "sbx-garbage");
@@ -335,7 +335,7 @@ describe("recovery never loops (§2.8, issue 12 item 6)", () => {
   }, 60_000);
 });
 
-describe("a warm sandbox that never starts again (issue 31 item 7c)", () => {
+describe("a warm sandbox that never starts again", () => {
   it("each recovery's resumed lease shares the sandbox's start budget: the run ends with sandbox_not_restartable, not after every recovery attempt", async () => {
     const { db } = h.db;
     const drained = await drainedExecutor(db, "drained");

@@ -188,7 +188,7 @@ describe("a graceful drain during a per-turn follow-up (seed 000, K2)", () => {
   });
 });
 
-describe("a per-turn run killed between runner.stop and its lease release (issue 31 item 5, K4)", () => {
+describe("a per-turn run killed between runner.stop and its lease release (K4)", () => {
   /** A 3-turn per-turn run whose controller is SIGKILLed right after the give-back of turn 1 stopped its runner. */
   async function killedAfterRunnerStop(taskId: string) {
     const marker = path.join(home(), `${taskId}.turns`);
@@ -268,7 +268,7 @@ describe("a SIGKILL mid-run (K1)", () => {
   });
 });
 
-describe("the remote directory is the runner's own report (§2.1, issue 31 item 7)", () => {
+describe("the remote directory is the runner's own report (§2.1)", () => {
   async function killedAfterFirstTurn(taskId: string) {
     const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId, agent: "a", provider: "claude", sandboxMode: "warm", turns: 3 }, actor);
     const a = await controller({ RUNWARDEN_TURN_MS: "1500" });
@@ -317,7 +317,7 @@ describe("the remote directory is the runner's own report (§2.1, issue 31 item 
   }, 120_000);
 });
 
-describe("the sandbox stopped while no controller ran the run (Daytona's auto-stop, issue 11)", () => {
+describe("the sandbox stopped while no controller ran the run (Daytona's auto-stop)", () => {
   async function interruptedWarmRun(taskId: string, agentCommand?: string) {
     const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId, agent: "a", provider: "claude", sandboxMode: "warm", turns: 3, agentCommand }, actor);
     const a = await controller({ RUNWARDEN_TURN_MS: "1500" });

@@ -72,7 +72,7 @@ function markerCommand(marker: string): string {
   return `printf '%s\\n' "$RUNWARDEN_TURN" >> '${marker}'`;
 }
 
-describe("a stale executor wakes after a takeover (issue 31)", () => {
+describe("a stale executor wakes after a takeover", () => {
   it("item 1: its session.open fails after the takeover — it records no startup failure, stops no runner, tears nothing down, requeues nothing", async () => {
     const marker = path.join(scratch, "item1.txt");
     const bTurns = new Set<string>();

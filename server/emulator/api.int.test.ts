@@ -42,7 +42,7 @@ describe("emulator REST surface", () => {
     expect((await call("GET", "/sandbox", undefined, { authorization: "Bearer second-key" })).status).toBe(200);
   });
 
-  it("checks the key before reading the path, and answers malformed percent-encoding with 400 (issue 16.8)", async () => {
+  it("checks the key before reading the path, and answers malformed percent-encoding with 400", async () => {
     expect((await call("GET", "/sandbox/%E0%A4%A", undefined, {})).status).toBe(401);
     expect((await call("GET", "/sandbox/%ff", undefined, { authorization: "Bearer wrong" })).status).toBe(401);
     expect(await call("GET", "/sandbox/%ff")).toEqual({

@@ -197,7 +197,7 @@ describe("fault admin", () => {
   });
 });
 
-describe("the provider unavailable, as Daytona is met (issue 33)", () => {
+describe("the provider unavailable, as Daytona is met", () => {
   it("rate_limit: a 429 with Retry-After and the throttler's X-RateLimit-* headers; the provider error carries the wait", async () => {
     await t.admin.setFault({ match: { name: "rl-1" }, fault: { kind: "rate_limit", retryAfterSeconds: 7, throttler: "sandbox-create" }, times: 1 });
     const res = await fetch(`${t.emulator.url}/sandbox`, {

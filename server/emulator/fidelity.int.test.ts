@@ -223,7 +223,7 @@ describe("Daytona fidelity of the emulator", () => {
     expect((await provider.start(id)).state).toBe("started");
   }
 
-  it("archive (issue 33; daytonaio/daytona v0.190.0 sandbox.service.ts start(), sandbox.entity.ts autoArchiveInterval): a stopped sandbox is archived after its autoArchiveInterval; a start restores it, showing archived (desired started) meanwhile; error states do not start", async () => {
+  it("archive (daytonaio/daytona v0.190.0 sandbox.service.ts start(), sandbox.entity.ts autoArchiveInterval): a stopped sandbox is archived after its autoArchiveInterval; a start restores it, showing archived (desired started) meanwhile; error states do not start", async () => {
     await t.admin.configure({ autoStopMinuteMs: 200 });
     try {
       const res = await call("POST", "/sandbox", { name: "fid-archive", labels: labels("fid-archive"), autoArchiveInterval: 1 });
@@ -255,7 +255,7 @@ describe("Daytona fidelity of the emulator", () => {
     }
   });
 
-  it("auto-delete (issue 34; daytonaio/daytona v0.190.0 sandbox.entity.ts autoDeleteInterval, sandbox.manager.ts autoDeleteCheck, sandbox.service.ts stop()): a sandbox stopped for its autoDeleteInterval is deleted; -1 (the default) never; 0 deletes at stop; the provider sends both intervals", async () => {
+  it("auto-delete (daytonaio/daytona v0.190.0 sandbox.entity.ts autoDeleteInterval, sandbox.manager.ts autoDeleteCheck, sandbox.service.ts stop()): a sandbox stopped for its autoDeleteInterval is deleted; -1 (the default) never; 0 deletes at stop; the provider sends both intervals", async () => {
     await t.admin.configure({ autoStopMinuteMs: 200 });
     try {
       const made = async (name: string, extra: Record<string, number>) => {
@@ -310,7 +310,7 @@ describe("Daytona fidelity of the emulator", () => {
     await expect(provider.ensureStarted(id)).rejects.toThrow(`sandbox ${id} is ${state}: it cannot be started (disk quota exceeded)`);
   });
 
-  it("a deleted sandbox's toolbox (issue 33; Daytona v0.190.0 apps/proxy/pkg/proxy/get_sandbox_target.go, auth.go): 404 while the proxy's caches last, then 401 or 400; the provider and the runner still see it gone", async () => {
+  it("a deleted sandbox's toolbox (Daytona v0.190.0 apps/proxy/pkg/proxy/get_sandbox_target.go, auth.go): 404 while the proxy's caches last, then 401 or 400; the provider and the runner still see it gone", async () => {
     await t.admin.configure({ toolboxGone: { afterMs: 300, status: 401 } });
     try {
       const id = await create("fid-gone");

@@ -140,7 +140,7 @@ describe("emulated runner", () => {
 });
 
 
-describe("a turn's budget (issue 31 item 6)", () => {
+describe("a turn's budget", () => {
   it("a hung agent command, and the child it spawned, are killed at the budget: the turn is recorded as timed out, once", async () => {
     const sbx = await sandbox("op-hung");
     // The agent starts a child that hangs too, then hangs itself; each writes its pid first.

@@ -4,7 +4,7 @@ import { AUTO_DELETE_NEVER, AUTO_STOP_MARGIN_MINUTES, MIN_AUTO_DELETE_MINUTES, s
 
 const base = { turnBudgetMs: 30 * 60_000, turnDeadlineMarginMs: 30_000, autoStopMinutes: null, autoDeleteMinutes: 1440 };
 
-describe("the sandbox's idle policy (issue 34)", () => {
+describe("the sandbox's idle policy", () => {
   it("derives auto-stop from the turn's longest life, rounded up to minutes, plus the margin", () => {
     // 30 min budget + 30 s margin → 31 min, + 5.
     expect(sandboxIdlePolicy(base)).toEqual({ autoStopMinutes: 31 + AUTO_STOP_MARGIN_MINUTES, autoDeleteMinutes: 1440, autoStopFloorMinutes: 36 });

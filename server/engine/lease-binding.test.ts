@@ -107,7 +107,7 @@ describe("a claim that names nothing (§2.1: never filled in from the target)", 
   });
 });
 
-describe("the remote directory is the runner's own report (§2.1, issue 31 item 7)", () => {
+describe("the remote directory is the runner's own report (§2.1)", () => {
   test("a runner that reports no directory is refused: unknown proves nothing", () => {
     const v = evaluateLeaseBinding(withTarget({ remoteCwd: null }));
     expect(v).toMatchObject({ verdict: "refused", reason: "remote_cwd_unknown" });

@@ -7,7 +7,7 @@ import { verdictSchema } from "./verdicts";
 type Runner = NonNullable<RecoveryRouteEvidence["runner"]>;
 const connected: Runner = { state: { ownedByRun: true, lastConnectionProtocolVersion: 1, lifecycle: "ready" }, process: "running" };
 
-describe("recovery_route (issue 12: recovery routing as a pure step)", () => {
+describe("recovery_route (recovery routing as a pure step)", () => {
   it.each<{ name: string; e: Partial<RecoveryRouteEvidence>; verdict: string; mode?: string | null }>([
     { name: "never started", e: { phase: null, turnsDone: 0, sandboxBound: false }, verdict: "restart_acquire", mode: "bootstrap_retry" },
     { name: "acquiring with a checkpoint", e: { phase: "acquiring", turnsDone: 2 }, verdict: "restart_acquire", mode: "exact_checkpoint_resume" },
@@ -58,7 +58,7 @@ describe("recovery_route (issue 12: recovery routing as a pure step)", () => {
   });
 });
 
-describe("recovery_route: a per-turn sandbox whose runner was stopped on purpose (issue 31 item 5)", () => {
+describe("recovery_route: a per-turn sandbox whose runner was stopped on purpose", () => {
   // Killed between the give-back's runner.stop and the lease's release: turn 2 recorded, its runner stopped.
   const stopped: Runner = { state: { ownedByRun: true, lastConnectionProtocolVersion: 1, lifecycle: "stopped", turnInFlight: null, lastProcessedSeq: 2 }, process: "absent" };
   const perTurn = (runner: Runner, over: Partial<RecoveryRouteEvidence> = {}) => recoveryRoute({ phase: "session_open", sandboxMode: "per_turn", sandboxBound: true, turnsDone: 2, runner, ...over });

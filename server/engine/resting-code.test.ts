@@ -22,7 +22,7 @@ const verdictOf = (bundle: EvidenceInput) => {
   return evaluate(parsed.evidence);
 };
 
-describe("restingFailure (issue 12 item 10: the run says what its proof says)", () => {
+describe("restingFailure (the run says what its proof says)", () => {
   it.each<{ name: string; bundle: EvidenceInput; code: string | null }>([
     { name: "lease binding admitted", bundle: leaseBinding(), code: null },
     {

@@ -15,7 +15,7 @@ const evidence = (over: Partial<RunnerResumeEvidence> = {}, state: Partial<NonNu
   ...over,
 });
 
-describe("decideRunnerResume (resume_dead_runner, issue 11)", () => {
+describe("decideRunnerResume (resume_dead_runner)", () => {
   test("a live runner: reattach, nothing started", () => {
     expect(decideRunnerResume(evidence({ process: "running" }))).toMatchObject({ verdict: "reattach", reason: "runner_alive", code: null });
   });

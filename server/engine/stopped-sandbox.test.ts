@@ -11,7 +11,7 @@ const evidence = (over: Partial<StoppedSandboxEvidence>): StoppedSandboxEvidence
   ...over,
 });
 
-describe("decideStoppedSandbox (issue 11: auto-stop while the controller was down)", () => {
+describe("decideStoppedSandbox (auto-stop while the controller was down)", () => {
   test("a started sandbox: recovery proceeds", () => {
     expect(decideStoppedSandbox(evidence({ sandboxState: "started", desiredState: "started" })).verdict).toBe("proceed");
   });

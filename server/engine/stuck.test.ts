@@ -28,7 +28,7 @@ function facts(over: Partial<StuckFacts> = {}): StuckFacts {
 
 const reasons = (f: StuckFacts) => classifyStuck(f, NOW, LIMITS).map((x) => x.reason);
 
-describe("stuck runs (issue 34)", () => {
+describe("stuck runs", () => {
   it("a healthy run is not stuck, and an ended run never is", () => {
     expect(reasons(facts())).toEqual([]);
     for (const status of ["succeeded", "failed", "cancelled"]) {

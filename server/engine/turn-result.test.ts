@@ -5,7 +5,7 @@ import { judgeTurnResult } from "./turn-result";
 import { turnResult } from "../test/evidence";
 import { verdictSchema } from "./verdicts";
 
-describe("turn_result (issue 12 item 1)", () => {
+describe("turn_result", () => {
   it("passes a turn whose command exited 0", () => {
     const v = judgeTurnResult(turnResult());
     expect(v).toMatchObject({ kind: "turn_result", verdict: "turn_succeeded", code: null, reason: "exit_zero", canRetry: false, owner: null });

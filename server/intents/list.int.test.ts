@@ -89,7 +89,7 @@ const inputArb = fc.record(
 
 const scopeArb = fc.constantFrom<CompanyScope>({ all: true }, { all: false, companies: ["co-1"] }, { all: false, companies: ["co-0", "co-2"] }, { all: false, companies: [] });
 
-describe("intents.list as one statement (issue 13)", () => {
+describe("intents.list as one statement", () => {
   it("pages through exactly Prisma's intents with their lease and run, the total and the counts by status", async () => {
     const observer = servicesFor(t.current.db, "inst-i").observer;
     await fc.assert(

@@ -122,7 +122,7 @@ function containsLiterally(taskId: string, s: string): boolean {
   return taskId.toLowerCase().includes(s.toLowerCase());
 }
 
-describe("runs.list and runs.count as one statement each (issue 13)", () => {
+describe("runs.list and runs.count as one statement each", () => {
   it("pages through exactly Prisma's rows for any filter combination, scope and page size, and counts them exactly", async () => {
     await fc.assert(
       fc.asyncProperty(filterArb, scopeArb, fc.integer({ min: 5, max: 40 }), fc.nat(), async (raw, scope, pageSize, which) => {

@@ -121,7 +121,7 @@ const COUNTS: [string, RunFilter, "rollup" | "capped"][] = [
   ["search every task (past the cap)", { search: "task" }, "capped"],
 ];
 
-describe("query plans at scale (issue 13)", () => {
+describe("query plans at scale", () => {
   it.each(LISTS)("runs.list %s reads no table whole", async (_name, input) => {
     const plans = await scansOf(() => listRuns(db, ALL, input()));
     expect(plans.filter((p) => p.seq.length > 0)).toEqual([]);

@@ -140,7 +140,7 @@ const list = (reason: (typeof STUCK_REASONS)[number] | "any", scope: Parameters<
 const byId = (out: StuckListOutput) => new Map(out.items.map((i) => [i.id, i]));
 const name = (id: string) => Object.entries(ids).find(([, v]) => v === id)?.[0] ?? id;
 
-describe("stuck runs (issue 34)", () => {
+describe("stuck runs", () => {
   it("lists each stuck run with every reason, and nothing healthy, ended or at the edge of a limit", async () => {
     const out = await list("any");
     const reasons = Object.fromEntries(out.items.map((i) => [name(i.id), i.findings.map((f) => f.reason)]));

@@ -113,7 +113,7 @@ describe("R1–R6", () => {
   });
 });
 
-describe("R7 forecast held (issue 35)", () => {
+describe("R7 forecast held", () => {
   const fc = (outcome: string | null, differences: unknown = []) => ({ forecastId: "f1", runId: "r1", prediction: "continues", path: "reattach", code: null, outcome, differences });
 
   it("is not run (absent) when the wave took no forecast: reports made before R7", () => {

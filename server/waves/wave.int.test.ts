@@ -169,7 +169,7 @@ describe("waves pass on the current engine", () => {
   });
 });
 
-describe("the provider's own faults (issue 33): slow starts, 429s, an outage and an archive with a kill", () => {
+describe("the provider's own faults: slow starts, 429s, an outage and an archive with a kill", () => {
   it("R1–R6 pass; each fault fired; no run fails for the outage, and the runs that waited say so", { timeout: 180_000 }, async () => {
     const report = await wave({
       tasks: [
@@ -181,7 +181,7 @@ describe("the provider's own faults (issue 33): slow starts, 429s, an outage and
       kills: [{ kind: "K1", atMs: 900 }],
       concurrency: 4,
     }, { timeoutMs: 150_000 });
-    console.log(`wave ${report.id} (issue 33 faults):\n${report.faults.map((f) => `  ${f.task} ${f.fault}: ${f.fired ? "fired" : "did not fire"} — ${f.detail}`).join("\n")}`);
+    console.log(`wave ${report.id} (the provider's own faults):\n${report.faults.map((f) => `  ${f.task} ${f.fault}: ${f.fired ? "fired" : "did not fire"} — ${f.detail}`).join("\n")}`);
     expect(failing(report)).toEqual([]);
     expect(report.kills.map((k) => [k.kind, k.landed])).toEqual([["K1", true]]);
     expect(report.faults.map((f) => [f.fault, f.fired, f.detail])).toEqual([
@@ -208,7 +208,7 @@ describe("the provider's own faults (issue 33): slow starts, 429s, an outage and
   });
 });
 
-describe("K5: a stall past the silence window on another host (issue 31)", () => {
+describe("K5: a stall past the silence window on another host", () => {
   it("the other host takes the stalled controller's run over by silence alone; woken, the stalled one runs no turn twice and touches no decoy", { timeout: 150_000 }, async () => {
     const report = await wave({
       tasks: [task("t01", { sandboxMode: "per_turn", turns: 5 }), task("t02", { turns: 5 }), task("t03", { sandboxMode: "per_turn", turns: 3 })],
@@ -239,7 +239,7 @@ describe("K5: a stall past the silence window on another host (issue 31)", () =>
   });
 });
 
-describe("kills land where the plan puts them (issue 17)", () => {
+describe("kills land where the plan puts them", () => {
   it("all four kills land on a loaded machine: each on work in flight, K4 at its crash point", { timeout: 300_000 }, async () => {
     // Load: a busy loop per core for the whole wave, so controllers take seconds to be
     // ready — the condition under which kills timed from the wave's start fired back to back.

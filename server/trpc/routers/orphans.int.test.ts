@@ -156,7 +156,7 @@ describe("orphans.list", () => {
     expect((bad.cause as ZodError).issues[0]?.path).toEqual(["verdict"]);
   });
 
-  it("pages on the server: each orphan once, in one costliest-first order, with totals over all (issue 13)", async () => {
+  it("pages on the server: each orphan once, in one costliest-first order, with totals over all", async () => {
     const c = caller();
     const whole = await c.orphans.list({});
     const seen: string[] = [];
