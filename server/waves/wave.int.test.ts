@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startControllerHarness, type ControllerHarness } from "../test/controller";
 import { readEnv } from "../env";
 import { restingCode, restingFailure, RUN_DECIDING_KINDS, verdictSchema } from "../engine";
@@ -69,19 +69,15 @@ describe("waves pass on the current engine", () => {
   ] as const)("%s alone %o", { timeout: 120_000 }, async (kind, extra) => {
     // K1's wave runs in a process that was given a real Daytona (one that refuses every call):
     // its controllers must still be the wave's, on its emulator, as under npm start.
-    const given = kind === "K1" ? { DAYTONA_API_URL: "http://127.0.0.1:9/api", DAYTONA_API_KEY: "a-real-key" } : {};
-    const before = { DAYTONA_API_URL: process.env.DAYTONA_API_URL, DAYTONA_API_KEY: process.env.DAYTONA_API_KEY };
-    Object.assign(process.env, given);
+    if (kind === "K1") {
+      vi.stubEnv("DAYTONA_API_URL", "http://127.0.0.1:9/api");
+      vi.stubEnv("DAYTONA_API_KEY", "a-real-key");
+    }
     const report = await wave({
       tasks: [task("t01"), task("t02", { sandboxMode: "per_turn" }), task("t03", { turns: 2 })],
       kills: [{ kind, atMs: 900, ...extra }],
       concurrency: 2,
-    }).finally(() => {
-      for (const [k, v] of Object.entries(before)) {
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      }
-    });
+    }).finally(() => vi.unstubAllEnvs());
     expect(failing(report)).toEqual([]);
     expect(report.passed).toBe(true);
     expect(report.events.some((e) => e.kind === "kill" && e.detail.startsWith(kind))).toBe(true);
