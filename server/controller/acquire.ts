@@ -11,7 +11,7 @@ import { assertCurrentIn, type RunFence } from "./fence";
 import { appendEvent, json, recordProof } from "./records";
 import { judgeOwnership } from "./ownership";
 import type { SandboxView } from "../providers/types";
-import { sandboxIdlePolicy } from "../engine";
+import { mayTakeFoundSandbox, sandboxIdlePolicy } from "../engine";
 import { turnBudgetMs } from "./turn-timeout";
 
 export class AcquireError extends Error {
@@ -154,13 +154,10 @@ async function foundByName(ctx: ControllerContext, run: Run, operationId: string
   if (!found) return null;
   const { evidence, verdict } = await judgeOwnership(ctx.db, ctx.config.instanceId, found, { type: "intent", id: operationId });
   await recordProof(ctx.db, verdict, evidence, ctx.identity.bootId, { runId: run.id, intentId: operationId, sandboxId: found.id });
-  const usable = verdict.verdict === "owned" && USABLE_STATES.has(found.state);
+  const usable = mayTakeFoundSandbox(verdict.verdict, found.state);
   await appendEvent(ctx.db, run.id, "create_found_by_name", ctx.identity.bootId, { operationId, sandboxId: found.id, state: found.state, ownership: verdict.verdict, taken: usable });
   return usable ? found : null;
 }
-
-/** A sandbox a run may take: started, or on its way there (toolbox calls wait for it). */
-const USABLE_STATES: ReadonlySet<string> = new Set(["started", "creating", "starting", "pulling_snapshot", "pending_build", "building_snapshot"]);
 
 /**
  * A warm sandbox taken up again after a restart: a new lease on the same sandbox with

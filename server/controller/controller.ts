@@ -7,17 +7,19 @@ import { checkForecasts } from "../forecasts/check";
 import type { ControllerContext } from "./context";
 import { DRAIN_SUSPEND_GRACE_MS } from "./drain";
 import { executeRun } from "./execute";
-import { isRunLost, type RunFence } from "./fence";
+import { isRunLost, rereadOwnRun, type RunFence } from "./fence";
 import { clearProviderWait, createBreaker, recordBreakerChange, waitsForProvider } from "./outage";
 import { guardProvider, guardRunner } from "../providers/breaker";
 import { appendEvent } from "./records";
 import { claimInterruptedRuns, claimUntrackedRuns, countFailedAttempt, recoverRun, type ExecutorStatus } from "./recovery";
 import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "./sweeps";
 
-/** Whether the run's epoch moved past the one `claimed` holds (a takeover: recovery, Retry, Cancel). */
+/** Whether the run's epoch moved past the one `claimed` holds (a takeover: recovery, Retry, Cancel); a read that fails says no. */
 async function takenOver(ctx: ControllerContext, claimed: RunFence): Promise<boolean> {
-  const row = await ctx.db.run.findUnique({ where: { id: claimed.id }, select: { executorEpoch: true } }).catch(() => null);
-  return row !== null && row.executorEpoch !== claimed.executorEpoch;
+  return rereadOwnRun(ctx, claimed).then(
+    () => false,
+    (err: unknown) => isRunLost(err),
+  );
 }
 
 export type ControllerDeps = Omit<ControllerContext, "drain" | "breaker">;

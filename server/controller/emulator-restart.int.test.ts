@@ -8,6 +8,9 @@ import { submitRun } from "../runs/submit";
 import { EmulatorChild, freePort } from "../test/emulator-child";
 import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
+import { tempDirs } from "../test/temp";
+
+const home = tempDirs("rw-ctl-home-");
 
 /**
  * The emulator (a local Daytona) SIGKILLed and restarted while a run's runner works: the
@@ -58,7 +61,7 @@ describe("the emulator SIGKILLed and restarted with runners alive", () => {
       DATABASE_URL: h.db.url,
       EMULATOR_URL: `http://127.0.0.1:${port}`,
       RUNWARDEN_INSTANCE_ID: "inst-a",
-      RUNWARDEN_CONTROLLER_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "rw-ctl-home-")),
+      RUNWARDEN_CONTROLLER_HOME: home(),
     });
     await ctl.ready;
     await waitFor("the first turn", async () => ((await h.db.db.run.findUniqueOrThrow({ where: { id: r.id } })).turnsDone >= 1 ? true : null), 60_000);

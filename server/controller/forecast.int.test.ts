@@ -1,14 +1,13 @@
 import fs from "node:fs";
 import net from "node:net";
-import os from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DaytonaProvider } from "../providers/daytona";
 import { buildLabels } from "../providers/labels";
 import { readRunnerState, RUNNER_STATE_PATH } from "../providers/runner";
 import { submitRun } from "../runs/submit";
 import type { RunForecast } from "../shared/forecast";
-import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
+import { controllerProcesses } from "../test/controller-process";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 import { takeForecast } from "./forecast";
 
@@ -19,30 +18,13 @@ import { takeForecast } from "./forecast";
  */
 
 let h: ControllerHarness;
-const live: ControllerProcessHandle[] = [];
+const { controller, home } = controllerProcesses(() => h);
 const actor = { id: "test", role: "board" };
 
 beforeAll(async () => {
   h = await startControllerHarness();
 });
-afterEach(async () => {
-  for (const p of live.splice(0)) {
-    p.kill("SIGKILL");
-    await p.exited;
-  }
-});
 afterAll(() => h.close());
-
-function home(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), "rw-fc-home-"));
-}
-
-async function controller(env: Record<string, string> = {}): Promise<ControllerProcessHandle> {
-  const p = spawnController({ DATABASE_URL: h.db.url, EMULATOR_URL: h.emu.emulator.url, RUNWARDEN_INSTANCE_ID: "inst-a", RUNWARDEN_CONTROLLER_HOME: home(), ...env });
-  live.push(p);
-  await p.ready;
-  return p;
-}
 
 const run = (id: string) => h.db.db.run.findUniqueOrThrow({ where: { id } });
 

@@ -1,11 +1,10 @@
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readRunnerState, RUNNER_STATE_PATH } from "../providers/runner";
 import { retryRun } from "../runs/retry";
 import { submitRun } from "../runs/submit";
-import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
+import { controllerProcesses, spawnController } from "../test/controller-process";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
 /**
@@ -14,36 +13,13 @@ import { startControllerHarness, waitFor, type ControllerHarness } from "../test
  */
 
 let h: ControllerHarness;
-const live: ControllerProcessHandle[] = [];
+const { controller, home, live } = controllerProcesses(() => h);
 const actor = { id: "test", role: "board" };
 
 beforeAll(async () => {
   h = await startControllerHarness();
 });
-afterEach(async () => {
-  for (const p of live.splice(0)) {
-    p.kill("SIGKILL");
-    await p.exited;
-  }
-});
 afterAll(() => h.close());
-
-function home(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), "rw-ctl-home-"));
-}
-
-async function controller(env: Record<string, string> = {}): Promise<ControllerProcessHandle> {
-  const p = spawnController({
-    DATABASE_URL: h.db.url,
-    EMULATOR_URL: h.emu.emulator.url,
-    RUNWARDEN_INSTANCE_ID: "inst-a",
-    RUNWARDEN_CONTROLLER_HOME: env.RUNWARDEN_CONTROLLER_HOME ?? home(),
-    ...env,
-  });
-  live.push(p);
-  await p.ready;
-  return p;
-}
 
 function run(id: string) {
   return h.db.db.run.findUniqueOrThrow({ where: { id } });

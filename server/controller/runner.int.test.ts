@@ -7,6 +7,9 @@ import { submitRun } from "../runs/submit";
 import { getRunDetail } from "../runs/detail";
 import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
+import { tempDirs } from "../test/temp";
+
+const home = tempDirs("rw-ctl-home-");
 
 /**
  * Runs doing real work through the real runner (issue 11): the agent command is a real
@@ -38,7 +41,7 @@ async function controller(env: Record<string, string> = {}): Promise<ControllerP
     DATABASE_URL: h.db.url,
     EMULATOR_URL: h.emu.emulator.url,
     RUNWARDEN_INSTANCE_ID: "inst-a",
-    RUNWARDEN_CONTROLLER_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "rw-ctl-home-")),
+    RUNWARDEN_CONTROLLER_HOME: home(),
     ...env,
   });
   live.push(p);

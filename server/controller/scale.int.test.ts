@@ -1,7 +1,4 @@
 import crypto from "node:crypto";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { exitedProcessIdentity } from "../process/exited";
 import { buildLabels, creationName } from "../providers/labels";
@@ -9,6 +6,9 @@ import { evidenceIdentity } from "./context";
 import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
 import { json } from "./records";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
+import { tempDirs } from "../test/temp";
+
+const home = tempDirs("rw-scale-");
 
 /** Several real controllers sweeping one database: each row is acted on exactly once. */
 
@@ -73,7 +73,7 @@ describe("4 controllers, 500 abandoned intents", () => {
         DATABASE_URL: h.db.url,
         EMULATOR_URL: h.emu.emulator.url,
         RUNWARDEN_INSTANCE_ID: "inst-a",
-        RUNWARDEN_CONTROLLER_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "rw-scale-")),
+        RUNWARDEN_CONTROLLER_HOME: home(),
         RUNWARDEN_SWEEP_INTERVAL_MS: "200",
         LOG_LEVEL: "warn",
       });

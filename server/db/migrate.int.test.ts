@@ -1,5 +1,4 @@
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, inject, it } from "vitest";
@@ -7,6 +6,9 @@ import { dropDatabasesWithPrefix } from "../test/db";
 import { latestSnapshot, listMigrations, migrate, MigrationError } from "./migrate";
 import { diffDatamodels, isEmptyMigration } from "./schema-engine";
 import { withDatabase } from "./url";
+import { tempDirs } from "../test/temp";
+
+const migrationsDir = tempDirs("rw-mig-");
 
 const adminUrl = inject("adminUrl");
 const prefix = `${inject("runPrefix")}_mig`;
@@ -64,7 +66,7 @@ describe("migrate", () => {
 
   it("stops at a broken migration, names it, and leaves nothing half-applied", async () => {
     const url = await emptyDatabase();
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rw-mig-"));
+    const dir = migrationsDir();
     fs.mkdirSync(path.join(dir, "001_ok"));
     fs.writeFileSync(path.join(dir, "001_ok", "migration.sql"), "CREATE TABLE ok_table (id int);");
     fs.mkdirSync(path.join(dir, "002_broken"));

@@ -15,6 +15,7 @@ export { asIdentity } from "./identity";
 export { decideCreationIntent } from "./creation-intent";
 export { decideTeardownFence } from "./teardown-fence";
 export { judgeSandboxOwnership } from "./sandbox-ownership";
+export { mayTakeFoundSandbox, TAKEABLE_SANDBOX_STATES } from "./found-sandbox";
 export { explainVerdict } from "./explain";
 export { assertNever } from "./checks";
 export { admitRetry } from "./retry-admission";

@@ -1,12 +1,11 @@
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RUNNER_STATE_PATH } from "../providers/runner";
 import { renderMetrics } from "../metrics";
 import { submitRun } from "../runs/submit";
 import type { RunForecast } from "../shared/forecast";
-import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
+import { controllerProcesses } from "../test/controller-process";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 import { checkForecasts } from "./check";
 import { storeForecast } from "./store";
@@ -18,32 +17,13 @@ import { storeForecast } from "./store";
  */
 
 let h: ControllerHarness;
-const live: ControllerProcessHandle[] = [];
+const { controller } = controllerProcesses(() => h);
 const actor = { id: "test", role: "operator" };
 
 beforeAll(async () => {
   h = await startControllerHarness();
 });
-afterEach(async () => {
-  for (const p of live.splice(0)) {
-    p.kill("SIGKILL");
-    await p.exited;
-  }
-});
 afterAll(() => h.close());
-
-async function controller(env: Record<string, string> = {}): Promise<ControllerProcessHandle> {
-  const p = spawnController({
-    DATABASE_URL: h.db.url,
-    EMULATOR_URL: h.emu.emulator.url,
-    RUNWARDEN_INSTANCE_ID: "inst-a",
-    RUNWARDEN_CONTROLLER_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "rw-ctl-home-")),
-    ...env,
-  });
-  live.push(p);
-  await p.ready;
-  return p;
-}
 
 const run = (id: string) => h.db.db.run.findUniqueOrThrow({ where: { id } });
 

@@ -1,7 +1,5 @@
 import { spawn } from "node:child_process";
-import fs from "node:fs";
 import os from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startControllerHarness, type ControllerHarness } from "../test/controller";
 import { readEnv } from "../env";
@@ -10,6 +8,9 @@ import type { PlannedTask, WavePlan } from "./plan";
 import type { WaveReport } from "../shared/wave-report";
 import { runWave, type WaveRunOptions } from "./runner";
 import { importWaveReport, loadWaveReport } from "./store";
+import { tempDirs } from "../test/temp";
+
+const dataDir = tempDirs("rw-wave-");
 
 /**
  * Whole waves with real controller processes against the emulator. Small hand-written
@@ -38,7 +39,7 @@ const task = (key: string, over: Partial<PlannedTask> = {}): PlannedTask => ({
 async function wave(plan: Omit<WavePlan, "seed">, extra: Partial<WaveRunOptions> = {}): Promise<WaveReport> {
   seed += 1;
   return runWave({
-    env: readEnv({ DATABASE_URL: h.db.url, RUNWARDEN_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), "rw-wave-")) }),
+    env: readEnv({ DATABASE_URL: h.db.url, RUNWARDEN_DATA_DIR: dataDir() }),
     emulatorUrl: h.emu.emulator.url,
     seed,
     tasks: plan.tasks.length,
