@@ -14,6 +14,8 @@ describe("npm test's closing summary", () => {
     const root = path.join(dir, "suite");
     fs.mkdirSync(root);
     fs.writeFileSync(path.join(root, "vitest.config.mjs"), "export default { test: { include: ['*.check.mjs'] } };\n");
+    // Not tests of this project: the input of a child Vitest, one test meant to pass and one meant
+    // to fail (and, below, a hook that throws), so that its report holds a failure to be named.
     fs.writeFileSync(
       path.join(root, "a.check.mjs"),
       "import { it, expect } from 'vitest';\nit('passes', () => expect(1).toBe(1));\nit('adds wrong', () => expect(1 + 1).toBe(3));\n",

@@ -1,6 +1,6 @@
 import { databaseNow } from "../db/clock";
 import type { EnvironmentLease, Run } from "../db/client";
-import { isProviderUnavailable, LIVE_RUN_STATUSES, type LeaseBindingEvidence } from "../engine";
+import { isProviderUnavailable, LIVE_RUN_STATUSES, runnerStateEvidence, type LeaseBindingEvidence } from "../engine";
 import { forecastRecovery, judgeRunnerProcess, type ForecastEvidence, type ForecastReadError, type ForecastRunnerState } from "../engine/forecast";
 import { inLanes } from "../lib/lanes";
 import { failureOf } from "../providers/breaker";
@@ -160,16 +160,7 @@ async function forecastOne(ctx: ControllerContext, run: Run, active: Environment
 
 function runnerReading(s: RunnerState): ForecastRunnerState {
   return {
-    runId: s.runId,
-    runnerInstanceId: s.runnerInstanceId,
-    sessionId: s.sessionId,
-    lifecycle: s.lifecycle,
-    lastConnectionProtocolVersion: s.lastConnectionProtocolVersion,
-    lastControllerCommandSeq: s.lastControllerCommandSeq,
-    reconnectCount: s.reconnectCount,
-    outbox: s.outbox,
-    processedCommands: s.processedCommands,
-    pendingTerminalDelivery: s.pendingTerminalDelivery,
+    ...runnerStateEvidence(s),
     providerStatePresent: s.providerStatePresent,
     inFlightSeq: s.inFlight?.seq ?? null,
     lastProcessedSeq: lastProcessedSeq(s),

@@ -8,6 +8,7 @@ import {
   restingCode,
   routeRecovery,
   RUN_PHASES,
+  runnerStateEvidence,
   type BootstrapRestartEvidence,
   type LeaseBindingEvidence,
   type RecoveryAttemptEvidence,
@@ -522,21 +523,8 @@ async function recoverBootstrap(ctx: ControllerContext, run: Run, lease: Environ
     run: { id: run.id, runnerInstanceId, sessionId },
     claim: { kind: "bootstrap_incomplete", runId: run.id, runnerInstanceId, sessionId },
     localProof,
-    runnerState: state
-      ? {
-          runId: state.runId,
-          runnerInstanceId: state.runnerInstanceId,
-          sessionId: state.sessionId,
-          // The state as it was before this controller stopped the runner.
-          lifecycle: before.state?.lifecycle ?? state.lifecycle,
-          lastConnectionProtocolVersion: state.lastConnectionProtocolVersion,
-          lastControllerCommandSeq: state.lastControllerCommandSeq,
-          reconnectCount: state.reconnectCount,
-          outbox: state.outbox,
-          processedCommands: state.processedCommands,
-          pendingTerminalDelivery: state.pendingTerminalDelivery,
-        }
-      : null,
+    // The lifecycle as it was before this controller stopped the runner.
+    runnerState: state ? { ...runnerStateEvidence(state), lifecycle: before.state?.lifecycle ?? state.lifecycle } : null,
     providerStatePresent: state?.providerStatePresent === true || (await fileExists(ctx, sandboxId, PROVIDER_STATE_PATH)),
     failoverBackup: await fileExists(ctx, sandboxId, FAILOVER_BACKUP_PATH),
     archivedRotationSnapshot: await fileExists(ctx, sandboxId, ROTATION_SNAPSHOT_PATH),

@@ -3,6 +3,22 @@ import { assertNever, check } from "./checks";
 import type { BootstrapRestartEvidence, RunnerState } from "./schemas";
 import type { BootstrapRestartResult, Check } from "./verdicts";
 
+/** The fields of a runner's state the `bootstrap_restart` evidence takes, from any reading that has them (recovery's, the forecast's). */
+export function runnerStateEvidence(s: RunnerState): RunnerState {
+  return {
+    runId: s.runId,
+    runnerInstanceId: s.runnerInstanceId,
+    sessionId: s.sessionId,
+    lifecycle: s.lifecycle,
+    lastConnectionProtocolVersion: s.lastConnectionProtocolVersion,
+    lastControllerCommandSeq: s.lastControllerCommandSeq,
+    reconnectCount: s.reconnectCount,
+    outbox: s.outbox,
+    processedCommands: s.processedCommands,
+    pendingTerminalDelivery: s.pendingTerminalDelivery,
+  };
+}
+
 /**
  * Refusal code by lease acquisition.
  *

@@ -1,4 +1,4 @@
-import { evaluateBootstrapRestart } from "./bootstrap-restart";
+import { evaluateBootstrapRestart, runnerStateEvidence } from "./bootstrap-restart";
 import type { Owner } from "./catalogue";
 import { evaluateLeaseBinding } from "./lease-binding";
 import { judgeRecoveryAttempt } from "./recovery-attempt";
@@ -296,20 +296,7 @@ export function forecastRecovery(e: ForecastEvidence, rules: ForecastRules = DEF
       run: { id: e.run.id, runnerInstanceId, sessionId },
       claim: { kind: "bootstrap_incomplete", runId: e.run.id, runnerInstanceId, sessionId },
       localProof: e.files.localProof,
-      runnerState: s
-        ? {
-            runId: s.runId,
-            runnerInstanceId: s.runnerInstanceId,
-            sessionId: s.sessionId,
-            lifecycle: s.lifecycle,
-            lastConnectionProtocolVersion: s.lastConnectionProtocolVersion,
-            lastControllerCommandSeq: s.lastControllerCommandSeq,
-            reconnectCount: s.reconnectCount,
-            outbox: s.outbox,
-            processedCommands: s.processedCommands,
-            pendingTerminalDelivery: s.pendingTerminalDelivery,
-          }
-        : null,
+      runnerState: s ? runnerStateEvidence(s) : null,
       providerStatePresent: s?.providerStatePresent === true || e.files.providerStatePresent,
       failoverBackup: e.files.failoverBackup,
       archivedRotationSnapshot: e.files.archivedRotationSnapshot,

@@ -7,7 +7,7 @@ export { EvidenceError } from "./errors";
 export { decide, safeDecide, parseEvidence, evaluate, DEFAULT_ENGINE_CONFIG } from "./decide";
 export type { EngineConfig, ParseResult, DecideResult } from "./decide";
 export { evaluateLeaseBinding } from "./lease-binding";
-export { evaluateBootstrapRestart, connectionTraces } from "./bootstrap-restart";
+export { evaluateBootstrapRestart, connectionTraces, runnerStateEvidence } from "./bootstrap-restart";
 export { classifyStartupFailure, STARTUP_RETRY_AFTER_SECONDS } from "./startup-failure";
 export type { StartupFailureConfig } from "./startup-failure";
 export { judgeProcessExit, judgeRecordedProcess, START_TIME_TOLERANCE_MS } from "./process-exit";
