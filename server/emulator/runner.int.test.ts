@@ -151,9 +151,11 @@ describe("a turn's budget", () => {
     const turn = await runner.turn(sbx.id, 1, { budgetMs: 1000 });
     const tookMs = Date.now() - started;
     expect(turn.command).toMatchObject({ seq: 1, timedOut: true, timeoutMs: 1000, exitCode: 124 });
-    // The agent and its child die on the SIGTERM: no grace is waited out.
+    // The agent and its child die on the SIGTERM: no grace is waited out (the runner's own
+    // record says which signal ended it; a wall clock on a loaded machine cannot).
     expect(tookMs).toBeGreaterThanOrEqual(1000);
-    expect(tookMs).toBeLessThan(3_000);
+    expect(turn.command).toMatchObject({ signal: "SIGTERM" });
+    expect(turn.command.durationMs).toBeLessThan(3_000);
     const pids = await Promise.all(["agent.pid", "child.pid"].map(async (f) => Number((await provider.readFile(sbx.id, `${WORK_DIR}/${f}`))?.trim())));
     expect(pids.every((p) => p > 0)).toBe(true);
     for (const pid of pids) expect(isProcessRunning(pid)).toBe(false);

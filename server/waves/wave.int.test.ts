@@ -90,8 +90,12 @@ describe("waves pass on the current engine", () => {
     // R7 (issue 35): a forecast of the runs the kill interrupts was taken before it, and it held.
     expect(report.tasks.every((t) => t.checks.R7 !== undefined)).toBe(true);
     expect(report.events.filter((e) => e.kind === "forecast").map((e) => e.detail)).toEqual([expect.stringMatching(new RegExp(`^before ${kind}: \\d+ continue`))]);
-    const interrupted = await h.db.db.forecastRun.findFirstOrThrow({ where: { runId: report.kills[0]!.interruptedRunId!, forecast: { waveId: report.id, source: "wave" } } });
-    expect({ outcome: interrupted.outcome, actual: interrupted.actual }).toMatchObject({ outcome: "held" });
+    // The interrupted run was forecast and it held — or, when the kill caught it still acquiring or
+    // moving (a K4 at after_create), the wave left it out of the comparison and said so by its id.
+    const interruptedId = report.kills[0]!.interruptedRunId!;
+    const interrupted = await h.db.db.forecastRun.findFirst({ where: { runId: interruptedId, forecast: { waveId: report.id, source: "wave" } } });
+    if (interrupted) expect({ outcome: interrupted.outcome, actual: interrupted.actual }).toMatchObject({ outcome: "held" });
+    else expect(report.events.find((e) => e.kind === "forecast")?.detail).toMatch(new RegExp(`not kept, [^;)]*${interruptedId}`));
   });
 
   it("all kills and all faults together", { timeout: 180_000 }, async () => {
