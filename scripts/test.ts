@@ -30,7 +30,7 @@ const say = (line: string) => process.stdout.write(`\n▶ ${line}\n`);
 const onlyArg = process.argv.indexOf("--only");
 const only = onlyArg >= 0 ? new Set((process.argv[onlyArg + 1] ?? "").split(",")) : null;
 // In the order they run.
-const STEP_KEYS: Record<string, string> = { typecheck: "typecheck", lint: "lint", "next build": "build", "vitest (unit + integration)": "vitest", "playwright (e2e in Chromium)": "e2e" };
+const STEP_KEYS: Record<string, string> = { typecheck: "typecheck", lint: "lint", "next build": "build", "vitest (unit + integration)": "vitest", "vitest (alone)": "vitest", "playwright (e2e in Chromium)": "e2e" };
 
 async function step(name: string, fn: () => Promise<{ ok: boolean; detail: string }>): Promise<boolean> {
   if (only && !only.has(STEP_KEYS[name] ?? name)) return true;
@@ -74,47 +74,58 @@ const built = await step("next build", async () => {
   return { ok: code === 0, detail: code === 0 ? "ok" : `exit ${code}` };
 });
 
-await step("vitest (unit + integration)", async () => {
-  const report = path.join(resultsDir, "vitest.json");
+/** One Vitest invocation over some of its projects, its JSON report kept for the closing summary. */
+async function vitest(projects: string[], reportName: string, prefix?: string) {
+  const report = path.join(resultsDir, reportName);
   fs.rmSync(report, { force: true });
   const code = await runToEnd(
     node,
-    [nodeBin("vitest/vitest.mjs"), "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`],
+    [nodeBin("vitest/vitest.mjs"), "run", ...projects.flatMap((p) => ["--project", p]), "--reporter=default", "--reporter=json", `--outputFile.json=${report}`],
     baseEnv,
+    { prefix },
   );
   const counts = readJson<{ numPassedTests: number; numFailedTests: number; numPendingTests: number; numTodoTests: number }>(report);
   const detail = counts
     ? `${counts.numPassedTests} passed, ${counts.numFailedTests} failed${counts.numPendingTests + counts.numTodoTests ? `, ${counts.numPendingTests + counts.numTodoTests} skipped` : ""}`
     : "no report";
   return { ok: code === 0 && !!counts && counts.numFailedTests === 0, detail };
-});
+}
 
-await step("playwright (e2e in Chromium)", async () => {
-  if (!built) return { ok: false, detail: "not run: the build failed" };
-  const chromium = findChromium(env.CHROMIUM_PATH);
-  if (!chromium) {
-    process.stderr.write(`${HOW_TO_GET_CHROMIUM}\n`);
-    return { ok: false, detail: "no Chromium (see above)" };
-  }
-  const name = `rw_e2e_${Date.now().toString(36)}`;
-  const url = withDatabase(db.adminUrl, name);
-  await admin(db.adminUrl, `CREATE DATABASE ${pg.escapeIdentifier(name)}`);
-  const report = path.join(resultsDir, "e2e.json");
-  fs.rmSync(report, { force: true });
-  try {
-    const code = await runToEnd(
-      node,
-      [nodeBin("@playwright/test/cli.js"), "test"],
-      childEnv({ ...baseEnv, E2E_DATABASE_URL: url, E2E_JSON_REPORT: report, CHROMIUM_PATH: chromium }),
-    );
-    const stats = readJson<{ stats: { expected: number; unexpected: number; flaky: number; skipped: number } }>(report)?.stats;
-    const detail = stats ? `${stats.expected} passed, ${stats.unexpected + stats.flaky} failed${stats.skipped ? `, ${stats.skipped} skipped` : ""}` : "no report";
-    return { ok: code === 0 && !!stats && stats.unexpected + stats.flaky === 0, detail };
-  } finally {
-    // And the emulator's, which `npm start` names after the product's (scripts/start.ts).
-    for (const database of [name, `${name}_emulator`]) await admin(db.adminUrl, `DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`).catch(() => {});
-  }
-});
+await step("vitest (unit + integration)", () => vitest(["unit", "integration"], "vitest.json"));
+
+// The files that run one at a time (vitest.config.ts's ALONE) leave a core mostly waiting on
+// timers, kills and stalls; the browser tests are a browser and one product waiting on pages.
+// Side by side they fill the two cores (each prints its lines with its own prefix).
+await Promise.all([
+  step("vitest (alone)", () => vitest(["alone"], "vitest-alone.json", "[alone] ")),
+  step("playwright (e2e in Chromium)", async () => {
+    if (!built) return { ok: false, detail: "not run: the build failed" };
+    const chromium = findChromium(env.CHROMIUM_PATH);
+    if (!chromium) {
+      process.stderr.write(`${HOW_TO_GET_CHROMIUM}\n`);
+      return { ok: false, detail: "no Chromium (see above)" };
+    }
+    const name = `rw_e2e_${Date.now().toString(36)}`;
+    const url = withDatabase(db.adminUrl, name);
+    await admin(db.adminUrl, `CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+    const report = path.join(resultsDir, "e2e.json");
+    fs.rmSync(report, { force: true });
+    try {
+      const code = await runToEnd(
+        node,
+        [nodeBin("@playwright/test/cli.js"), "test"],
+        childEnv({ ...baseEnv, E2E_DATABASE_URL: url, E2E_JSON_REPORT: report, CHROMIUM_PATH: chromium }),
+        { prefix: "[e2e] " },
+      );
+      const stats = readJson<{ stats: { expected: number; unexpected: number; flaky: number; skipped: number } }>(report)?.stats;
+      const detail = stats ? `${stats.expected} passed, ${stats.unexpected + stats.flaky} failed${stats.skipped ? `, ${stats.skipped} skipped` : ""}` : "no report";
+      return { ok: code === 0 && !!stats && stats.unexpected + stats.flaky === 0, detail };
+    } finally {
+      // And the emulator's, which `npm start` names after the product's (scripts/start.ts).
+      for (const database of [name, `${name}_emulator`]) await admin(db.adminUrl, `DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`).catch(() => {});
+    }
+  }),
+]);
 
 if (db.startedHere) await db.stop();
 
@@ -138,6 +149,6 @@ steps.sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
 for (const s of steps) process.stdout.write(`  ${s.ok ? "✓" : "✗"} ${s.name.padEnd(30)} ${s.detail} (${s.seconds.toFixed(1)} s)\n`);
 const total = ((Date.now() - started) / 1000).toFixed(0);
 process.stdout.write(
-  `\nnpm test: ${steps.map((s) => `${s.name.split(" ")[0]} ${s.ok ? s.detail : `FAILED (${s.detail})`}`).join(" · ")} — ${failed.length ? "FAILED" : "PASSED"} in ${total} s\n`,
+  `\nnpm test: ${steps.map((s) => `${s.name.replace(" (alone)", "-alone").split(" ")[0]} ${s.ok ? s.detail : `FAILED (${s.detail})`}`).join(" · ")} — ${failed.length ? "FAILED" : "PASSED"} in ${total} s\n`,
 );
 process.exit(failed.length ? 1 : 0);

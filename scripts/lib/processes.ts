@@ -124,16 +124,29 @@ export function tsxArgs(script: string): string[] {
 }
 
 /**
- * Runs a command to its end. `held`: for a command that runs beside others, its output is held
- * and printed in one piece when it ends, so side-by-side commands do not interleave their lines.
+ * Runs a command to its end. For a command that runs beside others, so that their lines do not
+ * mix: `held` prints its output in one piece when it ends; `prefix` prints each line as it comes,
+ * behind the prefix (a long step that hangs still shows where it is).
  */
-export function runToEnd(command: string, args: string[], env?: NodeJS.ProcessEnv, options: { held?: boolean } = {}): Promise<number> {
+export function runToEnd(command: string, args: string[], env?: NodeJS.ProcessEnv, options: { held?: boolean; prefix?: string } = {}): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { env: env ?? childEnv({}), stdio: options.held ? ["ignore", "pipe", "pipe"] : "inherit" });
+    const piped = options.held || options.prefix !== undefined;
+    const child = spawn(command, args, { env: env ?? childEnv({}), stdio: piped ? ["ignore", "pipe", "pipe"] : "inherit" });
     const chunks: Buffer[] = [];
-    child.stdout?.on("data", (d: Buffer) => chunks.push(d));
-    child.stderr?.on("data", (d: Buffer) => chunks.push(d));
+    let partial = "";
+    const take = (d: Buffer) => {
+      if (options.prefix === undefined) {
+        chunks.push(d);
+        return;
+      }
+      const lines = (partial + d.toString("utf8")).split("\n");
+      partial = lines.pop() ?? "";
+      if (lines.length) process.stdout.write(lines.map((l) => `${options.prefix}${l}\n`).join(""));
+    };
+    child.stdout?.on("data", take);
+    child.stderr?.on("data", take);
     child.on("close", (code, signal) => {
+      if (partial) process.stdout.write(`${options.prefix}${partial}\n`);
       if (chunks.length) process.stdout.write(Buffer.concat(chunks));
       resolve(code ?? (signal ? 128 : 1));
     });

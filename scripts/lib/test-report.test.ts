@@ -62,6 +62,25 @@ describe("npm test's closing summary", () => {
     ]);
   });
 
+  it("reads every Vitest report of the run (npm test runs Vitest twice), not only the first", () => {
+    const twoDir = path.join(dir, "two");
+    fs.mkdirSync(twoDir);
+    const file = (name: string, failed: boolean, seconds: number) => ({
+      name: path.join(process.cwd(), name),
+      status: failed ? "failed" : "passed",
+      startTime: 1_000,
+      endTime: 1_000 + seconds * 1000,
+      assertionResults: [{ fullName: `${name} works`, status: failed ? "failed" : "passed", failureMessages: failed ? ["Error: it broke"] : [] }],
+    });
+    fs.writeFileSync(path.join(twoDir, "vitest.json"), JSON.stringify({ testResults: [file("a.int.test.ts", false, 3)] }));
+    fs.writeFileSync(path.join(twoDir, "vitest-alone.json"), JSON.stringify({ testResults: [file("b.int.test.ts", true, 9)] }));
+    expect(failingTests(twoDir)).toEqual([{ file: "b.int.test.ts", title: "b.int.test.ts works", message: "Error: it broke" }]);
+    expect(slowestFiles(twoDir, 10)).toEqual([
+      { file: "b.int.test.ts", seconds: 9 },
+      { file: "a.int.test.ts", seconds: 3 },
+    ]);
+  });
+
   it("says nothing when there is no report", () => {
     expect(failingTests(path.join(dir, "none"))).toEqual([]);
   });

@@ -37,6 +37,17 @@ export function readJson<T>(file: string): T | null {
 
 const cwdRelative = (file: string) => (path.isAbsolute(file) ? path.relative(process.cwd(), file) : file);
 
+/** Every Vitest report in the directory (`npm test` runs Vitest twice: vitest.json, vitest-alone.json). */
+function vitestFiles(resultsDir: string): VitestFile[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(resultsDir).filter((n) => /^vitest.*\.json$/.test(n)).sort();
+  } catch {
+    return [];
+  }
+  return names.flatMap((n) => readJson<{ testResults: VitestFile[] }>(path.join(resultsDir, n))?.testResults ?? []);
+}
+
 /** The first non-empty line of an error, without colour codes. */
 function firstLine(text: string | undefined): string {
   const plain = (text ?? "").replace(/\u001b\[[0-9;]*m/g, "");
@@ -46,8 +57,7 @@ function firstLine(text: string | undefined): string {
 /** Every failed test of either report, with the first line of its error. */
 export function failingTests(resultsDir: string): FailingTest[] {
   const out: FailingTest[] = [];
-  const vitest = readJson<{ testResults: VitestFile[] }>(path.join(resultsDir, "vitest.json"));
-  for (const r of vitest?.testResults ?? []) {
+  for (const r of vitestFiles(resultsDir)) {
     const file = cwdRelative(r.name);
     const failed = r.assertionResults.filter((a) => a.status === "failed");
     for (const a of failed) out.push({ file, title: a.fullName, message: firstLine(a.failureMessages[0]) });
@@ -72,8 +82,7 @@ export function failingTests(resultsDir: string): FailingTest[] {
 /** Each test file's wall time, from both reports, slowest first. */
 export function slowestFiles(resultsDir: string, n: number): Array<{ file: string; seconds: number }> {
   const files: Array<{ file: string; seconds: number }> = [];
-  const vitest = readJson<{ testResults: VitestFile[] }>(path.join(resultsDir, "vitest.json"));
-  for (const r of vitest?.testResults ?? []) files.push({ file: cwdRelative(r.name), seconds: (r.endTime - r.startTime) / 1000 });
+  for (const r of vitestFiles(resultsDir)) files.push({ file: cwdRelative(r.name), seconds: (r.endTime - r.startTime) / 1000 });
   const ms = (suite: PwSuite): number =>
     (suite.specs ?? []).reduce((sum, spec) => sum + spec.tests.reduce((t, test) => t + test.results.reduce((r, res) => r + res.duration, 0), 0), 0) +
     (suite.suites ?? []).reduce((sum, child) => sum + ms(child), 0);
