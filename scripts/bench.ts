@@ -56,9 +56,10 @@ const cli = new Command("bench")
   .option("--agent-ms <ms>", "with --hosts: what each turn's agent command takes (a sleep) before its marker line", nonNegativeInt, 500)
   .option("--keep", "with --hosts: keep the phases' databases for inspection (a failed bench always keeps them)")
   .option("--silence-ms <ms>", "with --hosts: the controllers' silence window (RUNWARDEN_EXECUTOR_TIMEOUT_MS)", positiveInt, 8000)
+  .option("--pool [runs]", "one controller with this many runs in flight at once (default 200) against its fixed RUNWARDEN_DB_POOL_MAX: peak connections and time to settle, beside the same runs with a pool as large as the concurrency", positiveInt)
   .option("--transition-ms <ms>", "the emulator's lifecycle transitions (create, start, stop, destroy) in ms; default: the emulator's own (Daytona-like) timings", nonNegativeInt)
   .parse(process.argv);
-const opts = cli.opts<{ forecast?: string | true; forecastLanes: number; keep?: boolean; hosts?: number; runs: number; turns: number; agentMs: number; silenceMs: number; scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean; verbose?: boolean; browser: boolean; sweepOnly?: boolean; inProcessEmulator?: boolean }>();
+const opts = cli.opts<{ pool?: number | true; forecast?: string | true; forecastLanes: number; keep?: boolean; hosts?: number; runs: number; turns: number; agentMs: number; silenceMs: number; scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean; verbose?: boolean; browser: boolean; sweepOnly?: boolean; inProcessEmulator?: boolean }>();
 if (opts.clientJs) {
   const { printClientJs, CLIENT_JS_LIMIT_KB } = await import("./bench/client-js");
   const pages = printClientJs(say, opts.verbose);
@@ -78,6 +79,11 @@ if (opts.orphans !== undefined) {
 if (opts.hosts !== undefined) {
   const { runHostsBench } = await import("./bench/hosts");
   const passed = await runHostsBench({ hosts: opts.hosts, runs: opts.runs, turns: opts.turns, agentMs: opts.agentMs, silenceMs: opts.silenceMs, timeoutMs: 15 * 60_000, keep: opts.keep });
+  process.exit(passed ? 0 : 1);
+}
+if (opts.pool !== undefined) {
+  const { runPoolBench } = await import("./bench/pool");
+  const passed = await runPoolBench({ runs: opts.pool === true ? 200 : opts.pool, timeoutMs: 10 * 60_000 });
   process.exit(passed ? 0 : 1);
 }
 if (opts.scale !== undefined) {
