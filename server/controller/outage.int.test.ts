@@ -8,14 +8,17 @@ import { createThrowawayDatabase, type ThrowawayDatabase } from "../test/emulato
 import { EmulatorChild, freePort } from "../test/emulator-child";
 import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
+import { outageEnv, outageLength, probeCapReachedMs, recoveryBudgetMs, type OutageSettings } from "../test/outage";
+import { FAST_CONTROLLER_ENV } from "./launch";
 
 /**
- * An outage is not the run's failure (docs/rules.md §2.8, issue 33): the controller executing
- * runs is SIGKILLed mid-run and a new one starts while the provider is unavailable — hung
- * (SIGSTOP) or refusing connections (killed) — for far longer than the whole recovery budget
- * (2 attempts, 100 ms back-off, 2 s call timeout: under 5 s). Before the breaker, every run
- * ended `native_recovery_attempts_exhausted`. Now none fails, none needs Retry, no attempt is
- * counted, and each turn's side effect happens exactly once.
+ * An outage is not the run's failure (docs/rules.md §2.8, the outage rule): the controller
+ * executing runs is SIGKILLed mid-run and a new one starts while the provider is unavailable —
+ * hung (SIGSTOP), answering 502s and 429s, or refusing connections (killed) — for a few times
+ * (`server/test/outage.ts` `CROSSINGS`) each threshold below it must outlast. Without the rule (the
+ * engine's `wait`, the tick's breaker gate) every run ends `native_recovery_attempts_exhausted`
+ * within the recovery budget. With it none fails, none needs Retry, no attempt is counted, and
+ * each turn's side effect happens exactly once.
  */
 
 let h: ControllerHarness;
@@ -26,16 +29,32 @@ let port: number;
 let emulator: EmulatorChild;
 const controllers: ControllerProcessHandle[] = [];
 
-/** Far past the recovery budget below (2 attempts × (2 s timeout + 100 ms back-off)). */
-const OUTAGE_MS = 12_000;
-const OUTAGE_ENV = {
-  DAYTONA_TIMEOUT_MS: "2000",
-  RUNWARDEN_RECOVERY_MAX_ATTEMPTS: "2",
-  RUNWARDEN_RECOVERY_BACKOFF_MS: "100",
-  RUNWARDEN_BREAKER_PROBE_MS: "200",
-  RUNWARDEN_BREAKER_PROBE_CAP_MS: "1000",
-  RUNWARDEN_TURN_MS: "50",
-};
+/**
+ * The thresholds, compressed by configuration: 2 attempts with a 100 ms back-off, a 2 s call
+ * timeout (the defaults: 5, 2 s, 30 s — a budget of ~31 s for refused calls, ~3 min for hung
+ * ones), probes from 100 ms up to a 500 ms cap (the defaults: 1 s up to 30 s). The call timeout
+ * stays 2 s: below it a busy machine's slow toolbox call would read as an outage.
+ */
+const SETTINGS: OutageSettings = { callTimeoutMs: 2_000, maxAttempts: 2, backoffMs: 100, probeMs: 100, probeCapMs: 500 };
+const OUTAGE_ENV = { ...outageEnv(SETTINGS), RUNWARDEN_TURN_MS: "50" };
+/** FAST_CONTROLLER_ENV's session.open bound: a hung session.open crosses it too. */
+const SESSION_OPEN_TIMEOUT_MS = Number(FAST_CONTROLLER_ENV.RUNWARDEN_SESSION_OPEN_TIMEOUT_MS);
+/** The answering case's 429s ask for this long (Retry-After): the breaker probes no sooner. */
+const RETRY_AFTER_S = 1;
+
+/**
+ * Hung: every call, every probe and session.open time out; the budget is that of calls that
+ * time out (the largest threshold here: 2 × 2 s + 100 ms).
+ */
+const HUNG_MS = outageLength({
+  recoveryBudget: recoveryBudgetMs(SETTINGS, SETTINGS.callTimeoutMs),
+  probeCap: probeCapReachedMs(SETTINGS),
+  sessionOpenTimeout: SESSION_OPEN_TIMEOUT_MS,
+});
+/** Answering 502s and 429s: every call fails at once; the 429s' Retry-After holds the probes back (the largest: the probe cap). */
+const ANSWERING_MS = outageLength({ recoveryBudget: recoveryBudgetMs(SETTINGS, 0), probeCap: probeCapReachedMs(SETTINGS), retryAfter: RETRY_AFTER_S * 1000 });
+/** Refused: every call fails at once (the largest: the probe cap, reached after 100 + 200 + 400 ms, then 500 ms). */
+const REFUSED_MS = outageLength({ recoveryBudget: recoveryBudgetMs(SETTINGS, 0), probeCap: probeCapReachedMs(SETTINGS) });
 
 beforeAll(async () => {
   h = await startControllerHarness();
@@ -107,7 +126,7 @@ async function settled(ids: string[]) {
   );
 }
 
-async function outageScenario(prefix: string, outage: { begin: () => Promise<void>; end: () => Promise<void> }, outageMs = OUTAGE_MS) {
+async function outageScenario(prefix: string, outage: { begin: () => Promise<void>; end: () => Promise<void> }, outageMs: number) {
   const runs = await submitRuns(prefix);
   const ids = runs.map((r) => r.id);
   const first = controller();
@@ -118,28 +137,33 @@ async function outageScenario(prefix: string, outage: { begin: () => Promise<voi
 
   await outage.begin();
   const second = controller();
-  await second.ready;
-  const bootId = /bootId=(\S+)/.exec(second.output.find((l) => l.startsWith("controller ready:")) ?? "")?.[1];
-  // What the dashboard reads while it lasts: this controller's breaker open, runs waiting, none failed.
-  const open = await waitFor(
-    "the breaker open",
-    async () => {
-      const row = await h.db.db.controllerProcess.findUnique({ where: { bootId: bootId! } });
-      return row?.providerUnavailableSince ? row : null;
-    },
-    30_000,
-  );
-  expect(open.providerLastError).toBeTruthy();
-  const started = Date.now();
-  let waiting = 0;
-  while (Date.now() - started < outageMs) {
-    const failed = await h.db.db.run.findMany({ where: { id: { in: ids }, status: "failed" }, select: { failureCode: true, failureDetail: true } });
-    expect(failed).toEqual([]);
-    waiting = Math.max(waiting, await h.db.db.run.count({ where: { id: { in: ids }, providerWaitSince: { not: null } } }));
-    await new Promise((r) => setTimeout(r, 500));
+  let bootId: string | undefined;
+  // Ended however its checks turn out: the next scenario needs the provider back.
+  try {
+    await second.ready;
+    bootId = /bootId=(\S+)/.exec(second.output.find((l) => l.startsWith("controller ready:")) ?? "")?.[1];
+    // What the dashboard reads while it lasts: this controller's breaker open, runs waiting, none failed.
+    const open = await waitFor(
+      "the breaker open",
+      async () => {
+        const row = await h.db.db.controllerProcess.findUnique({ where: { bootId: bootId! } });
+        return row?.providerUnavailableSince ? row : null;
+      },
+      30_000,
+    );
+    expect(open.providerLastError).toBeTruthy();
+    const started = Date.now();
+    let waiting = 0;
+    while (Date.now() - started < outageMs) {
+      const failed = await h.db.db.run.findMany({ where: { id: { in: ids }, status: "failed" }, select: { failureCode: true, failureDetail: true } });
+      expect(failed).toEqual([]);
+      waiting = Math.max(waiting, await h.db.db.run.count({ where: { id: { in: ids }, providerWaitSince: { not: null } } }));
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(waiting).toBeGreaterThan(0);
+  } finally {
+    await outage.end();
   }
-  expect(waiting).toBeGreaterThan(0);
-  await outage.end();
 
   const rows = await settled(ids);
   expect(rows.map((r) => ({ status: r.status, code: r.failureCode, turns: r.turnsDone, attempts: r.recoveryAttempts, waiting: r.providerWaitSince }))).toEqual(
@@ -162,31 +186,35 @@ async function outageScenario(prefix: string, outage: { begin: () => Promise<voi
 }
 
 describe("a provider outage across a controller restart (docs/rules.md §2.8)", () => {
-  it("hung (SIGSTOP) for 12 s: no run fails, no attempt is counted, every turn runs once", { timeout: 240_000 }, async () => {
-    await outageScenario("hung", {
-      begin: async () => emulator.signal("SIGSTOP"),
-      end: async () => emulator.signal("SIGCONT"),
-    });
+  it(`hung (SIGSTOP) for ${HUNG_MS / 1000} s: no run fails, no attempt is counted, every turn runs once`, { timeout: 240_000 }, async () => {
+    await outageScenario(
+      "hung",
+      {
+        begin: async () => emulator.signal("SIGSTOP"),
+        end: async () => emulator.signal("SIGCONT"),
+      },
+      HUNG_MS,
+    );
   });
 
-  it("answering 502s and 429s (the emulator's http_error and rate_limit faults on every call): the same", { timeout: 240_000 }, async () => {
+  it(`answering 502s and 429s (the emulator's http_error and rate_limit faults on every call) for ${ANSWERING_MS / 1000} s: the same`, { timeout: 240_000 }, async () => {
     const admin = new EmulatorAdminClient(`http://127.0.0.1:${port}`);
-    await outageScenario("answering", {
-      begin: async () => {
-        await admin.setFault({ fault: { kind: "rate_limit", retryAfterSeconds: 1 }, times: 3 });
-        await admin.setFault({ fault: { kind: "http_error", status: 502 } });
+    await outageScenario(
+      "answering",
+      {
+        begin: async () => {
+          await admin.setFault({ fault: { kind: "rate_limit", retryAfterSeconds: RETRY_AFTER_S }, times: 3 });
+          await admin.setFault({ fault: { kind: "http_error", status: 502 } });
+        },
+        end: async () => {
+          await admin.clearFaults();
+        },
       },
-      end: async () => {
-        await admin.clearFaults();
-      },
-    });
+      ANSWERING_MS,
+    );
   });
 
-  // A 10-minute outage at the defaults, compressed by configuration: refused calls fail at once,
-  // so the budget is 2 attempts with a 100 ms back-off (< 1 s; the defaults' is 31 s, and 10
-  // minutes is 19 of those), and the probe's cap is 1 s (the defaults' 30 s: 10 minutes is 20).
-  // 20 s here is over 20 budgets and 20 probe caps: the same outage, in its own proportions.
-  it("refusing connections for 20 s (killed, then started again on its port) — a 10-minute outage compressed: the same", { timeout: 240_000 }, async () => {
+  it(`refusing connections for ${REFUSED_MS / 1000} s (killed, then started again on its port): the same`, { timeout: 240_000 }, async () => {
     await outageScenario(
       "refused",
       {
@@ -195,7 +223,7 @@ describe("a provider outage across a controller restart (docs/rules.md §2.8)", 
           await emulator.start();
         },
       },
-      20_000,
+      REFUSED_MS,
     );
   });
 });
