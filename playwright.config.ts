@@ -21,7 +21,7 @@ export default defineConfig({
   fullyParallel: false,
   workers: 1,
   forbidOnly: true,
-  // After the product is up: the test accounts (e2e/accounts.ts).
+  // After the product is up: the test accounts (e2e/accounts.ts), each signed in once.
   globalSetup: "./e2e/global-setup.ts",
   reporter: [["list"], ["json", { outputFile: process.env.E2E_JSON_REPORT ?? "test-results/e2e.json" }]],
   use: {
@@ -31,10 +31,8 @@ export default defineConfig({
     trace: "off",
   },
   projects: [
-    // Signs each test account in through the page once and keeps its cookies.
-    { name: "setup", testMatch: /auth\.setup\.ts$/, use: { browserName: "chromium" } },
     // Every spec runs signed in as the operator unless it opens a context as someone else.
-    { name: "chromium", dependencies: ["setup"], use: { browserName: "chromium", storageState: "test-results/auth/operator.json" } },
+    { name: "chromium", use: { browserName: "chromium", storageState: "test-results/auth/operator.json" } },
   ],
   webServer: {
     command: "node node_modules/tsx/dist/cli.mjs scripts/start.ts",

@@ -1,8 +1,8 @@
 import type { Db } from "../server/db/client";
 
 /**
- * The people the browser tests sign in as, made in the e2e database by global-setup.ts and
- * signed in once each through the sign-in page by auth.setup.ts. Specs run as the operator
+ * The people the browser tests sign in as, made in the e2e database and signed in once each
+ * by global-setup.ts. Specs run as the operator
  * unless they open a context with another one's storage state.
  */
 export const BOARD_COMPANY = "co-e2e-a";

@@ -1,4 +1,4 @@
-import { emulatorSandboxes, expect, expectAccessible, plant, screenshot, tag, test, trpcQuery } from "./support";
+import { emulatorSandboxes, expect, expectAccessible, inventoried, plant, screenshot, tag, test, trpcQuery } from "./support";
 import fs from "node:fs";
 import { ACCOUNTS } from "./accounts";
 import { e2eDb } from "./db";
@@ -24,6 +24,7 @@ test("an operator reclaims an orphan; the audit log shows it with its input, fil
     });
 
     // Reclaim it through the page: dry run, typed confirmation.
+    await inventoried(page.request, orphan.id);
     await page.goto(`/orphans?company=${companyId}`);
     await page.getByLabel(`Select ${orphan.name}`).check();
     await page.getByRole("button", { name: "Dry run (1 selected)" }).click();

@@ -1,4 +1,4 @@
-import { expect, expectAccessible, plant, rejectedRun, screenshot, tag, test, trpcQuery } from "./support";
+import { expect, expectAccessible, inventoried, plant, rejectedRun, screenshot, tag, test, trpcQuery } from "./support";
 import { describeFailure } from "../server/engine";
 import { e2eDb } from "./db";
 
@@ -12,7 +12,8 @@ test("the overview says what needs attention, each a link to the filtered page; 
     await rejectedRun(db, baseURL, page.request);
     // An orphan of this instance (our labels, no records) with a price per hour.
     const { instanceId } = await trpcQuery<{ instanceId: string }>(page.request, "intents.list", {});
-    await plant(baseURL, { name: `e2e-home-orphan-${t}`, labels: { "runwarden.instance": instanceId, "runwarden.company": `co-e2e-home-${t}` }, cpu: 2, memory: 4, disk: 10 });
+    const orphan = await plant(baseURL, { name: `e2e-home-orphan-${t}`, labels: { "runwarden.instance": instanceId, "runwarden.company": `co-e2e-home-${t}` }, cpu: 2, memory: 4, disk: 10 });
+    await inventoried(page.request, orphan.id);
     // The newest wave (this spec runs before the waves spec stores any), and it failed.
     const waveId = `Wave-Home-${t}`;
     await db.chaosWave.create({ data: { id: waveId, seed: 7, instanceId: `wave-${t}`, companyId: null, status: "failed", passed: false, plan: {}, config: { tasks: 4 }, summary: { tasks: 4, tasksPassed: 1 }, startedAt: new Date() } });
@@ -28,7 +29,7 @@ test("the overview says what needs attention, each a link to the filtered page; 
     await expect(retry).toContainText(describeFailure(REJECTED)!.message);
 
     const orphans = page.getByTestId("attention-orphans");
-    // As of the orphans inventory: the orphan planted just now shows once a pass has listed it.
+    // As of the orphans inventory, which has listed the orphan planted just now (inventoried above).
     await expect(orphans).toHaveAttribute("data-attention", "yes", { timeout: 30_000 });
     await expect(orphans.getByTestId("orphans-hourly")).toContainText(/\$\d+\.\d+ an hour/);
     await expect(orphans.getByRole("link").first()).toHaveAttribute("href", "/orphans");

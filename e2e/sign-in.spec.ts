@@ -1,6 +1,6 @@
 import { expect, expectAccessible, screenshot, test } from "./support";
 import type { Page } from "@playwright/test";
-import { ACCOUNTS, resetSignInLimits } from "./accounts";
+import { ACCOUNTS, resetSignInLimits, stateFile, type Who } from "./accounts";
 import { e2eDb } from "./db";
 
 /** Signed out: these tests sign in through the page themselves. */
@@ -113,3 +113,20 @@ test("?next= leads only within the site, and wrong guesses do not hold out the o
     await db.$disconnect();
   }
 });
+
+// The sessions global-setup.ts signed in (one per role, without the page) are the ones every
+// other spec runs as: each shows its person and role in the page's header.
+for (const who of Object.keys(ACCOUNTS) as Who[]) {
+  test(`the kept session of the ${who} shows who is signed in, with the role`, async ({ browser }) => {
+    const context = await browser.newContext({ storageState: stateFile(who) });
+    try {
+      const page = await context.newPage();
+      await page.goto("/");
+      await expect(page).toHaveURL(/\/$/);
+      await expect(page.getByTestId("signed-in-as")).toContainText(ACCOUNTS[who].email);
+      await expect(page.getByTestId("signed-in-as")).toContainText(ACCOUNTS[who].role);
+    } finally {
+      await context.close();
+    }
+  });
+}

@@ -1,5 +1,4 @@
-import AxeBuilder from "@axe-core/playwright";
-import { expect, test } from "./support";
+import { axeAnalyze, expect, test } from "./support";
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { childEnv, env } from "../server/env";
@@ -27,7 +26,7 @@ function runWave(seed: number): Promise<number> {
 }
 
 async function axe(page: import("@playwright/test").Page) {
-  const results = await new AxeBuilder({ page }).analyze();
+  const results = await axeAnalyze(page);
   const serious = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
   expect(serious.map((v) => `${v.id}: ${v.help}`)).toEqual([]);
 }
