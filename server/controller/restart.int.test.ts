@@ -1,10 +1,11 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Run } from "../db/client";
 import { readRunnerState, RUNNER_STATE_PATH } from "../providers/runner";
 import { retryRun } from "../runs/retry";
 import { submitRun } from "../runs/submit";
-import { controllerProcesses, spawnController } from "../test/controller-process";
+import { controllerProcesses, spawnController, type ControllerProcessHandle } from "../test/controller-process";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
 /**
@@ -225,155 +226,238 @@ describe("a per-turn run killed between runner.stop and its lease release (K4)",
   }, 120_000);
 });
 
-describe("a SIGKILL mid-run (K1)", () => {
-  it("the next controller reattaches to the surviving runner on the claimed lease", async () => {
-    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: "k1-warm", agent: "a", provider: "claude", sandboxMode: "warm", turns: 3 }, actor);
-    const a = await controller({ RUNWARDEN_TURN_MS: "1500" });
-    await waitFor("the first turn", async () => ((await run(r.id)).turnsDone >= 1 ? true : null));
-    a.kill("SIGKILL");
-    await a.exited;
-    await controller();
-    const done = await settled(r.id);
-    expect(done.status).toBe("succeeded");
-    const claim = await h.db.db.recoveryClaim.findFirstOrThrow({ where: { runId: r.id } });
-    expect(claim).toMatchObject({ kind: "reattach_remote_runner", restartKind: "hard", disposition: "admitted" });
-    const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "lease_binding" } });
-    expect((binding.evidence as { target: { acquisitionOutcome: string } }).target.acquisitionOutcome).toBe("resumed");
-    const exit = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "process_exit" } });
-    expect(exit).toMatchObject({ verdict: "exited", reason: "pid_gone" });
-  });
-});
-
-describe("the remote directory is the runner's own report (§2.1)", () => {
-  async function killedAfterFirstTurn(taskId: string) {
-    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId, agent: "a", provider: "claude", sandboxMode: "warm", turns: 3 }, actor);
-    const a = await controller({ RUNWARDEN_TURN_MS: "1500" });
-    await waitFor("the first turn", async () => ((await run(r.id)).turnsDone >= 1 ? true : null));
-    a.kill("SIGKILL");
-    await a.exited;
-    const lease = await h.db.db.environmentLease.findFirstOrThrow({ where: { runId: r.id, status: "active" } });
-    const provider = h.emu.provider({ instanceId: "inst-a" });
-    const sandboxHome = (await provider.homeDir(lease.providerLeaseId!))!;
-    return { r, sandboxId: lease.providerLeaseId!, workDir: path.join(sandboxHome, "work"), stateFile: path.join(sandboxHome, RUNNER_STATE_PATH) };
+/**
+ * One kill for every scenario that starts from the same moment: a warm 3-turn run whose
+ * controller was SIGKILLed between its first and second turn, its runner alive on the claimed
+ * lease. One controller runs all of them and is killed once each has done its first turn; each
+ * scenario then changes what it changes while no controller runs (its sandbox stopped, archived
+ * or destroyed, its runner's reported directory rewritten) and one next controller recovers them
+ * all. A run's recovery reads only its own rows and sandbox (docs/rules.md §2.10: each run is
+ * claimed and written under its own epoch), so each test still proves its own property on its
+ * own run; the set-up costs two controller starts instead of two per test.
+ */
+describe("a warm run whose controller was SIGKILLed after its first turn", () => {
+  /**
+   * The killed controller's pause before each turn. Every run must be between its first and
+   * second turn at the kill (no turn in flight: the runner would write its state after a
+   * scenario rewrote it, or die mid-turn with a stopped sandbox), so this outlasts the spread of
+   * the runs' first turns; the next controller runs its turns with the fast default.
+   */
+  const KILLED_TURN_MS = "5000";
+  /**
+   * Eight runs start (and then recover) at once where each test used to run one: a session.open
+   * slowed by that load must not become a startup failure these scenarios do not have.
+   */
+  const SESSION_OPEN_TIMEOUT_MS = "5000";
+  interface Killed {
+    r: Run;
+    sandboxId: string;
+    workDir: string;
+    stateFile: string;
+    /** The file each turn appends its number to (outside the sandbox: the emulator's are on this host), when asked. */
+    marker: string | null;
   }
+  interface Scenario {
+    taskId: string;
+    marksTurns: boolean;
+    /** What happens while no controller runs the run. */
+    meanwhile: (k: Killed) => Promise<void>;
+    killed?: Killed;
+  }
+  const scenarios: Scenario[] = [];
+  /** A run of this shared kill; the test reads it once the set-up has run. */
+  function killedRun(taskId: string, options: { marksTurns?: boolean; meanwhile?: (k: Killed) => Promise<void> } = {}): () => Killed {
+    const s: Scenario = { taskId, marksTurns: options.marksTurns ?? false, meanwhile: options.meanwhile ?? (async () => {}) };
+    scenarios.push(s);
+    return () => s.killed!;
+  }
+  let next: ControllerProcessHandle | null = null;
 
-  it("the checkpoint and the lease record the directory the runner reported, and a reattach proves the same one", async () => {
-    const { r, workDir } = await killedAfterFirstTurn("cwd-same");
-    expect((await run(r.id)).checkpoint).toMatchObject({ remoteCwd: workDir });
-    await controller();
-    expect((await settled(r.id)).status).toBe("succeeded");
-    const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "lease_binding" } });
-    expect(binding.verdict).toBe("admitted");
-    expect(binding.evidence as { claim: { remote: { remoteCwd: string } }; target: { remoteCwd: string } }).toMatchObject({ claim: { remote: { remoteCwd: workDir } }, target: { remoteCwd: workDir } });
-    const leases = await h.db.db.environmentLease.findMany({ where: { runId: r.id } });
-    expect(leases.map((l) => l.remoteCwd)).toEqual(leases.map(() => workDir));
-  }, 120_000);
+  beforeAll(async () => {
+    for (const s of scenarios) {
+      const marker = s.marksTurns ? path.join(home(), `${s.taskId}.turns`) : null;
+      const agentCommand = marker ? `printf '%s\\n' "$RUNWARDEN_TURN" >> '${marker}'` : undefined;
+      const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId: s.taskId, agent: "a", provider: "claude", sandboxMode: "warm", turns: 3, agentCommand }, actor);
+      s.killed = { r, sandboxId: "", workDir: "", stateFile: "", marker };
+    }
+    const ids = scenarios.map((s) => s.killed!.r.id);
+    const a = await controller({ RUNWARDEN_TURN_MS: KILLED_TURN_MS, RUNWARDEN_CONCURRENCY: String(scenarios.length), RUNWARDEN_SESSION_OPEN_TIMEOUT_MS: SESSION_OPEN_TIMEOUT_MS });
+    try {
+      await waitFor("every run's first turn", async () => (await h.db.db.run.count({ where: { id: { in: ids }, turnsDone: { gte: 1 } } })) === ids.length, 60_000 + 5_000 * ids.length);
+    } finally {
+      a.kill("SIGKILL");
+      await a.exited;
+    }
+    const provider = h.emu.provider({ instanceId: "inst-a" });
+    for (const s of scenarios) {
+      const k = s.killed!;
+      const lease = await h.db.db.environmentLease.findFirstOrThrow({ where: { runId: k.r.id, status: "active" } });
+      const sandboxHome = (await provider.homeDir(lease.providerLeaseId!))!;
+      Object.assign(k, { sandboxId: lease.providerLeaseId!, workDir: path.join(sandboxHome, "work"), stateFile: path.join(sandboxHome, RUNNER_STATE_PATH) });
+      // Killed where the scenarios start: one turn done and recorded, none in flight.
+      const state = await readRunnerState(provider, k.sandboxId);
+      expect({ task: s.taskId, turnsDone: (await run(k.r.id)).turnsDone, inFlight: state?.inFlight ?? null, processed: state?.processedCommands.length }).toEqual({ task: s.taskId, turnsDone: 1, inFlight: null, processed: 1 });
+    }
+    for (const s of scenarios) await s.meanwhile(s.killed!);
+    next = spawnController({
+      DATABASE_URL: h.db.url,
+      EMULATOR_URL: h.emu.emulator.url,
+      RUNWARDEN_INSTANCE_ID: "inst-a",
+      RUNWARDEN_CONTROLLER_HOME: home(),
+      RUNWARDEN_CONCURRENCY: String(scenarios.length),
+      RUNWARDEN_SESSION_OPEN_TIMEOUT_MS: SESSION_OPEN_TIMEOUT_MS,
+      RUNWARDEN_RECOVERY_BACKOFF_MS: "200",
+      RUNWARDEN_RECOVERY_MAX_ATTEMPTS: "3",
+    });
+    await next.ready;
+  }, 240_000);
+  afterAll(async () => {
+    next?.kill("SIGKILL");
+    await next?.exited;
+  });
 
-  it("a runner that reports another directory than the checkpoint recorded is refused (remote_cwd_mismatch), never reattached", async () => {
-    const { r, stateFile } = await killedAfterFirstTurn("cwd-moved");
+  describe("a SIGKILL mid-run (K1)", () => {
+    const k1 = killedRun("k1-warm");
+    it("the next controller reattaches to the surviving runner on the claimed lease", async () => {
+      const { r } = k1();
+      const done = await settled(r.id, 90_000);
+      expect(done.status).toBe("succeeded");
+      const claim = await h.db.db.recoveryClaim.findFirstOrThrow({ where: { runId: r.id } });
+      expect(claim).toMatchObject({ kind: "reattach_remote_runner", restartKind: "hard", disposition: "admitted" });
+      const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "lease_binding" } });
+      expect((binding.evidence as { target: { acquisitionOutcome: string } }).target.acquisitionOutcome).toBe("resumed");
+      const exit = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "process_exit" } });
+      expect(exit).toMatchObject({ verdict: "exited", reason: "pid_gone" });
+    }, 120_000);
+  });
+
+  describe("the remote directory is the runner's own report (§2.1)", () => {
+    const same = killedRun("cwd-same");
     // The runner's state now says it works elsewhere (what a runner started in another directory writes).
-    const state = JSON.parse(fs.readFileSync(stateFile, "utf8")) as Record<string, unknown>;
-    fs.writeFileSync(stateFile, JSON.stringify({ ...state, workDir: "/somewhere/else/work" }));
-    await controller();
-    const done = await settled(r.id);
-    expect({ status: done.status, code: done.failureCode }).toEqual({ status: "failed", code: "native_continuation_requires_reconciliation" });
-    const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "lease_binding" } });
-    expect(binding).toMatchObject({ verdict: "refused", reason: "remote_cwd_mismatch", code: "native_remote_recovery_lease_mismatch" });
-    expect(await h.db.db.runEvent.count({ where: { runId: r.id, type: "runner_reattached" } })).toBe(0);
-  }, 120_000);
+    const moved = killedRun("cwd-moved", {
+      meanwhile: async ({ stateFile }) => {
+        const state = JSON.parse(fs.readFileSync(stateFile, "utf8")) as Record<string, unknown>;
+        fs.writeFileSync(stateFile, JSON.stringify({ ...state, workDir: "/somewhere/else/work" }));
+      },
+    });
+    const unknown = killedRun("cwd-unknown", {
+      meanwhile: async ({ stateFile }) => {
+        const { workDir: _dropped, ...state } = JSON.parse(fs.readFileSync(stateFile, "utf8")) as Record<string, unknown>;
+        fs.writeFileSync(stateFile, JSON.stringify(state));
+      },
+    });
 
-  it("a runner that reports no directory is refused (remote_cwd_unknown)", async () => {
-    const { r, stateFile } = await killedAfterFirstTurn("cwd-unknown");
-    const { workDir: _dropped, ...state } = JSON.parse(fs.readFileSync(stateFile, "utf8")) as Record<string, unknown>;
-    fs.writeFileSync(stateFile, JSON.stringify(state));
-    await controller();
-    const done = await settled(r.id);
-    expect({ status: done.status, code: done.failureCode }).toEqual({ status: "failed", code: "native_continuation_requires_reconciliation" });
-    expect(await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "lease_binding" } })).toMatchObject({ verdict: "refused", reason: "remote_cwd_unknown" });
-  }, 120_000);
-});
+    it("the checkpoint and the lease record the directory the runner reported, and a reattach proves the same one", async () => {
+      const { r, workDir } = same();
+      expect(((await run(r.id)).checkpoint as { remoteCwd?: string } | null)?.remoteCwd).toBe(workDir);
+      expect((await settled(r.id, 90_000)).status).toBe("succeeded");
+      const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "lease_binding" } });
+      expect(binding.verdict).toBe("admitted");
+      expect(binding.evidence as { claim: { remote: { remoteCwd: string } }; target: { remoteCwd: string } }).toMatchObject({ claim: { remote: { remoteCwd: workDir } }, target: { remoteCwd: workDir } });
+      const leases = await h.db.db.environmentLease.findMany({ where: { runId: r.id } });
+      expect(leases.map((l) => l.remoteCwd)).toEqual(leases.map(() => workDir));
+    }, 120_000);
 
-describe("the sandbox stopped while no controller ran the run (Daytona's auto-stop)", () => {
-  async function interruptedWarmRun(taskId: string, agentCommand?: string) {
-    const r = await submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId, agent: "a", provider: "claude", sandboxMode: "warm", turns: 3, agentCommand }, actor);
-    const a = await controller({ RUNWARDEN_TURN_MS: "1500" });
-    await waitFor("the first turn", async () => ((await run(r.id)).turnsDone >= 1 ? true : null));
-    a.kill("SIGKILL");
-    await a.exited;
-    const lease = await h.db.db.environmentLease.findFirstOrThrow({ where: { runId: r.id, status: "active" } });
-    return { r, sandboxId: lease.providerLeaseId! };
-  }
+    it("a runner that reports another directory than the checkpoint recorded is refused (remote_cwd_mismatch), never reattached", async () => {
+      const { r } = moved();
+      const done = await settled(r.id, 90_000);
+      expect({ status: done.status, code: done.failureCode }).toEqual({ status: "failed", code: "native_continuation_requires_reconciliation" });
+      const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "lease_binding" } });
+      expect(binding).toMatchObject({ verdict: "refused", reason: "remote_cwd_mismatch", code: "native_remote_recovery_lease_mismatch" });
+      expect(await h.db.db.runEvent.count({ where: { runId: r.id, type: "runner_reattached" } })).toBe(0);
+    }, 120_000);
 
-  it("the next controller starts it again (a stopped_sandbox proof) and resumes the runner that died with the stop on its own state (resume_dead_runner): the run goes on, each turn once", async () => {
-    // Each turn appends its number outside the sandbox (the emulator's sandboxes are on this host).
-    const marker = path.join(home(), "auto-stopped.turns");
-    const { r, sandboxId } = await interruptedWarmRun("auto-stopped", `printf '%s\\n' "$RUNWARDEN_TURN" >> '${marker}'`);
+    it("a runner that reports no directory is refused (remote_cwd_unknown)", async () => {
+      const { r } = unknown();
+      const done = await settled(r.id, 90_000);
+      expect({ status: done.status, code: done.failureCode }).toEqual({ status: "failed", code: "native_continuation_requires_reconciliation" });
+      expect(await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "lease_binding" } })).toMatchObject({ verdict: "refused", reason: "remote_cwd_unknown" });
+    }, 120_000);
+  });
+
+  describe("the sandbox stopped while no controller ran the run (Daytona's auto-stop)", () => {
+    const provider = () => h.emu.provider({ instanceId: "inst-a" });
     // What auto-stop does: the sandbox stops and its processes (the runner) die with it.
-    const provider = h.emu.provider({ instanceId: "inst-a" });
-    await provider.stop(sandboxId);
-    expect((await provider.getById(sandboxId))?.state).toBe("stopped");
-    await controller({ RUNWARDEN_RECOVERY_BACKOFF_MS: "200", RUNWARDEN_RECOVERY_MAX_ATTEMPTS: "3" });
-    const done = await settled(r.id, 90_000);
-    // Started again once (counted per sandbox), proven by the engine's verdict on what the provider showed after.
-    expect(await h.db.db.runEvent.count({ where: { runId: r.id, type: "sandbox_start_attempted" } })).toBe(1);
-    const up = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "stopped_sandbox" }, orderBy: { evaluatedAt: "asc" } });
-    expect(up).toMatchObject({ verdict: "proceed" });
-    expect((up.evidence as { startAttempts: number }).startAttempts).toBe(1);
-    // The runner process died with the stop; its state did not: the engine proves it may go on
-    // from there (its own session, connected, no turn in flight) and it is resumed, not restarted.
-    expect(done).toMatchObject({ status: "succeeded", turnsDone: 3, failureCode: null });
-    const resume = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "runner_resume" }, orderBy: { evaluatedAt: "asc" } });
-    expect(resume).toMatchObject({ verdict: "resume", code: null });
-    expect((resume.evidence as { process: string }).process).not.toBe("running");
-    const claims = await h.db.db.recoveryClaim.findMany({ where: { runId: r.id }, orderBy: { createdAt: "asc" } });
-    expect(claims.map((c) => [c.kind, c.disposition])).toEqual([
-      ["reattach_remote_runner", "admitted"],
-      ["resume_dead_runner", "resume"],
-    ]);
-    expect(await h.db.db.runEvent.count({ where: { runId: r.id, type: "runner_resumed" } })).toBe(1);
-    // Each turn's side effect happened once, across the kill, the stop and the resume.
-    expect(fs.readFileSync(marker, "utf8").trim().split("\n")).toEqual(["1", "2", "3"]);
-  });
+    const stopped = killedRun("auto-stopped", {
+      marksTurns: true,
+      meanwhile: async ({ sandboxId }) => {
+        await provider().stop(sandboxId);
+        expect((await provider().getById(sandboxId))?.state).toBe("stopped");
+      },
+    });
+    const archived = killedRun("archived", {
+      marksTurns: true,
+      meanwhile: async ({ sandboxId }) => {
+        await provider().stop(sandboxId);
+        await h.emu.admin.setState(sandboxId, "archived");
+        expect((await provider().getById(sandboxId))?.state).toBe("archived");
+      },
+    });
+    const gone = killedRun("auto-stopped-gone", {
+      meanwhile: async ({ sandboxId }) => {
+        await h.service().provider.destroy(sandboxId);
+      },
+    });
+    const nameless = killedRun("auto-stopped-nameless", {
+      meanwhile: async ({ r, sandboxId }) => {
+        await h.db.db.environmentLease.updateMany({ where: { runId: r.id, status: "active" }, data: { sandboxName: null } });
+        await h.service().provider.destroy(sandboxId);
+      },
+    });
 
-  it("archived meanwhile (Daytona archives a sandbox stopped long enough): the next controller starts it from the archive and the run goes on, each turn once", async () => {
-    const marker = path.join(home(), "archived.turns");
-    const { r, sandboxId } = await interruptedWarmRun("archived", `printf '%s\n' "$RUNWARDEN_TURN" >> '${marker}'`);
-    const provider = h.emu.provider({ instanceId: "inst-a" });
-    await provider.stop(sandboxId);
-    await h.emu.admin.setState(sandboxId, "archived");
-    expect((await provider.getById(sandboxId))?.state).toBe("archived");
-    await controller({ RUNWARDEN_RECOVERY_BACKOFF_MS: "200", RUNWARDEN_RECOVERY_MAX_ATTEMPTS: "3" });
-    const done = await settled(r.id, 90_000);
-    expect({ status: done.status, code: done.failureCode, turns: done.turnsDone }).toEqual({ status: "succeeded", code: null, turns: 3 });
-    const proofs = await h.db.db.proof.findMany({ where: { runId: r.id, kind: "stopped_sandbox" }, orderBy: { evaluatedAt: "asc" } });
-    // Judged on what the provider showed after the one start: up.
-    expect(proofs.map((p) => [p.verdict, (p.evidence as { sandboxState: string }).sandboxState])).toEqual([["proceed", "started"]]);
-    expect(await h.db.db.runEvent.findMany({ where: { runId: r.id, type: "sandbox_start_attempted" }, select: { data: true } })).toEqual([
-      { data: expect.objectContaining({ sandboxId, restarted: true, error: null }) },
-    ]);
-    expect(fs.readFileSync(marker, "utf8").trim().split("\n")).toEqual(["1", "2", "3"]);
-  });
+    it("the next controller starts it again (a stopped_sandbox proof) and resumes the runner that died with the stop on its own state (resume_dead_runner): the run goes on, each turn once", async () => {
+      const { r, marker } = stopped();
+      const done = await settled(r.id, 90_000);
+      // Started again once (counted per sandbox), proven by the engine's verdict on what the provider showed after.
+      expect(await h.db.db.runEvent.count({ where: { runId: r.id, type: "sandbox_start_attempted" } })).toBe(1);
+      const up = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "stopped_sandbox" }, orderBy: { evaluatedAt: "asc" } });
+      expect(up).toMatchObject({ verdict: "proceed" });
+      expect((up.evidence as { startAttempts: number }).startAttempts).toBe(1);
+      // The runner process died with the stop; its state did not: the engine proves it may go on
+      // from there (its own session, connected, no turn in flight) and it is resumed, not restarted.
+      expect(done).toMatchObject({ status: "succeeded", turnsDone: 3, failureCode: null });
+      const resume = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "runner_resume" }, orderBy: { evaluatedAt: "asc" } });
+      expect(resume).toMatchObject({ verdict: "resume", code: null });
+      expect((resume.evidence as { process: string }).process).not.toBe("running");
+      const claims = await h.db.db.recoveryClaim.findMany({ where: { runId: r.id }, orderBy: { createdAt: "asc" } });
+      expect(claims.map((c) => [c.kind, c.disposition])).toEqual([
+        ["reattach_remote_runner", "admitted"],
+        ["resume_dead_runner", "resume"],
+      ]);
+      expect(await h.db.db.runEvent.count({ where: { runId: r.id, type: "runner_resumed" } })).toBe(1);
+      // Each turn's side effect happened once, across the kill, the stop and the resume.
+      expect(fs.readFileSync(marker!, "utf8").trim().split("\n")).toEqual(["1", "2", "3"]);
+    }, 120_000);
 
-  it("a sandbox that is gone ends the run with sandbox_not_restartable and Retry, not a loop", async () => {
-    const { r, sandboxId } = await interruptedWarmRun("auto-stopped-gone");
-    await h.service().provider.destroy(sandboxId);
-    await controller();
-    const done = await settled(r.id, 60_000);
-    expect(done).toMatchObject({ status: "failed", failureCode: "sandbox_not_restartable", canRetry: true });
-    const end = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "stopped_sandbox" } });
-    expect(end).toMatchObject({ verdict: "end_run", code: "sandbox_not_restartable" });
-    expect(await h.db.db.recoveryClaim.count({ where: { runId: r.id } })).toBeLessThanOrEqual(1);
-  });
+    it("archived meanwhile (Daytona archives a sandbox stopped long enough): the next controller starts it from the archive and the run goes on, each turn once", async () => {
+      const { r, sandboxId, marker } = archived();
+      const done = await settled(r.id, 90_000);
+      expect({ status: done.status, code: done.failureCode, turns: done.turnsDone }).toEqual({ status: "succeeded", code: null, turns: 3 });
+      const proofs = await h.db.db.proof.findMany({ where: { runId: r.id, kind: "stopped_sandbox" }, orderBy: { evaluatedAt: "asc" } });
+      // Judged on what the provider showed after the one start: up.
+      expect(proofs.map((p) => [p.verdict, (p.evidence as { sandboxState: string }).sandboxState])).toEqual([["proceed", "started"]]);
+      expect(await h.db.db.runEvent.findMany({ where: { runId: r.id, type: "sandbox_start_attempted" }, select: { data: true } })).toEqual([
+        { data: expect.objectContaining({ sandboxId, restarted: true, error: null }) },
+      ]);
+      expect(fs.readFileSync(marker!, "utf8").trim().split("\n")).toEqual(["1", "2", "3"]);
+    }, 120_000);
 
-  it("a lease recorded without its sandbox name is judged by the sandbox's id: the same proof, the same end", async () => {
-    const { r, sandboxId } = await interruptedWarmRun("auto-stopped-nameless");
-    await h.db.db.environmentLease.updateMany({ where: { runId: r.id, status: "active" }, data: { sandboxName: null } });
-    await h.service().provider.destroy(sandboxId);
-    await controller();
-    const done = await settled(r.id, 60_000);
-    expect(done).toMatchObject({ status: "failed", failureCode: "sandbox_not_restartable", canRetry: true });
-    const end = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "stopped_sandbox" } });
-    expect(end).toMatchObject({ verdict: "end_run", code: "sandbox_not_restartable", sandboxId });
+    it("a sandbox that is gone ends the run with sandbox_not_restartable and Retry, not a loop", async () => {
+      const { r } = gone();
+      const done = await settled(r.id, 90_000);
+      expect(done).toMatchObject({ status: "failed", failureCode: "sandbox_not_restartable", canRetry: true });
+      const end = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "stopped_sandbox" } });
+      expect(end).toMatchObject({ verdict: "end_run", code: "sandbox_not_restartable" });
+      expect(await h.db.db.recoveryClaim.count({ where: { runId: r.id } })).toBeLessThanOrEqual(1);
+    }, 120_000);
+
+    it("a lease recorded without its sandbox name is judged by the sandbox's id: the same proof, the same end", async () => {
+      const { r, sandboxId } = nameless();
+      const done = await settled(r.id, 90_000);
+      expect(done).toMatchObject({ status: "failed", failureCode: "sandbox_not_restartable", canRetry: true });
+      const end = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "stopped_sandbox" } });
+      expect(end).toMatchObject({ verdict: "end_run", code: "sandbox_not_restartable", sandboxId });
+    }, 120_000);
   });
 });
 
