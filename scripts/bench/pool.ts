@@ -13,7 +13,6 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import pg from "pg";
 import { FAST_CONTROLLER_ENV, launchController, type ControllerProcessHandle } from "../../server/controller/launch";
 import { createDb } from "../../server/db/client";
 import { openDatabase } from "../../server/db/embedded";
@@ -23,6 +22,7 @@ import { DEFAULT_TRANSITION_MS } from "../../server/emulator/context";
 import { env } from "../../server/env";
 import { submitRun } from "../../server/runs/submit";
 import { admin } from "../lib/admin";
+import { sampleConnections } from "./connections";
 import { emulatorProcess } from "./emulator";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
@@ -135,7 +135,7 @@ async function phase(o: PoolBenchOptions, p: PhaseInput): Promise<PhaseFigures> 
   const db = createDb(observerUrl.toString(), { max: 4 });
   const go = path.join(p.dir, "go");
   execFileSync("mkfifo", [go]);
-  const sampler = sampleConnections(p.adminUrl, new URL(p.appUrl).pathname.slice(1));
+  const sampler = sampleConnections(p.adminUrl, new URL(p.appUrl).pathname.slice(1), OBSERVER);
   let ctl: ControllerProcessHandle | null = null;
   let goWriter: number | null = null;
   try {
@@ -196,37 +196,6 @@ async function phase(o: PoolBenchOptions, p: PhaseInput): Promise<PhaseFigures> 
     if (goWriter !== null) fs.closeSync(goWriter);
     await db.$disconnect();
   }
-}
-
-/** Peak client connections on the database but the bench's own (a backend still starting has no name yet: counted, not named). */
-function sampleConnections(adminUrl: string, datname: string) {
-  const client = new pg.Client({ connectionString: adminUrl });
-  client.on("error", () => {});
-  let peak = 0;
-  const names = new Set<string>();
-  let stopped = false;
-  const done = (async () => {
-    await client.connect();
-    while (!stopped) {
-      const { rows } = await client.query<{ name: string; n: number }>(
-        // Client backends only: an autovacuum worker on the database has no application name.
-        "SELECT application_name AS name, count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name <> $2 AND backend_type = 'client backend' GROUP BY 1",
-        [datname, OBSERVER],
-      );
-      peak = Math.max(peak, rows.reduce((sum, r) => sum + r.n, 0));
-      for (const r of rows) if (r.name !== "") names.add(r.name);
-      await sleep(100);
-    }
-    await client.end();
-  })();
-  let result: Promise<{ peak: number; names: string[] }> | null = null;
-  return {
-    stop() {
-      stopped = true;
-      result ??= done.then(() => ({ peak, names: [...names] }));
-      return result;
-    },
-  };
 }
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs: number, explain: () => Promise<string>): Promise<void> {

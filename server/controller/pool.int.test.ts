@@ -11,6 +11,7 @@ import { createThrowawayDatabase, type ThrowawayDatabase } from "../test/emulato
 import { EmulatorChild, freePort, killSandboxProcessesUnder } from "../test/emulator-child";
 import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
 import { waitFor } from "../test/controller";
+import { sampleConnections } from "../../scripts/bench/connections";
 import { HEARTBEAT_MS } from "./controller";
 
 /**
@@ -66,44 +67,13 @@ afterAll(async () => {
   fs.rmSync(scratch, { recursive: true, force: true });
 });
 
-/** Samples pg_stat_activity for the controller's connections (every one on the test database but the test's own) until stopped. */
-function sampleConnections(adminUrl: string, datname: string) {
-  const client = new pg.Client({ connectionString: adminUrl });
-  client.on("error", () => {});
-  let peak = 0;
-  const names = new Set<string>();
-  let stopped = false;
-  const done = (async () => {
-    await client.connect();
-    while (!stopped) {
-      const { rows } = await client.query<{ name: string; n: number }>(
-        // Client backends only: an autovacuum worker on the database has no application name.
-        "SELECT application_name AS name, count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name <> $2 AND backend_type = 'client backend' GROUP BY 1",
-        [datname, OBSERVER],
-      );
-      peak = Math.max(peak, rows.reduce((sum, r) => sum + r.n, 0));
-      // A backend still in its startup shows no name for a moment: counted in the peak, not named.
-      for (const r of rows) if (r.name !== "") names.add(r.name);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    await client.end();
-  })();
-  return {
-    async stop() {
-      stopped = true;
-      await done;
-      return { peak, names: [...names] };
-    },
-  };
-}
-
 describe(`a controller with ${RUNS} runs in flight and a pool of ${POOL_MAX}`, () => {
   it(`holds at most ${CONNECTION_LIMIT} database connections (its pool and its heartbeat), and every run succeeds`, { timeout: 300_000 }, async () => {
     // Every turn waits for a writer on the go FIFO (blocked in open(2), no polling), so all the
     // runs are in flight at once, each waiting on its turn.
     const go = path.join(scratch, "go");
     execFileSync("mkfifo", [go]);
-    const sampler = sampleConnections(inject("adminUrl"), database.name);
+    const sampler = sampleConnections(inject("adminUrl"), database.name, OBSERVER);
     ctl = spawnController({
       DATABASE_URL: database.url,
       EMULATOR_URL: emulatorUrl,
