@@ -1,10 +1,13 @@
 /**
  * `npm start`: the whole product with one command — database (embedded unless
  * DATABASE_URL is set), migrations, a production build when none is current, and the
- * dashboard. Ctrl-C (or SIGTERM) stops everything this command started.
+ * dashboard. Ctrl-C, SIGTERM or SIGHUP (a closed terminal) stops everything this command
+ * started, in reverse order; so does its launcher's exit, and each part stops itself if this
+ * script dies without stopping it (scripts/lib/parent-guard.mjs).
  */
 import fs from "node:fs";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { openDatabase, type DatabaseHandle } from "../server/db/embedded";
 import { publicUrl } from "../server/auth/auth";
 import { ensureFirstOperator } from "../server/auth/users";
@@ -49,6 +52,19 @@ function onSignal(signal: NodeJS.Signals) {
 }
 process.on("SIGINT", onSignal);
 process.on("SIGTERM", onSignal);
+// A closed terminal, as a Ctrl-C: the parts run in groups of their own and get no SIGHUP.
+process.on("SIGHUP", onSignal);
+// A closed output (`npm start | tee log` whose reader went away): the lines are lost, never the
+// stopping sequence, which writes as it goes.
+for (const stream of [process.stdout, process.stderr]) stream.on("error", () => {});
+// Its own launcher gone (`kill -TERM` to npm, which exits without passing it on; a SIGKILL of
+// npm or of a wrapper): Linux re-parents this process, so a changed parent pid stops the product.
+const launcher = process.ppid;
+setInterval(() => {
+  if (process.ppid !== launcher && !stopping) void shutdown(0, `its launcher (pid ${launcher}) exited`);
+}, 500).unref();
+/** Each part is started with it: a part stops itself if this script dies without stopping it. */
+const GUARD = ["--import", pathToFileURL(path.resolve("scripts/lib/parent-guard.mjs")).href];
 
 async function main() {
   const port = env.PORT;
@@ -59,7 +75,7 @@ async function main() {
     throw new Error(`the emulator's port ${env.EMULATOR_PORT} is already in use; stop what holds it or set EMULATOR_PORT`);
   }
 
-  db = await openDatabase({ env, log: say });
+  db = await openDatabase({ env, log: say, adoptLeftover: true });
   say(`database ${describeUrl(db.url)}${db.embedded ? (db.startedHere ? " (embedded, started)" : " (embedded, already running)") : ""}`);
   const result = await migrate(db.url, { log: say });
   say(result.applied.length ? `${result.applied.length} migration(s) applied` : "database schema is up to date");
@@ -74,7 +90,7 @@ async function main() {
     const emulatorDb = emulatorDatabase(db.url);
     // Restarted when it dies, as Daytona's API comes back after a deploy: meanwhile the
     // controller's breaker holds the runs (§2.8), and the sandboxes' processes go on.
-    const emulator = supervise("emulator", () => startService("emulator", process.execPath, tsxArgs("scripts/emulator.ts"), { env: childEnv({ ...childVars, EMULATOR_DATABASE: emulatorDb }) }));
+    const emulator = supervise("emulator", () => startService("emulator", process.execPath, [...GUARD, ...tsxArgs("scripts/emulator.ts")], { env: childEnv({ ...childVars, EMULATOR_DATABASE: emulatorDb }) }));
     if (!(await waitForHttp(`${emulatorUrl(env)}/health`, 30_000, () => emulator.service.child.exitCode !== null))) {
       throw new Error(`the provider emulator did not answer on ${emulatorUrl(env)} within 30 s`);
     }
@@ -84,13 +100,14 @@ async function main() {
   if (stopping) return;
 
   // A controller that dies is restarted; the dashboard keeps serving meanwhile (§2.8).
-  supervise("controller", () => startService("controller", process.execPath, controllerArgs(), { env: childEnv(childVars), format: prettyLogLine }));
+  supervise("controller", () => startService("controller", process.execPath, [...GUARD, ...controllerArgs()], { env: childEnv(childVars), format: prettyLogLine }));
 
   const web = startService(
     "web",
     process.execPath,
     webServerArgs(port, env.HOSTNAME),
-    { env: childEnv({ ...childVars, ...WEB_SERVER_ENV, NODE_ENV: "production" }) },
+    // Through NODE_OPTIONS: `next start` serves from a child process of its own, which must stop too.
+    { env: childEnv({ ...childVars, ...WEB_SERVER_ENV, NODE_ENV: "production", NODE_OPTIONS: GUARD.join("=") }) },
   );
   watch(web);
   let webDead = false;
@@ -138,7 +155,7 @@ async function firstBootWave(url: string, vars: Record<string, string>) {
   const wave = startService(
     "wave",
     process.execPath,
-    tsxArgs("scripts/wave.ts").concat(["--seed", "1", "--tasks", "4", "--kills", "K1,K2", "--faults", "reject,bind", "--concurrency", "2"]),
+    [...GUARD, ...tsxArgs("scripts/wave.ts")].concat(["--seed", "1", "--tasks", "4", "--kills", "K1,K2", "--faults", "reject,bind", "--concurrency", "2"]),
     { env: childEnv({ ...vars, EMULATOR_URL: emulatorUrl(env) }) },
   );
   // Not watched: the product keeps running whatever the wave's outcome; stopped with it.

@@ -22,14 +22,19 @@ export interface DatabaseHandle {
   /** URL of the server's maintenance database, for creating and dropping databases. */
   adminUrl: string;
   embedded: boolean;
-  /** True when this process started the server and so must stop it. */
+  /** True when this process started the server (or adopted one left behind) and so must stop it. */
   startedHere: boolean;
   stop(): Promise<void>;
 }
 
 type Log = (line: string) => void;
 
-export async function openDatabase(options: { env: Env; log?: Log; database?: string }): Promise<DatabaseHandle> {
+/**
+ * `adoptLeftover`: a running server of this data directory that nobody is connected to was left
+ * by a process that died without stopping it (`npm start` SIGKILLed): it is reused, and this
+ * process stops it as if it had started it. One that others still use is only reused.
+ */
+export async function openDatabase(options: { env: Env; log?: Log; database?: string; adoptLeftover?: boolean }): Promise<DatabaseHandle> {
   const { env } = options;
   const log = options.log ?? (() => {});
   if (env.DATABASE_URL) {
@@ -37,7 +42,7 @@ export async function openDatabase(options: { env: Env; log?: Log; database?: st
     await ensureDatabaseExists(url);
     return { url, adminUrl: withDatabase(url, "postgres"), embedded: false, startedHere: false, stop: async () => {} };
   }
-  const server = await startEmbedded({ env, log });
+  const server = await startEmbedded({ env, log, adoptLeftover: options.adoptLeftover ?? false });
   const url = withDatabase(server.adminUrl, options.database ?? DEFAULT_DATABASE);
   await ensureDatabaseExists(url);
   return { url, adminUrl: server.adminUrl, embedded: true, startedHere: server.startedHere, stop: server.stop };
@@ -87,7 +92,7 @@ async function ensureDatabaseExists(url: string): Promise<void> {
   }
 }
 
-async function startEmbedded({ env, log }: { env: Env; log: Log }) {
+async function startEmbedded({ env, log, adoptLeftover }: { env: Env; log: Log; adoptLeftover: boolean }) {
   let cluster;
   try {
     cluster = await ensureCluster({ dataRoot: env.RUNWARDEN_DATA_DIR, port: env.RUNWARDEN_PG_PORT, log });
@@ -96,7 +101,10 @@ async function startEmbedded({ env, log }: { env: Env; log: Log }) {
     throw err;
   }
   const { adminUrl, dataDir } = cluster;
-  if (!cluster.startedHere) return { adminUrl, startedHere: false, stop: async () => {} };
+  if (!cluster.startedHere) {
+    if (!adoptLeftover || (await otherClients(adminUrl)) > 0) return { adminUrl, startedHere: false, stop: async () => {} };
+    log("embedded PostgreSQL left running by a start that did not stop it: reused, and stopped with this one");
+  }
   const stop = async () => {
     // Another process that reused this server (npm start, a wave, a second CLI) may
     // still be working on it: then it is left running for them.
