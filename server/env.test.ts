@@ -21,6 +21,14 @@ describe("readEnv", () => {
     expect(readEnv({ DATABASE_URL: "" }).DATABASE_URL).toBeUndefined();
   });
 
+  it("refuses an alert signing secret the signer cannot use, naming it, and takes one it can", () => {
+    expect(() => readEnv({ RUNWARDEN_ALERT_WEBHOOK_SECRET: "whsec_not base64!" })).toThrow(/RUNWARDEN_ALERT_WEBHOOK_SECRET: not a signing secret the alerts can use/);
+    expect(() => readEnv({ RUNWARDEN_ALERT_WEBHOOK_SECRET: "whsec_not-base64-at-all" })).toThrow(/RUNWARDEN_ALERT_WEBHOOK_SECRET: not a signing secret/);
+    expect(readEnv({ RUNWARDEN_ALERT_WEBHOOK_SECRET: "whsec_YWJjZGVmZ2hpams=" }).RUNWARDEN_ALERT_WEBHOOK_SECRET).toBe("whsec_YWJjZGVmZ2hpams=");
+    expect(readEnv({ RUNWARDEN_ALERT_WEBHOOK_SECRET: "any pasted text, long" }).RUNWARDEN_ALERT_WEBHOOK_SECRET).toBe("any pasted text, long");
+    expect(() => readEnv({ RUNWARDEN_ALERT_WEBHOOK_SECRET: "short" })).toThrow(/RUNWARDEN_ALERT_WEBHOOK_SECRET: at least 16 characters/);
+  });
+
   it("names the variable that is wrong", () => {
     expect(() => readEnv({ DATABASE_URL: "mysql://x" })).toThrow(/DATABASE_URL: must start with postgres/);
     expect(() => readEnv({ PORT: "seventy" })).toThrow(/PORT/);

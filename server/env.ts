@@ -1,5 +1,6 @@
 import path from "node:path";
 import { z } from "zod";
+import { checkSecret } from "./alerts/sign";
 import { settleFloorMs } from "./lib/settle";
 
 export { settleFloorMs };
@@ -153,7 +154,15 @@ const envSchema = z.object({
    * (Standard Webhooks), generated and stored when unset.
    */
   RUNWARDEN_ALERT_WEBHOOK_URL: z.url().optional(),
-  RUNWARDEN_ALERT_WEBHOOK_SECRET: z.string().min(1).optional(),
+  // Checked here as the signer will use it (alerts/sign.ts): a bad one stops the start, not the controller later.
+  RUNWARDEN_ALERT_WEBHOOK_SECRET: z
+    .string()
+    .min(16, "at least 16 characters (as the alerts page asks)")
+    .superRefine((secret, ctx) => {
+      const problem = checkSecret(secret);
+      if (problem) ctx.addIssue({ code: "custom", message: `not a signing secret the alerts can use: ${problem} (a value without the whsec_ prefix is used as its UTF-8 bytes)` });
+    })
+    .optional(),
   /** A failed delivery is tried again after this long, doubling (with jitter) up to the cap, until RUNWARDEN_ALERT_MAX_ATTEMPTS. */
   RUNWARDEN_ALERT_RETRY_BASE_MS: z.coerce.number().int().min(10).default(5_000),
   RUNWARDEN_ALERT_RETRY_CAP_MS: z.coerce.number().int().min(10).default(10 * 60_000),
