@@ -64,7 +64,7 @@ setInterval(() => {
   if (process.ppid !== launcher && !stopping) void shutdown(0, `its launcher (pid ${launcher}) exited`);
 }, 500).unref();
 /** Each part is started with it: a part stops itself if this script dies without stopping it. */
-const GUARD = ["--import", pathToFileURL(path.resolve("scripts/lib/parent-guard.mjs")).href];
+const GUARD = ["--import", `${pathToFileURL(path.resolve("scripts/lib/parent-guard.mjs")).href}?parent=${process.pid}`];
 
 async function main() {
   const port = env.PORT;
@@ -105,9 +105,8 @@ async function main() {
   const web = startService(
     "web",
     process.execPath,
-    webServerArgs(port, env.HOSTNAME),
-    // Through NODE_OPTIONS: `next start` serves from a child process of its own, which must stop too.
-    { env: childEnv({ ...childVars, ...WEB_SERVER_ENV, NODE_ENV: "production", NODE_OPTIONS: GUARD.join("=") }) },
+    [...GUARD, ...webServerArgs(port, env.HOSTNAME)],
+    { env: childEnv({ ...childVars, ...WEB_SERVER_ENV, NODE_ENV: "production" }) },
   );
   watch(web);
   let webDead = false;

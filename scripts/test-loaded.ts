@@ -4,11 +4,10 @@
  * a session on the same machine, so a test that starts controllers, emulators or waves must pass
  * on a machine that is busy; this is how that is shown (docs/development.md).
  */
-import { spawn } from "node:child_process";
 import os from "node:os";
 import { Command, InvalidArgumentError } from "commander";
 import { childEnv } from "../server/env";
-import { nodeBin, runToEnd } from "./lib/processes";
+import { nodeBin, runToEnd, startBusyLoops } from "./lib/processes";
 
 const cli = new Command("test:loaded")
   .option("--times <n>", "runs in a row", (v) => {
@@ -22,9 +21,8 @@ const { times } = cli.opts<{ times: number }>();
 const files = cli.args;
 
 const cores = os.availableParallelism();
-const burners = Array.from({ length: cores }, () => spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
-// The burners never outlive this script, however it ends.
-const stopBurners = () => burners.forEach((b) => b.kill("SIGKILL"));
+// They never outlive this script, however it ends (startBusyLoops).
+const { stop: stopBurners } = startBusyLoops(cores);
 process.on("exit", stopBurners);
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => process.exit(130));
 

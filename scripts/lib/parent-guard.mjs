@@ -4,7 +4,9 @@
 // (SIGKILL, the OOM killer): the part then stops itself the way it stops on a SIGTERM (each
 // drains or closes in its own handler), and exits regardless if that takes longer than the grace.
 // No dependencies: it runs before any of the part's own code, in any part.
-const parent = process.ppid;
+// The launcher names itself (`?parent=PID` on this module's URL): a launcher that died before
+// this line ran would otherwise be missed, its orphan reading init's pid as its parent's.
+const parent = Number(new URL(import.meta.url).searchParams.get("parent")) || process.ppid;
 const GRACE_MS = 10_000;
 const timer = setInterval(() => {
   if (process.ppid === parent) return;

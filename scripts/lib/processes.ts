@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { childEnv } from "../../server/env";
 
@@ -183,4 +184,21 @@ export async function waitForHttp(url: string, timeoutMs: number, isDead: () => 
     await new Promise((r) => setTimeout(r, 250));
   }
   return false;
+}
+
+/**
+ * Busy loops, one per core unless told, for a test or a check that must hold on a loaded machine.
+ * Each ends when `stop` is called and, however its starter ends (a SIGKILL included), by itself:
+ * it looks at its parent pid every few million turns and exits once it has been re-parented.
+ */
+export function startBusyLoops(count = os.availableParallelism()): { pids: number[]; stop: () => void } {
+  // The starter's pid is given, not read at the loop's start: a starter killed before then would be missed.
+  const loop = "const p = Number(process.argv[1]); for (let i = 1; ; i++) if ((i & 0xffffff) === 0 && process.ppid !== p) process.exit(0);";
+  const children = Array.from({ length: count }, () => spawn(process.execPath, ["-e", loop, String(process.pid)], { stdio: "ignore" }));
+  return {
+    pids: children.map((c) => c.pid!),
+    stop: () => {
+      for (const c of children) c.kill("SIGKILL");
+    },
+  };
 }

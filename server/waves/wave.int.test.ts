@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import os from "node:os";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startControllerHarness, type ControllerHarness } from "../test/controller";
@@ -9,6 +8,7 @@ import type { WaveReport } from "../shared/wave-report";
 import { runWave, type WaveRunOptions } from "./runner";
 import { importWaveReport, loadWaveReport } from "./store";
 import { tempDirs } from "../test/temp";
+import { startBusyLoops } from "../../scripts/lib/processes";
 
 const dataDir = tempDirs("rw-wave-");
 
@@ -229,12 +229,7 @@ describe("K4, K1, K15 and K2 in turn on a loaded machine, with the runner's faul
     // Load: a busy loop per core until the last kill fired, so controllers take seconds to be
     // ready — the condition under which kills timed from the wave's start fired back to back.
     // After it the load shows nothing more: the faulted runs' retries would only take longer.
-    const burners = Array.from({ length: Math.max(2, os.availableParallelism()) }, () =>
-      spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }),
-    );
-    const unload = () => {
-      for (const b of burners) b.kill("SIGKILL");
-    };
+    const { stop: unload } = startBusyLoops(Math.max(2, os.availableParallelism()));
     try {
       report = await wave(
         {
