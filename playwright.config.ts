@@ -35,7 +35,8 @@ export default defineConfig({
     { name: "chromium", use: { browserName: "chromium", storageState: "test-results/auth/operator.json" } },
   ],
   webServer: {
-    command: "node node_modules/tsx/dist/cli.mjs scripts/start.ts",
+    // As npm start runs it: one node process, no wrapper between Playwright and the start script.
+    command: "node --import tsx scripts/start.ts",
     url: `http://127.0.0.1:${port}/api/trpc/runs.countByStatus`,
     // The whole product, as `npm start` runs it, beside any developer instance.
     env: {
@@ -56,7 +57,7 @@ export default defineConfig({
     timeout: 180_000,
     stdout: "pipe",
     stderr: "pipe",
-    // SIGKILL would leave the children and lock files behind (STACK.md).
-    gracefulShutdown: { signal: "SIGTERM", timeout: 20_000 },
+    // Stopped as a process manager stops it, in order: a controller's drain takes up to 30 s.
+    gracefulShutdown: { signal: "SIGTERM", timeout: 45_000 },
   },
 });

@@ -8,6 +8,7 @@ import { openEmulatorDatabase, emulatorApiKeys } from "../server/emulator/config
 import { startEmulator, type EmulatorHandle } from "../server/emulator/server";
 import { describeUrl } from "../server/db/url";
 import { env } from "../server/env";
+import { onStopRequest } from "../server/lib/stop-signals";
 import type { DatabaseHandle } from "../server/db/embedded";
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -25,8 +26,8 @@ async function shutdown(code: number, why: string) {
   if (db?.startedHere) await db.stop().catch(() => {});
   process.exit(code);
 }
-process.on("SIGINT", (s) => void shutdown(0, s));
-process.on("SIGTERM", (s) => void shutdown(0, s));
+// SIGINT, SIGTERM, SIGHUP or its launcher's exit (server/lib/stop-signals.ts); a second Ctrl-C exits at once.
+onStopRequest((request) => (request.forced ? process.exit(130) : void shutdown(0, request.why)));
 
 async function main() {
   db = await openEmulatorDatabase(env, (line) => say(`emulator: ${line}`));

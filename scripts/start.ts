@@ -16,6 +16,7 @@ import { migrate } from "../server/db/migrate";
 import { acquireFileLock } from "../server/lib/file-lock";
 import { databaseOf, describeUrl } from "../server/db/url";
 import { childEnv, env } from "../server/env";
+import { onStopRequest } from "../server/lib/stop-signals";
 import { buildIsCurrent } from "./lib/build";
 import { emulatorUrl } from "../server/emulator/config";
 import { controllerArgs } from "../server/controller/program";
@@ -27,42 +28,33 @@ const say = (line: string) => process.stdout.write(`runwarden: ${line}\n`);
 const parts: Array<{ stop: () => Promise<void> }> = [];
 let db: DatabaseHandle | null = null;
 let stopping = false;
-let signals = 0;
 
 async function shutdown(code: number, why: string): Promise<void> {
-  // A Ctrl-C arrives more than once (npm and tsx relay it too): only the first stops.
+  // Asked more than once (a signal, then its launcher's exit; a start that failed): the first stops.
   if (stopping) return;
   stopping = true;
   say(`stopping (${why})…`);
   // Reverse start order: the dashboard before the database it reads.
   for (const part of [...parts].reverse()) await part.stop();
   // Last: everything above drained into it. It logs whether it stopped or still serves others.
-  if (db?.startedHere) await db.stop().catch((err: unknown) => say(`embedded PostgreSQL did not stop: ${String(err)}`));
+  // The parts have just exited: their connections' backends get a moment to end.
+  if (db?.startedHere) await db.stop({ graceMs: 5_000 }).catch((err: unknown) => say(`embedded PostgreSQL did not stop: ${String(err)}`));
   say("stopped");
   process.exit(code);
 }
 
-function onSignal(signal: NodeJS.Signals) {
-  signals += 1;
-  if (signals >= 4) {
-    say("forced exit");
+// SIGINT, SIGTERM, SIGHUP (a closed terminal: the parts run in groups of their own and get no
+// SIGHUP), or its launcher's exit (`kill -TERM` to a wrapper that does not pass it on, a SIGKILL
+// of npm): each stops the product in order. A closed output (`npm start | tee log` whose reader
+// went away) loses the lines, never the stopping sequence (server/lib/stop-signals.ts).
+onStopRequest((request) => {
+  if (request.forced) {
+    // The parts stop themselves once this script is gone (scripts/lib/parent-guard.mjs).
+    say("second Ctrl-C: exiting now; the parts stop by themselves");
     process.exit(130);
   }
-  void shutdown(0, signal);
-}
-process.on("SIGINT", onSignal);
-process.on("SIGTERM", onSignal);
-// A closed terminal, as a Ctrl-C: the parts run in groups of their own and get no SIGHUP.
-process.on("SIGHUP", onSignal);
-// A closed output (`npm start | tee log` whose reader went away): the lines are lost, never the
-// stopping sequence, which writes as it goes.
-for (const stream of [process.stdout, process.stderr]) stream.on("error", () => {});
-// Its own launcher gone (`kill -TERM` to npm, which exits without passing it on; a SIGKILL of
-// npm or of a wrapper): Linux re-parents this process, so a changed parent pid stops the product.
-const launcher = process.ppid;
-setInterval(() => {
-  if (process.ppid !== launcher && !stopping) void shutdown(0, `its launcher (pid ${launcher}) exited`);
-}, 500).unref();
+  void shutdown(0, request.why);
+});
 /** Each part is started with it: a part stops itself if this script dies without stopping it. */
 const GUARD = ["--import", `${pathToFileURL(path.resolve("scripts/lib/parent-guard.mjs")).href}?parent=${process.pid}`];
 
@@ -100,7 +92,10 @@ async function main() {
   if (stopping) return;
 
   // A controller that dies is restarted; the dashboard keeps serving meanwhile (§2.8).
-  supervise("controller", () => startService("controller", process.execPath, [...GUARD, ...controllerArgs()], { env: childEnv(childVars), format: prettyLogLine }));
+  // Stopped with time to drain: its drain timeout, the 10 s its drain may add, and a margin.
+  supervise("controller", () => startService("controller", process.execPath, [...GUARD, ...controllerArgs()], { env: childEnv(childVars), format: prettyLogLine }), {
+    stopGraceMs: env.RUNWARDEN_DRAIN_TIMEOUT_MS + 15_000,
+  });
 
   const web = startService(
     "web",
@@ -170,11 +165,11 @@ function watch(service: Service) {
 }
 
 /** A part restarted when it dies, with back-off, given up loudly after repeated fast crashes. */
-function supervise(name: string, launch: () => Service): Supervisor {
+function supervise(name: string, launch: () => Service, options: { stopGraceMs?: number } = {}): Supervisor {
   const supervisor = new Supervisor(
     name,
     launch,
-    { backoffMs: env.RUNWARDEN_RESTART_BACKOFF_MS, capMs: 30_000, stableMs: 60_000, maxFastCrashes: env.RUNWARDEN_RESTART_MAX_CRASHES },
+    { backoffMs: env.RUNWARDEN_RESTART_BACKOFF_MS, capMs: 30_000, stableMs: 60_000, maxFastCrashes: env.RUNWARDEN_RESTART_MAX_CRASHES, ...options },
     say,
   );
   parts.push({ stop: () => supervisor.stop() });

@@ -11,7 +11,8 @@ import { withDatabase } from "../server/db/url";
 import { childEnv, env } from "../server/env";
 import { findChromium, HOW_TO_GET_CHROMIUM } from "./lib/chromium";
 import { admin } from "./lib/admin";
-import { CHECKS, nodeBin, runToEnd } from "./lib/processes";
+import { CHECKS, nodeBin, runToEnd, stopRunning } from "./lib/processes";
+import { onStopRequest } from "../server/lib/stop-signals";
 import { failingTests, readJson, slowestFiles } from "./lib/test-report";
 
 interface Step {
@@ -32,8 +33,12 @@ const only = onlyArg >= 0 ? new Set((process.argv[onlyArg + 1] ?? "").split(",")
 // In the order they run.
 const STEP_KEYS: Record<string, string> = { typecheck: "typecheck", lint: "lint", "next build": "build", "vitest (unit + integration)": "vitest", "vitest (alone)": "vitest", "playwright (e2e in Chromium)": "e2e" };
 
+/** Set once a stop was asked for: no further step starts. */
+let stopping = false;
+
 async function step(name: string, fn: () => Promise<{ ok: boolean; detail: string }>): Promise<boolean> {
   if (only && !only.has(STEP_KEYS[name] ?? name)) return true;
+  if (stopping) return false;
   say(name);
   const started = Date.now();
   let outcome: { ok: boolean; detail: string };
@@ -45,6 +50,26 @@ async function step(name: string, fn: () => Promise<{ ok: boolean; detail: strin
   steps.push({ name, ...outcome, seconds: (Date.now() - started) / 1000 });
   return outcome.ok;
 }
+
+/**
+ * Stopped however it is told (SIGINT, SIGTERM, SIGHUP, its launcher's exit; server/lib/stop-signals.ts):
+ * the step running now is stopped — Vitest and Playwright, and with them what they started —
+ * then this run's database, and nothing is left behind. A second Ctrl-C exits at once.
+ */
+let stopDatabase: () => Promise<void> = () => Promise.resolve();
+onStopRequest((request) => {
+  if (request.forced) process.exit(130);
+  if (stopping) return;
+  stopping = true;
+  process.stdout.write(`\nnpm test: stopping (${request.why})…\n`);
+  void (async () => {
+    // Playwright stops its web server in order; a drain takes the controller up to 30 s.
+    await stopRunning(45_000);
+    await stopDatabase().catch((err: unknown) => process.stdout.write(`  embedded PostgreSQL did not stop: ${String(err)}\n`));
+    process.stdout.write("npm test: stopped\n");
+    process.exit(request.reason === "SIGINT" ? 130 : 143);
+  })();
+});
 
 const node = process.execPath;
 const baseEnv = childEnv({ NEXT_TELEMETRY_DISABLED: "1", FORCE_COLOR: "1" });
@@ -65,8 +90,11 @@ await Promise.all([
   }),
 ]);
 
-// One database server for the whole run: Vitest and the browser tests reuse it.
-const db = await openDatabase({ env, log: (l) => process.stdout.write(`  ${l}\n`) });
+// One database server for the whole run: Vitest and the browser tests reuse it. One left by a
+// run that was killed (nobody connected) is taken over and stopped with this one.
+const db = await openDatabase({ env, log: (l) => process.stdout.write(`  ${l}\n`), adoptLeftover: true });
+// The steps it stopped have just exited: their connections' backends get a moment to end.
+stopDatabase = () => (db.startedHere ? db.stop({ graceMs: 10_000 }) : Promise.resolve());
 
 // Before Vitest: the start/stop tests run the whole product, dashboard included.
 const built = await step("next build", async () => {
@@ -127,7 +155,7 @@ await Promise.all([
   }),
 ]);
 
-if (db.startedHere) await db.stop();
+if (db.startedHere) await db.stop({ graceMs: 10_000 });
 
 const failed = steps.filter((s) => !s.ok);
 // Named again at the end: a long run's log is often read from its tail only.

@@ -133,6 +133,8 @@ export function runToEnd(command: string, args: string[], env?: NodeJS.ProcessEn
   return new Promise((resolve) => {
     const piped = options.held || options.prefix !== undefined;
     const child = spawn(command, args, { env: env ?? childEnv({}), stdio: piped ? ["ignore", "pipe", "pipe"] : "inherit" });
+    running.add(child);
+    child.on("exit", () => running.delete(child));
     const chunks: Buffer[] = [];
     let partial = "";
     const take = (d: Buffer) => {
@@ -153,6 +155,25 @@ export function runToEnd(command: string, args: string[], env?: NodeJS.ProcessEn
     });
     child.on("error", () => resolve(127));
   });
+}
+
+/** The commands `runToEnd` is running now. */
+const running = new Set<ChildProcess>();
+
+/**
+ * Stops every command `runToEnd` is running: SIGTERM, then SIGKILL after `graceMs` for any still
+ * there. What they started stops with them (a test's controller or product watches its
+ * launcher, server/lib/stop-signals.ts; Playwright stops its web server).
+ */
+export async function stopRunning(graceMs: number): Promise<void> {
+  const children = [...running];
+  const ended = children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once("exit", () => r()))));
+  for (const c of children) c.kill("SIGTERM");
+  const timer = setTimeout(() => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+  }, graceMs);
+  await Promise.all(ended);
+  clearTimeout(timer);
 }
 
 /** The checks `npm test` and `npm run test:quick` both run, as commands of this Node. */

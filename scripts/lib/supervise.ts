@@ -16,6 +16,12 @@ export interface RestartPolicy {
   stableMs: number;
   /** Fast crashes in a row before it gives up. */
   maxFastCrashes: number;
+  /**
+   * On stop, how long it has after SIGTERM before SIGKILL (default 10 s). A controller drains
+   * for up to its drain timeout + 10 s (docs/operations.md, "Stopping"): cut short, its runs are
+   * recovered as after a crash instead of resumed from a suspension.
+   */
+  stopGraceMs?: number;
 }
 
 export class Supervisor {
@@ -46,7 +52,7 @@ export class Supervisor {
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
-    await stopService(this.current);
+    await stopService(this.current, this.policy.stopGraceMs);
   }
 
   private watch(service: Service): void {

@@ -9,15 +9,31 @@ import { describeUrl } from "../db/url";
 import type { Env } from "../env";
 import { currentProcessIdentity } from "../process/identity";
 import { providerFromEnv } from "../providers/from-env";
+import { onStopRequest, type StopRequest } from "../lib/stop-signals";
 import { controllerConfig } from "./config";
 import { Controller } from "./controller";
 
 /**
- * `npm run controller`: one controller process. SIGTERM or Ctrl-C drains it (runs are
- * suspended for the next controller); a second signal exits at once.
+ * `npm run controller`: one controller process. SIGTERM, SIGINT, SIGHUP or its launcher's exit
+ * drains it (runs are suspended for the next controller); a second Ctrl-C exits at once.
  */
 export async function runControllerProcess(env: Env): Promise<void> {
   const log = pino({ name: "controller", level: env.LOG_LEVEL, base: { pid: process.pid } });
+  // Listening from the first line (server/lib/stop-signals.ts): a stop asked for while it boots
+  // is carried out once it has booted, never by dying mid-migration or with a database started.
+  let drain: ((request: StopRequest) => void) | null = null;
+  let pending: StopRequest | null = null;
+  onStopRequest((request) => {
+    if (request.forced) {
+      log.warn({ signal: request.reason }, "second Ctrl-C: exiting without finishing the drain");
+      process.exit(130);
+    }
+    if (drain) drain(request);
+    else if (!pending) {
+      pending = request;
+      log.info({ signal: request.why }, "stop requested while starting: drains once started");
+    }
+  });
   const database = await openDatabase({ env, log: (line) => log.info(line) });
   await migrate(database.url, { log: (line) => log.info(line) });
   // A fixed pool, whatever the concurrency (issue 31): a run holds a connection only for a
@@ -41,14 +57,11 @@ export async function runControllerProcess(env: Env): Promise<void> {
   // A plain line whatever LOG_LEVEL says: launchers and tests wait for it.
   process.stdout.write(`controller ready: bootId=${controller.ctx.identity.bootId} pid=${process.pid}\n`);
 
-  let signals = 0;
-  const onSignal = (signal: NodeJS.Signals) => {
-    signals += 1;
-    if (signals > 1) {
-      log.warn({ signal }, "second signal: exiting without finishing the drain");
-      process.exit(130);
-    }
-    log.info({ signal }, "drain requested");
+  let draining = false;
+  drain = (request) => {
+    if (draining) return;
+    draining = true;
+    log.info({ signal: request.why }, "drain requested");
     void controller
       .drain()
       .then(async () => {
@@ -63,8 +76,7 @@ export async function runControllerProcess(env: Env): Promise<void> {
         process.exit(1);
       });
   };
-  process.on("SIGTERM", onSignal);
-  process.on("SIGINT", onSignal);
+  if (pending) drain(pending);
 }
 
 /**

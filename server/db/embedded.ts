@@ -24,7 +24,12 @@ export interface DatabaseHandle {
   embedded: boolean;
   /** True when this process started the server (or adopted one left behind) and so must stop it. */
   startedHere: boolean;
-  stop(): Promise<void>;
+  /**
+   * Stops an embedded server this process started (or adopted), unless others still use it.
+   * `graceMs`: how long to wait for other connections to end first — the backends of a process
+   * that has just exited take a moment to go, and would otherwise keep the server running.
+   */
+  stop(options?: { graceMs?: number }): Promise<void>;
 }
 
 type Log = (line: string) => void;
@@ -105,10 +110,13 @@ async function startEmbedded({ env, log, adoptLeftover }: { env: Env; log: Log; 
     if (!adoptLeftover || (await otherClients(adminUrl)) > 0) return { adminUrl, startedHere: false, stop: async () => {} };
     log("embedded PostgreSQL left running by a start that did not stop it: reused, and stopped with this one");
   }
-  const stop = async () => {
+  const stop = async (options: { graceMs?: number } = {}) => {
     // Another process that reused this server (npm start, a wave, a second CLI) may
     // still be working on it: then it is left running for them.
-    const others = await otherClients(adminUrl);
+    let others = await otherClients(adminUrl);
+    for (const deadline = Date.now() + (options.graceMs ?? 0); others > 0 && Date.now() < deadline; others = await otherClients(adminUrl)) {
+      await new Promise((r) => setTimeout(r, 200));
+    }
     if (others > 0) {
       log(`embedded PostgreSQL left running: ${others} other connection(s) still use it`);
       return;

@@ -17,7 +17,7 @@ export async function freePort(): Promise<number> {
 
 /**
  * `scripts/emulator.ts` as a real child process in its own process group, so a test can
- * SIGKILL it (tsx's wrapper and the emulator under it) and start it again on the same port.
+ * SIGKILL it and start it again on the same port (one node process: `--import tsx`, no wrapper).
  */
 export class EmulatorChild {
   private proc: ChildProcess | null = null;
@@ -31,7 +31,7 @@ export class EmulatorChild {
   /** Resolves with the URL the emulator prints once it listens. */
   start(): Promise<string> {
     const { port, adminUrl, database, dataDir } = this.opts;
-    const proc = spawn(process.execPath, [path.join(root, "node_modules/tsx/dist/cli.mjs"), "scripts/emulator.ts"], {
+    const proc = spawn(process.execPath, ["--import", "tsx", "scripts/emulator.ts"], {
       cwd: root,
       env: childEnv({
         EMULATOR_PORT: String(port),

@@ -25,9 +25,21 @@ export interface ProductProcess {
   services(): Array<{ pid: number; cmdline: string }>;
 }
 
-export function startProduct(checkout: string, env: Record<string, string | undefined>, readyTimeoutMs = 240_000): ProductProcess {
+/**
+ * How it is launched: by default the start script itself (`node --import tsx scripts/start.ts`);
+ * a test of how a user stops it launches it as the user does — `npm start`, or inside a
+ * pseudo-terminal (`script -qfec "npm start" /dev/null`), its stdin a pipe the test types into.
+ */
+export interface ProductLaunch {
+  argv: [string, ...string[]];
+  /** Keep stdin open as a pipe (a terminal's keyboard, for `script`). */
+  stdin?: boolean;
+}
+
+export function startProduct(checkout: string, env: Record<string, string | undefined>, readyTimeoutMs = 240_000, launch?: ProductLaunch): ProductProcess {
   const started = Date.now();
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(checkout, "scripts/start.ts")], {
+  const [command, ...args] = launch?.argv ?? [process.execPath, "--import", "tsx", path.join(checkout, "scripts/start.ts")];
+  const child = spawn(command, args, {
     cwd: checkout,
     env: childEnv({
       // Nothing of the test run's own database or ports leaks into the product.
@@ -42,7 +54,7 @@ export function startProduct(checkout: string, env: Record<string, string | unde
       ...env,
     }),
     detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: [launch?.stdin ? "pipe" : "ignore", "pipe", "pipe"],
   });
   let text = "";
   child.stdout?.setEncoding("utf8");
@@ -80,8 +92,8 @@ export function startProduct(checkout: string, env: Record<string, string | unde
     exited,
     interrupt: () => signalGroup("SIGINT"),
     kill: () => {
-      // The services run in groups of their own: find them by parent pid.
-      for (const pid of childPids(child.pid!)) {
+      // The services run in groups of their own: find them by parent pid, however deep (npm, a terminal).
+      for (const pid of descendantPids(child.pid!)) {
         try {
           process.kill(-pid, "SIGKILL");
         } catch {
@@ -99,6 +111,15 @@ export function startProduct(checkout: string, env: Record<string, string | unde
         }
       }),
   };
+}
+
+function descendantPids(root: number): number[] {
+  const out: number[] = [];
+  for (let i = 0, next = [root]; next.length > 0 && i < 8; i++) {
+    next = next.flatMap(childPids);
+    out.push(...next);
+  }
+  return out;
 }
 
 function childPids(parent: number): number[] {
