@@ -100,6 +100,16 @@ function watchDashboard(port: number) {
   };
 }
 
+/** GET /api/health without a session: its status and JSON body. */
+async function readiness(port: number): Promise<{ status: number; body: unknown }> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/api/health`, { signal: AbortSignal.timeout(5_000), redirect: "manual" });
+    return { status: res.status, body: await res.json() };
+  } catch (err) {
+    return { status: 0, body: String(err) };
+  }
+}
+
 function emulatorGroup(p: ProductProcess): number {
   const found = p.services().find((s) => s.cmdline.includes("scripts/emulator.ts"));
   if (!found) throw new Error(`no emulator among npm start's services: ${JSON.stringify(p.services())}`);
@@ -171,6 +181,9 @@ describe("npm start supervises its controller (docs/rules.md §2.8)", () => {
 
   it("a controller that keeps crashing is given up loudly; the dashboard keeps serving and says no controller runs", async () => {
     const { p, db, port } = await product({ RUNWARDEN_RESTART_MAX_CRASHES: "2" });
+    // Every part up: GET /api/health, as a process manager asks it (no session), says so.
+    await waitUntil(async () => (await readiness(port)).status === 200, 30_000, "/api/health 200");
+    expect(await readiness(port)).toEqual({ status: 200, body: { status: "ok", down: [], parts: { database: "up", controller: "up", emulator: "up" } } });
     const dashboard = watchDashboard(port);
     // A SIGKILLed controller's row stays unstopped (it had no chance to say so): each start is a newer row.
     const killed = new Set<string>();
@@ -191,6 +204,8 @@ describe("npm start supervises its controller (docs/rules.md §2.8)", () => {
     expect(killed.has(newest!.bootId)).toBe(true);
     const health = await readHealth(db, { all: true }, "inst-sup");
     expect(health.controllers).toMatchObject({ live: 0, noneSince: expect.any(Date) });
+    // And /api/health tells a process manager which part is down.
+    expect(await readiness(port)).toEqual({ status: 503, body: { status: "down", down: ["controller"], parts: { database: "up", controller: "down", emulator: "up" } } });
     const seen = await dashboard.stop();
     expect(seen.failures).toEqual([]);
     expect(p.child.exitCode).toBeNull();

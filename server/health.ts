@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Db } from "./db/client";
+import { Prisma, type Db } from "./db/client";
 import { companyWhere, type CompanyScope } from "./shared/roles";
 
 /**
@@ -10,6 +10,21 @@ import { companyWhere, type CompanyScope } from "./shared/roles";
 
 /** A controller that has not heartbeated for this long (five heartbeats) is not counted as running. */
 export const LIVE_CONTROLLER_WINDOW_SECONDS = 10;
+
+/**
+ * A live controller of this instance: not stopped, heartbeated within the window, on the
+ * database's clock (the heartbeats are written on it). One rule for the overview and for
+ * GET /api/health (server/readiness.ts).
+ */
+function liveControllerWhere(instanceId: string): Prisma.Sql {
+  return Prisma.sql`instance_id = ${instanceId} AND stopped_at IS NULL AND last_seen_at > now() - make_interval(secs => ${LIVE_CONTROLLER_WINDOW_SECONDS})`;
+}
+
+/** How many controllers of this instance are live now. */
+export async function liveControllerCount(db: Db, instanceId: string): Promise<number> {
+  const [row] = await db.$queryRaw<Array<{ n: bigint }>>`SELECT count(*) AS n FROM controller_processes WHERE ${liveControllerWhere(instanceId)}`;
+  return Number(row?.n ?? 0);
+}
 
 export const healthOutput = z.object({
   controllers: z.object({
@@ -37,7 +52,7 @@ export async function readHealth(db: Db, scope: CompanyScope, instanceId: string
     db.$queryRaw<Array<{ since: Date | null; last_error: string | null; next_probe_at: Date | null }>>`
       SELECT provider_unavailable_since AS since, provider_last_error AS last_error, provider_next_probe_at AS next_probe_at
       FROM controller_processes
-      WHERE instance_id = ${instanceId} AND stopped_at IS NULL AND last_seen_at > now() - make_interval(secs => ${LIVE_CONTROLLER_WINDOW_SECONDS})`,
+      WHERE ${liveControllerWhere(instanceId)}`,
     db.controllerProcess.aggregate({ where: { instanceId }, _max: { lastSeenAt: true } }),
     db.run.count({ where: { AND: [companyWhere(scope), { instanceId, providerWaitSince: { not: null }, status: { in: ["starting", "running", "suspended"] } }] } }),
   ]);
