@@ -98,7 +98,7 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
   const runnerInstanceId = run.runnerInstanceId ?? `ri-${crypto.randomUUID().slice(0, 8)}`;
   const sessionId = run.sessionId ?? `s-${crypto.randomUUID().slice(0, 8)}`;
   try {
-    const state = await ctx.runner.start(sandboxId, { runId: run.id, runnerInstanceId, sessionId, agentCommand: run.agentCommand });
+    const state = await ctx.runner.start(sandboxId, { runId: run.id, runnerInstanceId, sessionId, agentCommand: run.agentCommand, demoSleepMs: run.demoSleepMs });
     writeRunnerRoot(ctx.config.home, ctx.config.instanceId, {
       runId: run.id,
       runnerInstanceId,

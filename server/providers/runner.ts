@@ -28,6 +28,18 @@ export function bootstrapRestartPath(n: number): string {
 export const WORK_DIR = "work";
 /** The file the demo agent appends one line to per turn, in the work dir. */
 export const DEMO_MARKER_FILE = "runwarden-demo-marker.txt";
+/** What the demo agent reads as its sleep before each turn's work, in ms (runner/demo-agent.mjs). */
+export const DEMO_SLEEP_ENV = "RUNWARDEN_DEMO_SLEEP_MS";
+
+/**
+ * The command each turn runs for a run that names none: the demo agent uploaded at `path`,
+ * with the run's sleep (`runs.demo_sleep_ms`) in its environment when it has one. The runner
+ * keeps the command in its state, so a resumed runner sleeps the same.
+ */
+export function demoAgentCommand(path: string, sleepMs: number | null | undefined): string {
+  const node = `node ${shellQuote(path)}`;
+  return sleepMs ? `${DEMO_SLEEP_ENV}=${Math.trunc(sleepMs)} ${node}` : node;
+}
 /** In a real sandbox every runner listens here (its own network), so a second live runner cannot bind (seed 001). */
 export const RUNNER_INGRESS_PORT = 43127;
 const RESULT_PREFIX = "RUNWARDEN_RESULT ";
@@ -130,6 +142,8 @@ export interface StartRunnerInput {
   sessionId: string;
   /** What each turn runs in the work dir; none → the demo agent shipped in runner/. */
   agentCommand?: string | null;
+  /** The demo agent's sleep before each turn's work (ms), when there is no agentCommand. */
+  demoSleepMs?: number | null;
   /** Run by session.open; a definite provider failure it reports fails the open. */
   sessionCommand?: string | null;
 }
@@ -328,8 +342,8 @@ export class HttpRunnerClient implements RunnerClient {
 
   async start(sandboxId: string, input: StartRunnerInput, options: RunnerCallOptions = {}): Promise<RunnerState> {
     const bin = await this.install(sandboxId, options);
-    const demo = `node ${shellQuote(`${bin}/demo-agent-${runnerPrograms().demo.sha}.mjs`)}`;
-    const args = ["start", "--run", input.runId, "--instance", input.runnerInstanceId, "--session", input.sessionId, "--agent-command", input.agentCommand || demo];
+    const agentCommand = input.agentCommand || demoAgentCommand(`${bin}/demo-agent-${runnerPrograms().demo.sha}.mjs`, input.demoSleepMs);
+    const args = ["start", "--run", input.runId, "--instance", input.runnerInstanceId, "--session", input.sessionId, "--agent-command", agentCommand];
     if (input.sessionCommand) args.push("--session-command", input.sessionCommand);
     const out = await this.runnerd(sandboxId, "runnerd start", args, options);
     return validate("runnerd start", out, stateResultSchema).state;

@@ -82,6 +82,7 @@ export async function retryInTransaction(tx: Prisma.TransactionClient, runId: st
       turnsPlanned: run.turnsPlanned,
       agentCommand: run.agentCommand,
       turnTimeoutMs: run.turnTimeoutMs,
+      demoSleepMs: run.demoSleepMs,
       maxProviderAttempts: run.maxProviderAttempts,
       previousRunId: run.id,
       waveId: run.waveId,

@@ -7,6 +7,13 @@ import { AppError } from "../errors";
 import { inScope, type CompanyScope } from "../shared/roles";
 import { COMMAND_CONTROL_CHARACTER, hasLoneSurrogate, text } from "../text";
 
+/**
+ * The demo agent's sleep before each turn's work, at most (a 10-turn run at 3 s lasts about
+ * 30 s: long enough to kill its controller by hand, README "A restart."). A minute keeps the
+ * 50-turn maximum under an hour and far inside the default turn budget.
+ */
+export const DEMO_SLEEP_MAX_MS = 60_000;
+
 const nameSchema = z.string().trim().min(1).max(120).regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, "letters, digits, '.', '_', ':' or '-'");
 
 export const submitRunInput = z.object({
@@ -29,6 +36,17 @@ export const submitRunInput = z.object({
     .optional(),
   /** This run's turn budget (the runner kills the agent past it); none: the controller's RUNWARDEN_TURN_TIMEOUT_MS. */
   turnTimeoutMs: z.number().int().min(1_000, "the turn budget is under 1 s").max(24 * 60 * 60_000, "the turn budget is over 24 h").optional(),
+  /** The demo agent's sleep before each turn's work (runner/demo-agent.mjs); none: no sleep. Only for the demo agent. */
+  demoSleepMs: z.number().int("the demo agent's sleep is not whole milliseconds").min(0, "the demo agent's sleep is negative").max(DEMO_SLEEP_MAX_MS, `the demo agent's sleep is over ${DEMO_SLEEP_MAX_MS / 1000} s`).optional(),
+}).superRefine((input, ctx) => {
+  // The sleep is the demo agent's own (RUNWARDEN_DEMO_SLEEP_MS): a command of one's own sleeps as it likes.
+  if (input.demoSleepMs !== undefined && input.agentCommand !== undefined) {
+    ctx.addIssue({ code: "custom", path: ["demoSleepMs"], message: "the demo agent's sleep applies only without agentCommand (put a sleep in the command instead)" });
+  }
+  // A sleep past the turn's budget would end every turn as timed out (agent_turn_timeout).
+  if (input.demoSleepMs !== undefined && input.turnTimeoutMs !== undefined && input.demoSleepMs >= input.turnTimeoutMs) {
+    ctx.addIssue({ code: "custom", path: ["demoSleepMs"], message: "the demo agent's sleep is not under the run's turn budget (turnTimeoutMs)" });
+  }
 });
 export type SubmitRunInput = z.input<typeof submitRunInput>;
 
@@ -78,6 +96,7 @@ export async function submitRun(db: Db, instanceId: string, raw: SubmitRunInput,
           turnsPlanned: input.turns,
           agentCommand: input.agentCommand ?? null,
           turnTimeoutMs: input.turnTimeoutMs ?? null,
+          demoSleepMs: input.demoSleepMs ?? null,
           waveId: options.waveId ?? null,
         },
       });

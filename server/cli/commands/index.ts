@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import type { CliIO } from "../io";
+import { registerController } from "./controller";
 import { registerDecide } from "./decide";
 import { registerForecast } from "./forecast";
 import { registerRun } from "./run";
@@ -9,4 +10,4 @@ import { registerUser } from "./user";
 export type RegisterCommand = (program: Command, io: CliIO) => void;
 
 /** Every subcommand, one file each; add new ones here. */
-export const COMMANDS: readonly RegisterCommand[] = [registerDecide, registerForecast, registerRun, registerUser];
+export const COMMANDS: readonly RegisterCommand[] = [registerController, registerDecide, registerForecast, registerRun, registerUser];

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { withCliDatabase } from "../database";
 import type { CliIO } from "../io";
+import { parseTurnSleep } from "../turn-sleep";
 import { uuidSchema } from "../../lib/ids";
 import { isBulk, runBulk, withBulkOptions, type BulkOptions } from "./bulk";
 import { registerRunCancel } from "./run-cancel";
@@ -26,17 +27,41 @@ export function registerRun(program: Command, io: CliIO): void {
     .option("--turns <n>", "agent turns to run", "3")
     .option("--agent-command <cmd>", "shell command each turn runs in the sandbox's work dir (default: the demo agent)")
     .option("--turn-timeout <seconds>", "this run's turn budget: the runner kills the agent past it (default: the controller's RUNWARDEN_TURN_TIMEOUT_MS)")
+    .option("--turn-sleep <duration>", "the demo agent sleeps this long in each turn before its work, e.g. 3s or 500ms (up to 60s; not with --agent-command): a slow run to kill a controller under")
     .option("--json", "print the run as JSON")
-    .action(async (opts: { company: string; task: string; agent: string; provider: string; target: string; mode: string; turns: string; agentCommand?: string; turnTimeout?: string; json?: boolean }) => {
+    .action(async (opts: { company: string; task: string; agent: string; provider: string; target: string; mode: string; turns: string; agentCommand?: string; turnTimeout?: string; turnSleep?: string; json?: boolean }) => {
       const turns = Number(opts.turns);
       const turnTimeoutMs = opts.turnTimeout === undefined ? undefined : Number(opts.turnTimeout) * 1000;
       await withCliDatabase("run", io, async (db, env) => {
-        const [{ submitRun }, { instanceIdOf }, { auditedCli, machineActor }] = await Promise.all([import("../../runs/submit"), import("../../db/installation"), import("../actor")]);
+        const [{ submitRun, DEMO_SLEEP_MAX_MS }, { instanceIdOf }, { auditedCli, machineActor }, { AppError }] = await Promise.all([
+          import("../../runs/submit"),
+          import("../../db/installation"),
+          import("../actor"),
+          import("../../errors"),
+        ]);
         const actor = machineActor("operator");
-        const input = { companyId: opts.company, taskId: opts.task, agent: opts.agent, provider: opts.provider, target: opts.target as "remote", sandboxMode: opts.mode as "warm", turns, agentCommand: opts.agentCommand, ...(turnTimeoutMs === undefined ? {} : { turnTimeoutMs }) };
+        const input = {
+          companyId: opts.company,
+          taskId: opts.task,
+          agent: opts.agent,
+          provider: opts.provider,
+          target: opts.target as "remote",
+          sandboxMode: opts.mode as "warm",
+          turns,
+          agentCommand: opts.agentCommand,
+          ...(turnTimeoutMs === undefined ? {} : { turnTimeoutMs }),
+        };
         const instanceId = await instanceIdOf(db, env.RUNWARDEN_INSTANCE_ID);
-        const created = await auditedCli(db, actor, "run.submit", input, () => submitRun(db, instanceId, input, actor));
-        io.stdout(opts.json ? `${JSON.stringify({ id: created.id, status: created.status, taskId: created.taskId })}\n` : `queued run ${created.id} for task ${created.taskId}\n`);
+        // A --turn-sleep refused here is audited with the text given; runs.create's schema checks demoSleepMs again.
+        const audited = opts.turnSleep === undefined ? input : { ...input, turnSleep: opts.turnSleep };
+        const created = await auditedCli(db, actor, "run.submit", audited, () => {
+          if (opts.turnSleep === undefined) return submitRun(db, instanceId, input, actor);
+          const demoSleepMs = parseTurnSleep(opts.turnSleep, DEMO_SLEEP_MAX_MS);
+          if (opts.agentCommand !== undefined) throw new AppError("INVALID_INPUT", "--turn-sleep is the demo agent's sleep: not with --agent-command (put a sleep in the command instead)");
+          return submitRun(db, instanceId, { ...input, demoSleepMs }, actor);
+        });
+        const sleeps = created.demoSleepMs ? ` (the demo agent sleeps ${created.demoSleepMs / 1000} s per turn)` : "";
+        io.stdout(opts.json ? `${JSON.stringify({ id: created.id, status: created.status, taskId: created.taskId })}\n` : `queued run ${created.id} for task ${created.taskId}${sleeps}\n`);
       });
     });
 
