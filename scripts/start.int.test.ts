@@ -1,4 +1,6 @@
 import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, inject, it } from "vitest";
@@ -6,6 +8,7 @@ import { listMigrations } from "../server/db/migrate";
 import { withDatabase } from "../server/db/url";
 import { childEnv } from "../server/env";
 import { dropDatabasesWithPrefix } from "../server/test/db";
+import { portFree } from "./lib/processes";
 
 const adminUrl = inject("adminUrl");
 const prefix = `${inject("runPrefix")}_start`;
@@ -54,6 +57,26 @@ describe("npm start with a bad DATABASE_URL", () => {
     const result = await run("scripts/start.ts", { DATABASE_URL: "mysql://x@y/z" });
     expect(result.code).toBe(2);
     expect(result.stderr.trim()).toBe("runwarden: invalid environment variable DATABASE_URL: must start with postgres:// or postgresql://");
+  });
+});
+
+describe("npm start with a configuration that cannot work", () => {
+  it("exits 2 before anything runs, naming the wrong variable (a Daytona address without its key too): no database started, no port taken", async () => {
+    const dataRoot = fs.mkdtempSync(path.join(os.tmpdir(), "rw-badconf-"));
+    try {
+      const port = 39000 + Math.floor(Math.random() * 500);
+      const result = await run("scripts/start.ts", { RUNWARDEN_DATA_DIR: dataRoot, PORT: String(port), DAYTONA_API_URL: "https://app.daytona.io/api", RUNWARDEN_DRAIN_TIMEOUT_MS: "soon" });
+      expect(result.code).toBe(2);
+      // The Daytona key is a cross-variable check: it is named once each variable is well formed.
+      expect(result.stderr).toContain("runwarden: invalid environment variable RUNWARDEN_DRAIN_TIMEOUT_MS:");
+      const fixed = await run("scripts/start.ts", { RUNWARDEN_DATA_DIR: dataRoot, PORT: String(port), DAYTONA_API_URL: "https://app.daytona.io/api" });
+      expect(fixed.code).toBe(2);
+      expect(fixed.stderr.trim()).toBe("runwarden: invalid environment variable DAYTONA_API_KEY: is required when DAYTONA_API_URL is set (the key of the Daytona organisation the sandboxes are created in)");
+      expect(fs.readdirSync(dataRoot)).toEqual([]);
+      expect(await portFree(port)).toBe(true);
+    } finally {
+      fs.rmSync(dataRoot, { recursive: true, force: true });
+    }
   });
 });
 

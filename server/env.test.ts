@@ -29,6 +29,15 @@ describe("readEnv", () => {
     expect(() => readEnv({ RUNWARDEN_ALERT_WEBHOOK_SECRET: "short" })).toThrow(/RUNWARDEN_ALERT_WEBHOOK_SECRET: at least 16 characters/);
   });
 
+  it("names every wrong variable at once, not one per start", () => {
+    expect(() => readEnv({ PORT: "seventy", RUNWARDEN_DRAIN_TIMEOUT_MS: "soon" })).toThrow(/invalid environment variables:\n {2}PORT: .*\n {2}RUNWARDEN_DRAIN_TIMEOUT_MS: /);
+  });
+
+  it("refuses a Daytona address without its key when the configuration is read, not when a controller first calls it", () => {
+    expect(() => readEnv({ DAYTONA_API_URL: "https://app.daytona.io/api" })).toThrow(/invalid environment variable DAYTONA_API_KEY: is required when DAYTONA_API_URL is set/);
+    expect(readEnv({ DAYTONA_API_URL: "https://app.daytona.io/api", DAYTONA_API_KEY: "dtn_x" }).DAYTONA_API_KEY).toBe("dtn_x");
+  });
+
   it("names the variable that is wrong", () => {
     expect(() => readEnv({ DATABASE_URL: "mysql://x" })).toThrow(/DATABASE_URL: must start with postgres/);
     expect(() => readEnv({ PORT: "seventy" })).toThrow(/PORT/);

@@ -210,6 +210,11 @@ const envSchema = z.object({
 
 const withDerived = envSchema
   .superRefine((e, ctx) => {
+    // Found here, not when a controller first builds its provider: a start that cannot work
+    // stops before anything runs, instead of a controller crashing until its supervisor gives up.
+    if (e.DAYTONA_API_URL && !e.DAYTONA_API_KEY) {
+      ctx.addIssue({ code: "custom", path: ["DAYTONA_API_KEY"], message: "is required when DAYTONA_API_URL is set (the key of the Daytona organisation the sandboxes are created in)" });
+    }
     // A live creator waits up to the create timeout: a shorter wait reclaims its sandbox.
     if (e.RUNWARDEN_INTENT_WAIT_MS < e.RUNWARDEN_CREATE_TIMEOUT_MS) {
       ctx.addIssue({
@@ -242,9 +247,9 @@ export function readEnv(source: Record<string, string | undefined>): Env {
   const cleaned = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ""));
   const parsed = withDerived.safeParse(cleaned);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue?.path.join(".") ?? "environment";
-    throw new Error(`invalid environment variable ${where}: ${issue?.message ?? "invalid"}`);
+    // Every wrong variable at once: a start that names one, then the next, costs a restart each.
+    const lines = parsed.error.issues.map((issue) => `${issue.path.join(".") || "environment"}: ${issue.message}`);
+    throw new Error(lines.length === 1 ? `invalid environment variable ${lines[0]}` : `invalid environment variables:\n  ${lines.join("\n  ")}`);
   }
   return parsed.data;
 }
