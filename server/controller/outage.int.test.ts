@@ -166,9 +166,19 @@ async function outageScenario(prefix: string, outage: { begin: () => Promise<voi
   }
 
   const rows = await settled(ids);
-  expect(rows.map((r) => ({ status: r.status, code: r.failureCode, turns: r.turnsDone, attempts: r.recoveryAttempts, waiting: r.providerWaitSince }))).toEqual(
-    runs.map(() => ({ status: "succeeded", code: null, turns: 4, attempts: 0, waiting: null })),
+  // A mismatch names each run's own account of itself: its errors, its detail, its proofs' verdicts.
+  const story = await Promise.all(
+    rows.map(async (r) => ({
+      id: r.id,
+      detail: r.failureDetail,
+      errors: r.recoveryErrors,
+      proofs: (await h.db.db.proof.findMany({ where: { runId: r.id }, orderBy: { evaluatedAt: "asc" }, select: { kind: true, verdict: true } })).map((p) => `${p.kind}:${p.verdict}`),
+    })),
   );
+  expect(
+    rows.map((r) => ({ status: r.status, code: r.failureCode, turns: r.turnsDone, attempts: r.recoveryAttempts, waiting: r.providerWaitSince })),
+    JSON.stringify(story),
+  ).toEqual(runs.map(() => ({ status: "succeeded", code: null, turns: 4, attempts: 0, waiting: null })));
   // Each turn's side effect exactly once, after the provider came back as before it left.
   for (const r of runs) expect(fs.readFileSync(r.marker, "utf8").trim().split("\n")).toEqual(["1", "2", "3", "4"]);
   // No Retry: the runs are the ones submitted, none has a successor.
