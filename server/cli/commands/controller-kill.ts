@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { AppError } from "../../errors";
 import type { CliIO } from "../io";
-import { isStillThatController, notProvenText, withControllersHere, type ControllerHere } from "../controllers-here";
+import type { ControllerHere } from "../controllers-here";
 
 /** What `--signal` takes: TERM drains (docs/operations.md), INT drains too, KILL is a hard restart. */
 export const KILL_SIGNALS = ["TERM", "KILL", "INT"] as const;
@@ -25,6 +25,8 @@ export function registerControllerKill(controller: Command, io: CliIO): void {
     .option("--boot <id>", "only the controller with this boot id (default: every one on this host)")
     .option("--json", "print what was signalled as JSON")
     .action(async (opts: { signal: string; boot?: string; json?: boolean }) => {
+      // Loaded when run: the CLI's entry never loads the database for a command that does not use it.
+      const { isStillThatController, notProvenText, withControllersHere } = await import("../controllers-here");
       await withControllersHere(io, async ({ instanceId, live, notProven, db, observer }) => {
         const [{ writeAudit }, { auditedCli, machineActor }] = await Promise.all([import("../../audit/write"), import("../actor")]);
         const actor = machineActor("operator");

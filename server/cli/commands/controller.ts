@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { notProvenText, withControllersHere } from "../controllers-here";
 import type { CliIO } from "../io";
 import { registerControllerKill } from "./controller-kill";
 
@@ -15,6 +14,8 @@ export function registerController(program: Command, io: CliIO): void {
     .description("the live controllers of this installation on this host (pid, boot id, last heartbeat)")
     .option("--json", "print them as JSON")
     .action(async (opts: { json?: boolean }) => {
+      // Loaded when run: the CLI's entry never loads the database for a command that does not use it.
+      const { notProvenText, withControllersHere } = await import("../controllers-here");
       await withControllersHere(io, async ({ instanceId, live, notProven }) => {
         if (opts.json) {
           const controllers = live.map((c) => ({ bootId: c.bootId, pid: c.pid, hostname: c.hostname, bootedAt: c.bootedAt, lastSeenAt: c.lastSeenAt }));
