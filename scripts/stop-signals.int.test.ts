@@ -211,26 +211,3 @@ describe("npm start stops every part it started", () => {
     expect(postgresRunning(dataRoot)).toBe(false);
   }, 420_000);
 });
-
-describe("npm test stops what it started", () => {
-  it("SIGTERM while Vitest runs (a CI runner's cancel, `timeout`): Vitest, its workers and its PostgreSQL stopped, nothing left", async () => {
-    const dataRoot = fs.mkdtempSync(path.join(os.tmpdir(), "rw-signals-test-"));
-    fs.chmodSync(dataRoot, 0o755);
-    cleanups.push(() => fs.rmSync(dataRoot, { recursive: true, force: true }));
-    const p = startProduct(root, { RUNWARDEN_DATA_DIR: dataRoot }, undefined, { argv: ["npm", "test", "--", "--only", "vitest"] });
-    cleanups.push(productCleanup(p, dataRoot));
-    // It never prints "Runwarden is running": not waited for.
-    p.ready.catch(() => {});
-    // A first test file done: Vitest and its workers are under way, on the run's own PostgreSQL.
-    await waitUntil(async () => /✓.*\.test\.ts/.test(p.output()) && postgresRunning(dataRoot), 120_000, "Vitest under way on its own PostgreSQL");
-    const t0 = Date.now();
-    process.kill(p.child.pid!, "SIGTERM");
-    await waitUntil(async () => partsRunning(dataRoot).length === 0 && !postgresRunning(dataRoot), 90_000, `nothing left (${partsRunning(dataRoot).join(" | ")})`);
-    console.info(`npm test stopped ${((Date.now() - t0) / 1000).toFixed(1)} s after SIGTERM`);
-    // npm waited for it (its script execs node, which npm signals) and passes its status on.
-    expect(await p.exited).toEqual({ code: 143, signal: null });
-    expect(p.output()).toContain("npm test: stopping (SIGTERM)");
-    // Its last lines may still be in the pipe when the exit is seen.
-    await waitUntil(async () => p.output().includes("npm test: stopped"), 5_000, `"npm test: stopped" in ${p.output().slice(-800)}`);
-  }, 300_000);
-});
