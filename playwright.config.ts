@@ -35,8 +35,9 @@ export default defineConfig({
     { name: "chromium", use: { browserName: "chromium", storageState: "test-results/auth/operator.json" } },
   ],
   webServer: {
-    // As npm start runs it: one node process, no wrapper between Playwright and the start script.
-    command: "node --import tsx scripts/start.ts",
+    // As npm start runs it: one node process (exec: no shell between Playwright and the start
+    // script), so the start script sees Playwright go however it goes, and stops the product.
+    command: "exec node --import tsx scripts/start.ts",
     url: `http://127.0.0.1:${port}/api/trpc/runs.countByStatus`,
     // The whole product, as `npm start` runs it, beside any developer instance.
     env: {
