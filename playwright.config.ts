@@ -53,6 +53,8 @@ export default defineConfig({
       LOG_LEVEL: "warn",
       // The browser tests make their own data; a background wave would race their counts.
       RUNWARDEN_FIRST_BOOT_WAVE: "off",
+      // The alerts spec's webhook receiver listens on loopback, which an endpoint reaches only when allowed (docs/alerts.md).
+      RUNWARDEN_ALERT_ALLOW_NETWORKS: "127.0.0.1/32",
     },
     reuseExistingServer: false,
     timeout: 180_000,

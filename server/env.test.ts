@@ -29,6 +29,13 @@ describe("readEnv", () => {
     expect(() => readEnv({ RUNWARDEN_ALERT_WEBHOOK_SECRET: "short" })).toThrow(/RUNWARDEN_ALERT_WEBHOOK_SECRET: at least 16 characters/);
   });
 
+  it("reads the alert allow-list as normalised ranges, and refuses a wrong entry naming the variable and the entry", () => {
+    expect(readEnv({}).RUNWARDEN_ALERT_ALLOW_NETWORKS).toEqual([]);
+    expect(readEnv({ RUNWARDEN_ALERT_ALLOW_NETWORKS: "10.0.0.0/8, 192.168.1.20,fd00::/8" }).RUNWARDEN_ALERT_ALLOW_NETWORKS).toEqual(["10.0.0.0/8", "192.168.1.20/32", "fd00::/8"]);
+    expect(() => readEnv({ RUNWARDEN_ALERT_ALLOW_NETWORKS: "10.0.0.0/8,10.0.0.0/33" })).toThrow(/invalid environment variable RUNWARDEN_ALERT_ALLOW_NETWORKS: "10\.0\.0\.0\/33" is not an address or a range/);
+    expect(() => readEnv({ RUNWARDEN_ALERT_ALLOW_NETWORKS: "intranet" })).toThrow(/RUNWARDEN_ALERT_ALLOW_NETWORKS: "intranet" is not an address or a range/);
+  });
+
   it("names every wrong variable at once, not one per start", () => {
     expect(() => readEnv({ PORT: "seventy", RUNWARDEN_DRAIN_TIMEOUT_MS: "soon" })).toThrow(/invalid environment variables:\n {2}PORT: .*\n {2}RUNWARDEN_DRAIN_TIMEOUT_MS: /);
   });

@@ -1,5 +1,6 @@
 import path from "node:path";
 import { z } from "zod";
+import { parseAllowNetworks } from "./alerts/destinations";
 import { checkSecret } from "./alerts/sign";
 import { settleFloorMs } from "./lib/settle";
 
@@ -124,6 +125,15 @@ const envSchema = z.object({
   RUNWARDEN_BREAKER_PROBE_MS: z.coerce.number().int().min(10).default(1_000),
   RUNWARDEN_BREAKER_PROBE_CAP_MS: z.coerce.number().int().min(10).default(30_000),
   /**
+   * A 429 makes a run wait uncounted (§2.8) at most this many times in a row, for at most
+   * RUNWARDEN_RATE_LIMIT_MAX_WAIT_MS since its first one; past either bound a 429 waits only
+   * when a probe finds the provider unavailable too, else it is counted like any error.
+   */
+  RUNWARDEN_RATE_LIMIT_MAX_WAITS: z.coerce.number().int().min(0).max(1000).default(10),
+  RUNWARDEN_RATE_LIMIT_MAX_WAIT_MS: z.coerce.number().int().min(0).default(10 * 60_000),
+  /** `provider.outage_started` goes out once an outage has lasted this long and a probe confirmed it (docs/alerts.md). */
+  RUNWARDEN_OUTAGE_ALERT_MIN_MS: z.coerce.number().int().min(0).max(24 * 3_600_000).default(30_000),
+  /**
    * `npm start` restarts a controller (or the emulator) that died after this long, doubling
    * with each crash in a row (up to 30 s); after RUNWARDEN_RESTART_MAX_CRASHES crashes each
    * within a minute of its start it stops restarting it, loudly (§2.8).
@@ -163,6 +173,20 @@ const envSchema = z.object({
       if (problem) ctx.addIssue({ code: "custom", message: `not a signing secret the alerts can use: ${problem} (a value without the whsec_ prefix is used as its UTF-8 bytes)` });
     })
     .optional(),
+  /**
+   * Address ranges a console endpoint may be sent to although they are not public (loopback,
+   * private, link-local…; docs/alerts.md "Where a webhook may go"), comma-separated CIDR or
+   * single addresses: `10.0.0.0/8,192.168.1.20`. Unset: public addresses only.
+   */
+  RUNWARDEN_ALERT_ALLOW_NETWORKS: z
+    .string()
+    .transform((text, ctx) => {
+      const parsed = parseAllowNetworks(text);
+      if (parsed.ok) return parsed.networks;
+      ctx.addIssue({ code: "custom", message: parsed.error });
+      return z.NEVER;
+    })
+    .default([]),
   /** A failed delivery is tried again after this long, doubling (with jitter) up to the cap, until RUNWARDEN_ALERT_MAX_ATTEMPTS. */
   RUNWARDEN_ALERT_RETRY_BASE_MS: z.coerce.number().int().min(10).default(5_000),
   RUNWARDEN_ALERT_RETRY_CAP_MS: z.coerce.number().int().min(10).default(10 * 60_000),

@@ -1,7 +1,8 @@
 import crypto from "node:crypto";
-import { Gauge, Registry } from "prom-client";
+import { Counter, Gauge, Registry } from "prom-client";
 import { sessionUser } from "./auth/users";
 import type { Db } from "./db/client";
+import { verdictSchema } from "./engine/verdicts";
 import { env } from "./env";
 import { LIVE_CONTROLLER_WINDOW_SECONDS } from "./health";
 import { countStuck } from "./runs/stuck";
@@ -26,14 +27,37 @@ export async function metricsResponse(db: Db, request: Request, token = env.RUNW
   }
 }
 
+/** The sweeps' kinds (`sweepSummarySchema` in server/controller/sweeps.ts; a test holds the two equal). */
+export const SWEEP_PASS_KINDS = ["creation_intents", "teardown"] as const;
+
+/** Every (kind, verdict) a proof can record: the engine's verdicts, one series each from the first scrape. */
+const PROOF_SERIES = verdictSchema.options.flatMap((o) => o.shape.verdict.options.map((verdict) => ({ kind: o.shape.kind.value as string, verdict: verdict as string })));
+
 /**
  * Prometheus metrics. Controllers are separate processes (several per database), so the
  * figures are read from what they record — runs, proofs, sweep passes, intents — rather
  * than from counters in this process: any dashboard replica reports the same numbers.
+ *
+ * A figure that only grows is a **counter** (`_total`): its value is a total the database
+ * keeps — rows of `proofs`, `sweep_passes`, checked `forecast_runs`, which nothing deletes, and
+ * sums of columns a pass writes once — so a restarted dashboard (or another replica) reports
+ * the same figure, never a drop that `rate()` and `increase()` would read as a reset. Each
+ * counter's known series is there at 0 before its first event, or `increase()` would miss
+ * that event. Everything else is a level: a **gauge**, never named `_total`
+ * (`promtool check metrics` holds both: server/metrics.int.test.ts).
  */
 export async function renderMetrics(db: Db): Promise<{ body: string; contentType: string }> {
   const registry = new Registry();
   const gauge = (name: string, help: string, labelNames: string[] = []) => new Gauge({ name, help, labelNames, registers: [registry] });
+  /**
+   * A counter set to the database's totals: each of `known` at 0, then each label set's total
+   * added once (the reads group by the labels, so a set comes at most once).
+   */
+  const counter = <L extends string>(name: `${string}_total`, help: string, labelNames: L[], known: Array<Record<L, string>>) => {
+    const c = new Counter<L>({ name, help, labelNames, registers: [registry] });
+    for (const labels of known) c.inc(labels, 0);
+    return (labels: Record<L, string>, total: number) => c.inc(labels, total);
+  };
 
   const runs = gauge("runwarden_runs", "Runs by status and outcome", ["status", "outcome"]);
   for (const r of await db.run.groupBy({ by: ["status", "outcome"], _count: { _all: true } })) {
@@ -43,17 +67,18 @@ export async function renderMetrics(db: Db): Promise<{ body: string; contentType
   for (const r of await db.run.groupBy({ by: ["failureCode"], where: { failureCode: { not: null } }, _count: { _all: true } })) {
     codes.set({ code: r.failureCode ?? "" }, r._count._all);
   }
-  const passes = gauge("runwarden_sweep_passes_total", "Sweep passes recorded", ["kind"]);
-  const judged = gauge("runwarden_sweep_rows_judged_total", "Rows judged by sweeps", ["kind"]);
-  const reclaims = gauge("runwarden_sweep_reclaims_total", "Sandboxes reclaimed from creation intents", ["kind"]);
+  const kinds = SWEEP_PASS_KINDS.map((kind) => ({ kind }));
+  const passes = counter("runwarden_sweep_passes_total", "Sweep passes recorded", ["kind"], kinds);
+  const judged = counter("runwarden_sweep_rows_judged_total", "Rows judged by sweeps", ["kind"], kinds);
+  const reclaims = counter("runwarden_sweep_reclaims_total", "Sandboxes reclaimed from creation intents", ["kind"], kinds);
   for (const r of await db.sweepPass.groupBy({ by: ["kind"], _count: { _all: true }, _sum: { judged: true, reclaimed: true } })) {
-    passes.set({ kind: r.kind }, r._count._all);
-    judged.set({ kind: r.kind }, r._sum.judged ?? 0);
-    reclaims.set({ kind: r.kind }, r._sum.reclaimed ?? 0);
+    passes({ kind: r.kind }, r._count._all);
+    judged({ kind: r.kind }, r._sum.judged ?? 0);
+    reclaims({ kind: r.kind }, r._sum.reclaimed ?? 0);
   }
-  const verdicts = gauge("runwarden_proofs_total", "Engine decisions recorded, by kind and verdict", ["kind", "verdict"]);
+  const verdicts = counter("runwarden_proofs_total", "Engine decisions recorded, by kind and verdict", ["kind", "verdict"], PROOF_SERIES);
   for (const r of await db.proof.groupBy({ by: ["kind", "verdict"], _count: { _all: true } })) {
-    verdicts.set({ kind: r.kind, verdict: r.verdict }, r._count._all);
+    verdicts({ kind: r.kind, verdict: r.verdict }, r._count._all);
   }
   const intents = gauge("runwarden_creation_intents", "Sandbox creation intents by status", ["status"]);
   for (const r of await db.sandboxCreationIntent.groupBy({ by: ["status"], _count: { _all: true } })) {
@@ -97,13 +122,14 @@ export async function renderMetrics(db: Db): Promise<{ body: string; contentType
   for (const r of await db.alertDelivery.groupBy({ by: ["status"], _count: { _all: true } })) alerts.set({ status: r.status }, r._count._all);
   // Stored forecasts checked after a restart (§2.12): `differed` is a defect of the forecast or of recovery.
   const forecasts = gauge("runwarden_forecast_runs_checked", "Stored forecast runs checked after a restart, by outcome (held, differed, not_restarted)", ["outcome"]);
-  const missed = gauge("runwarden_forecast_missed_total", "Stored forecast runs whose restart did not do what was forecast");
+  // An outcome is written once (forecasts/check.ts: `outcome IS NULL`), so `differed` only grows.
+  const missed = counter("runwarden_forecast_missed_total", "Stored forecast runs whose restart did not do what was forecast", [], [{}]);
   for (const outcome of ["held", "differed", "not_restarted"]) forecasts.set({ outcome }, 0);
   let differed = 0;
   for (const r of await db.forecastRun.groupBy({ by: ["outcome"], where: { outcome: { not: null } }, _count: { _all: true } })) {
     forecasts.set({ outcome: r.outcome ?? "" }, r._count._all);
     if (r.outcome === "differed") differed = r._count._all;
   }
-  missed.set(differed);
+  missed({}, differed);
   return { body: await registry.metrics(), contentType: registry.contentType };
 }

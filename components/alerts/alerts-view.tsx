@@ -99,7 +99,7 @@ function SecretNotice({ name, secret, onDone }: { name: string; secret: string; 
   return (
     <div role="status" className="mb-6 max-w-3xl rounded border border-amber-300 bg-amber-50 p-4 text-sm text-amber-950 dark:border-amber-800 dark:bg-amber-950 dark:text-amber-50" data-testid="endpoint-secret">
       <p className="font-medium">
-        The signing secret of {name} — <strong>it will not be shown again</strong>; the list shows only its ends.
+        The signing secret of {name} — <strong>it will not be shown again</strong>; the list shows only a fingerprint of it.
       </p>
       <div className="mt-2 flex flex-wrap items-center gap-2">
         <label htmlFor="endpoint-secret-value" className="font-medium">

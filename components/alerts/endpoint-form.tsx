@@ -30,6 +30,7 @@ export function EndpointForm({
   submitLabel,
   pending,
   secretHelp,
+  urlHelp,
   onSubmit,
   onCancel,
 }: {
@@ -38,6 +39,12 @@ export function EndpointForm({
   submitLabel: string;
   pending: boolean;
   secretHelp: string;
+  /**
+   * Editing: what is said under the URL (it starts empty: the whole URL is never sent back, so
+   * an empty one keeps it); null: the URL cannot be changed here (the `env` endpoint's).
+   * Adding: undefined.
+   */
+  urlHelp?: string | null;
   onSubmit: (values: EndpointFormValues) => void;
   onCancel?: () => void;
 }) {
@@ -65,13 +72,20 @@ export function EndpointForm({
         <input
           id={id("url")}
           type="url"
-          required
+          required={urlHelp === undefined}
+          disabled={urlHelp === null}
           autoComplete="off"
           className={`${inputClass} font-mono`}
-          placeholder="https://hooks.slack.com/services/…"
+          placeholder={urlHelp === undefined ? "https://hooks.slack.com/services/…" : urlHelp === null ? "set by RUNWARDEN_ALERT_WEBHOOK_URL" : "unchanged"}
+          aria-describedby={id("url-help")}
           value={values.url}
           onChange={(e) => set({ url: e.target.value })}
         />
+        <p id={id("url-help")} className="text-xs text-zinc-700 dark:text-zinc-300">
+          {urlHelp === undefined
+            ? "Shown afterwards only as its host and a fingerprint: a webhook URL is its own credential. Internal addresses are refused unless RUNWARDEN_ALERT_ALLOW_NETWORKS allows them."
+            : (urlHelp ?? "Set by RUNWARDEN_ALERT_WEBHOOK_URL: change the variable.")}
+        </p>
       </div>
       <div className="flex flex-col gap-1 sm:col-span-2">
         <label htmlFor={id("secret")} className="text-sm font-medium">

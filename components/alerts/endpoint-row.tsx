@@ -84,7 +84,9 @@ export function EndpointRow({
             </span>
           ) : null}
         </td>
-        <td className={`${tdClass} max-w-xs font-mono text-xs break-all`}>{e.url}</td>
+        <td className={`${tdClass} max-w-xs font-mono text-xs break-all`} title="The URL is the endpoint's credential: only its host and a fingerprint are shown">
+          {e.destination}
+        </td>
         <td className={`${tdClass} text-xs`}>{e.events.length === 0 ? "every type" : e.events.join(", ")}</td>
         <td className={`${tdClass} font-mono text-xs`}>{e.secretHint}</td>
         <td className={tdClass}>{e.enabled ? <Badge tone="good">enabled</Badge> : <Badge tone="warn">disabled</Badge>}</td>
@@ -121,7 +123,7 @@ export function EndpointRow({
           </div>
           {error ? <ErrorNotice title="That did not work." error={error} /> : null}
           {dialogLoaded ? (
-            <DeleteEndpointDialog open={confirming} onOpenChange={(o) => !remove.isPending && setConfirming(o)} name={e.name} url={e.url} pending={remove.isPending} onConfirm={() => remove.mutate({ id: e.id })} />
+            <DeleteEndpointDialog open={confirming} onOpenChange={(o) => !remove.isPending && setConfirming(o)} name={e.name} destination={e.destination} pending={remove.isPending} onConfirm={() => remove.mutate({ id: e.id })} />
           ) : null}
         </td>
       </tr>
@@ -130,11 +132,12 @@ export function EndpointRow({
           <td colSpan={columns} className="bg-zinc-50 p-4 dark:bg-zinc-900">
             <EndpointForm
               idPrefix={`edit-${e.id}`}
-              initial={{ name: e.name, url: e.url, secret: "", events: e.events.filter(isAlertEventType) }}
+              initial={{ name: e.name, url: "", secret: "", events: e.events.filter(isAlertEventType) }}
               submitLabel="Save"
               pending={update.isPending}
+              urlHelp={e.source === "env" ? null : `Now ${e.destination}. Leave it empty to keep it; the whole URL is never shown again.`}
               secretHelp={e.source === "env" ? "This endpoint's URL and secret come from the controllers' environment and are set again at their next start." : "Leave it empty to keep the current secret."}
-              onSubmit={(v) => update.mutate({ id: e.id, name: v.name.trim(), url: v.url.trim(), events: v.events, ...(v.secret !== "" ? { secret: v.secret } : {}) })}
+              onSubmit={(v) => update.mutate({ id: e.id, name: v.name.trim(), events: v.events, ...(v.url.trim() !== "" ? { url: v.url.trim() } : {}), ...(v.secret !== "" ? { secret: v.secret } : {}) })}
               onCancel={() => setEditing(false)}
             />
             {update.isError ? <ErrorNotice title="Not saved." error={update.error} /> : null}

@@ -231,7 +231,13 @@ function ItemResult({ item }: { item: Item }) {
         </>
       );
     case "cancelled":
-      return <Badge tone="good">cancelled</Badge>;
+      // The sandbox goes after the run was cancelled and recorded (docs/rules.md §2.11): pending, done or failed.
+      return (
+        <>
+          <Badge tone="good">cancelled</Badge>
+          {item.teardown ? <span className="text-zinc-700 dark:text-zinc-300"> sandbox teardown: {item.teardown}</span> : null}
+        </>
+      );
     case "refused":
     case "failed":
       return (

@@ -1,7 +1,13 @@
+import type { LookupAddress } from "node:dns";
+import http from "node:http";
+import https from "node:https";
+import net from "node:net";
 import type { Logger } from "pino";
 import type { Db } from "../db/client";
 import { judgeDelivery, type DeliveryPolicy, type DeliveryVerdict } from "../engine/alerts";
 import { inLanes } from "../lib/lanes";
+import { redactUrl } from "../lib/redact";
+import { ALLOW_NETWORKS_VARIABLE, describeRefusal, resolveDestination, type DestinationPolicy } from "./destinations";
 import { signedHeaders } from "./sign";
 
 /**
@@ -11,6 +17,10 @@ import { signedHeaders } from "./sign";
  * mid-request has spent it), and its result is written only while the claim is still its own
  * (`attempts` unchanged). A claim that lapses — its sender died — is taken again by the next
  * sender under the same `webhook-id`, so the receiver can drop a duplicate.
+ *
+ * Each send resolves the endpoint's host, judges every address (destinations.ts) and connects
+ * to exactly those addresses; what the delivery log keeps of a request without an answer is
+ * that there was none, never why (docs/alerts.md "Where a webhook may go").
  */
 
 export interface AlertSenderConfig extends DeliveryPolicy {
@@ -18,6 +28,8 @@ export interface AlertSenderConfig extends DeliveryPolicy {
   timeoutMs: number;
   /** Deliveries claimed per pass (sent at once). */
   batch: number;
+  /** Which addresses a console endpoint may be sent to (RUNWARDEN_ALERT_ALLOW_NETWORKS). */
+  destinations: DestinationPolicy;
 }
 
 interface Claimed {
@@ -25,6 +37,9 @@ interface Claimed {
   attempts: number;
   eventId: string;
   body: string;
+  endpointId: string;
+  /** `env`: the operator's own endpoint (RUNWARDEN_ALERT_WEBHOOK_URL), sent wherever it points. */
+  source: string;
   url: string;
   secret: string;
 }
@@ -59,30 +74,82 @@ export async function claimDueDeliveries(db: Db, instanceId: string, config: Ale
       LIMIT ${config.batch}
       FOR UPDATE OF d2 SKIP LOCKED)
     AND e.id = d.endpoint_id AND ev.id = d.event_id
-    RETURNING d.id::text AS id, d.attempts, ev.id::text AS "eventId", ev.payload::text AS body, e.url, e.secret`;
+    RETURNING d.id::text AS id, d.attempts, ev.id::text AS "eventId", ev.payload::text AS body, e.id::text AS "endpointId", e.source, e.url, e.secret`;
 }
 
-/** One POST; the answer's status, or why there was none. */
-export async function post(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<{ status: number } | { error: string }> {
-  try {
-    const res = await fetch(url, {
+/**
+ * What the delivery log keeps of a request that got no answer — a refused connection, a
+ * timeout, a name that did not resolve: the difference is a port scanner's reading of the
+ * controllers' network, so it goes to the controller's log only.
+ */
+export const NO_ANSWER = "not delivered: no answer from the receiver (the controller's log says why)";
+
+/** The answer's status; or, without one, what the delivery log may show and what only the controller's log does. */
+export type PostAnswer = { status: number } | { error: string; detail: string };
+
+/** A lookup that answers the addresses already checked: the connection never asks DNS again. */
+function pinnedLookup(addresses: readonly LookupAddress[]): net.LookupFunction {
+  return (_hostname, options, callback) => {
+    const family = options.family === "IPv4" ? 4 : options.family === "IPv6" ? 6 : (options.family ?? 0);
+    const usable = addresses.filter((a) => family === 0 || a.family === family);
+    const first = usable[0];
+    if (!first) callback(Object.assign(new Error(`no checked IPv${family} address`), { code: "ENOTFOUND" }), []);
+    else if (options.all) callback(null, usable);
+    else callback(null, first.address, first.family);
+  };
+}
+
+/** The POST itself, to `url` at exactly `addresses` (checked by the caller): no other DNS answer is ever used. */
+export function postToAddresses(url: URL, host: string, addresses: readonly LookupAddress[], body: string, headers: Record<string, string>, timeoutMs: number): Promise<PostAnswer> {
+  return new Promise((resolve) => {
+    const secure = url.protocol === "https:";
+    const options: https.RequestOptions = {
       method: "POST",
-      body,
-      headers: { "content-type": "application/json", "user-agent": "Runwarden-Alerts/1", ...headers },
-      redirect: "manual",
+      host,
+      ...(url.port !== "" ? { port: Number(url.port) } : {}),
+      path: `${url.pathname}${url.search}`,
+      ...(url.username !== "" ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` } : {}),
+      headers: { host: url.host, "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), "user-agent": "Runwarden-Alerts/1", ...headers },
+      // A connection of its own: a pooled one could have been opened to an answer judged under another policy.
+      agent: false,
+      lookup: pinnedLookup(addresses),
       signal: AbortSignal.timeout(timeoutMs),
+      // TLS checks the certificate against the name, not the address connected to.
+      ...(secure && net.isIP(host) === 0 ? { servername: host } : {}),
+    };
+    // A redirect is an answer (not 2xx): never followed, so it cannot lead past the check.
+    const req = (secure ? https : http).request(options, (res) => {
+      resolve({ status: res.statusCode ?? 0 });
+      res.destroy();
     });
-    await res.body?.cancel().catch(() => {});
-    return { status: res.status };
-  } catch (err) {
-    const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
-    if (e.name === "TimeoutError") return { error: `timed out after ${timeoutMs} ms` };
-    return { error: e.cause?.code ?? e.cause?.message ?? e.message ?? String(err) };
+    req.on("error", (err: Error & { code?: string }) => {
+      resolve({ error: NO_ANSWER, detail: err.name === "AbortError" || err.name === "TimeoutError" ? `timed out after ${timeoutMs} ms` : (err.code ?? err.message) });
+    });
+    req.end(body);
+  });
+}
+
+/**
+ * One POST to `rawUrl`: its host resolved and judged by `policy` (`"any"`: the operator's own
+ * endpoint, resolved but not judged), then the request sent to the addresses checked. The
+ * timeout bounds the lookup and the request together.
+ */
+export async function post(rawUrl: string, body: string, headers: Record<string, string>, timeoutMs: number, policy: DestinationPolicy | "any"): Promise<PostAnswer> {
+  const started = Date.now();
+  const destination = await resolveDestination(rawUrl, policy, timeoutMs);
+  if (!destination.ok) {
+    if (destination.why === "unresolved") return { error: NO_ANSWER, detail: `the name did not resolve: ${destination.detail}` };
+    return {
+      error: `not delivered: refused, ${destination.literal ? "the address is" : "the name resolves to"} ${destination.what}; allow it with ${ALLOW_NETWORKS_VARIABLE}`,
+      detail: describeRefusal(destination),
+    };
   }
+  return postToAddresses(destination.url, destination.host, destination.addresses, body, headers, Math.max(1, timeoutMs - (Date.now() - started)));
 }
 
 async function sendOne(db: Db, c: Claimed, config: AlertSenderConfig, log: Logger | undefined): Promise<DeliveryResult> {
-  const answer = await post(c.url, c.body, signedHeaders(c.secret, c.eventId, new Date(), c.body), config.timeoutMs);
+  const posted = await post(c.url, c.body, signedHeaders(c.secret, c.eventId, new Date(), c.body), config.timeoutMs, c.source === "env" ? "any" : config.destinations);
+  const answer = "status" in posted ? { status: posted.status } : { error: posted.error };
   const verdict = judgeDelivery({ attempts: c.attempts, answer, now: new Date().toISOString(), policy: config, jitter: Math.random() });
   const status = verdict.verdict === "delivered" ? "delivered" : verdict.verdict === "retry" ? "pending" : "failed";
   const lastStatus = "status" in answer ? answer.status : null;
@@ -95,7 +162,10 @@ async function sendOne(db: Db, c: Claimed, config: AlertSenderConfig, log: Logge
       next_attempt_at = COALESCE(${nextAttemptAt}::timestamptz, next_attempt_at),
       delivered_at = CASE WHEN ${status} = 'delivered' THEN now() ELSE delivered_at END
     WHERE id = ${c.id}::uuid AND attempts = ${c.attempts} AND status = 'pending'`;
-  if (verdict.verdict !== "delivered") log?.warn({ delivery: c.id, event: c.eventId, attempts: c.attempts, verdict: verdict.verdict, reason: verdict.reason }, "alert not delivered");
+  if (verdict.verdict !== "delivered") {
+    // The whole URL is the endpoint's credential: the log names it redacted, and says why there was no answer.
+    log?.warn({ delivery: c.id, event: c.eventId, endpoint: c.endpointId, url: redactUrl(c.url), attempts: c.attempts, verdict: verdict.verdict, reason: verdict.reason, ...("detail" in posted ? { why: posted.detail } : {}) }, "alert not delivered");
+  }
   return { deliveryId: c.id, attempts: c.attempts, verdict: verdict.verdict, recorded: written === 1 };
 }
 

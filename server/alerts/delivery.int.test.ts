@@ -188,7 +188,8 @@ describe("alert delivery from the outbox", () => {
 
   it("a provider outage (every call answered 502): provider.outage_started goes out while it lasts, provider.outage_ended after, one each", async () => {
     await receiver.setMode("up");
-    const c = controller({ RUNWARDEN_BREAKER_PROBE_MS: "200", RUNWARDEN_BREAKER_PROBE_CAP_MS: "1000" });
+    // Paged as soon as a probe confirms it (the default waits 30 s of outage first: docs/alerts.md).
+    const c = controller({ RUNWARDEN_BREAKER_PROBE_MS: "200", RUNWARDEN_BREAKER_PROBE_CAP_MS: "1000", RUNWARDEN_OUTAGE_ALERT_MIN_MS: "0" });
     await c.ready;
     await h.emu.admin.setFault({ fault: { kind: "http_error", status: 502 } });
     try {

@@ -4,15 +4,21 @@ import type { Db } from "../db/client";
 import { ALERT_EVENT_TYPES } from "../engine/alerts";
 import { AppError } from "../errors";
 import { uuidSchema } from "../lib/ids";
+import { fingerprint, redactUrl } from "../lib/redact";
 import { ALERT_DELIVERY_STATUSES } from "../shared/alerts";
 import type { CompanyScope } from "../shared/roles";
+import { NO_ANSWER } from "./deliver";
+import { checkDestination, type DestinationPolicy } from "./destinations";
 import { emitAlert } from "./outbox";
 import { checkSecret, newSecret, SECRET_PREFIX } from "./sign";
 
 /**
  * The console's alert endpoints (admin only): list, add, edit, enable/disable, delete, test,
- * and each endpoint's delivery log. Every mutation is audited; a secret is returned once (on
- * add, or when it is replaced) and shown masked afterwards.
+ * and each endpoint's delivery log. Every mutation is audited. An endpoint's URL is its
+ * credential (a Slack incoming webhook's is): it is never answered or audited whole, only
+ * redacted (`lib/redact.ts`); a secret is returned once (on add, or when it is replaced) and
+ * shown afterwards as a fingerprint. A URL added or changed is refused when it resolves to an
+ * address the destination policy does not allow (`destinations.ts`, docs/alerts.md).
  */
 
 const urlSchema = z
@@ -25,8 +31,9 @@ const secretSchema = z.string().min(16, "at least 16 characters").max(200);
 export const alertEndpointSchema = z.object({
   id: z.string(),
   name: z.string(),
-  url: z.string(),
-  /** The secret's first and last characters only. */
+  /** The URL redacted: scheme, host and a fingerprint of the whole (`https://hooks.slack.com/…#a1b2c3d4`); never the URL. */
+  destination: z.string(),
+  /** A fingerprint of the secret (`whsec_…#1a2b3c4d`): none of its characters. */
   secretHint: z.string(),
   events: z.array(z.string()),
   enabled: z.boolean(),
@@ -85,8 +92,7 @@ function mustSeeAll(scope: CompanyScope): void {
 }
 
 function hint(secret: string): string {
-  const body = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
-  return `${secret.startsWith(SECRET_PREFIX) ? SECRET_PREFIX : ""}${body.slice(0, 2)}…${body.slice(-2)}`;
+  return `${secret.startsWith(SECRET_PREFIX) ? SECRET_PREFIX : ""}…#${fingerprint(secret)}`;
 }
 
 type EndpointRow = { id: string; name: string; url: string; secret: string; events: string[]; enabled: boolean; source: string; createdBy: string; createdAt: Date; updatedAt: Date };
@@ -97,8 +103,8 @@ async function view(db: Db, rows: EndpointRow[]): Promise<AlertEndpointView[]> {
     : [];
   return rows.map((r) => {
     const of = (status: string) => counts.find((c) => c.endpointId === r.id && c.status === status)?._count._all ?? 0;
-    const { secret, ...rest } = r;
-    return { ...rest, secretHint: hint(secret), deliveries: { pending: of("pending"), delivered: of("delivered"), failed: of("failed") } };
+    const { secret, url, ...rest } = r;
+    return { ...rest, destination: redactUrl(url), secretHint: hint(secret), deliveries: { pending: of("pending"), delivered: of("delivered"), failed: of("failed") } };
   });
 }
 
@@ -119,22 +125,34 @@ function validSecret(secret: string): string {
   return secret;
 }
 
-export async function createEndpoint(a: AlertsActing, input: z.infer<typeof alertsCreateInput>) {
+/** Adding or changing an endpoint: also the policy its URL is judged by (RUNWARDEN_ALERT_ALLOW_NETWORKS). */
+export interface AlertsChanging extends AlertsActing {
+  destinations: DestinationPolicy;
+}
+
+export async function createEndpoint(a: AlertsChanging, input: z.infer<typeof alertsCreateInput>) {
   mustSeeAll(a.scope);
   const secret = validSecret(input.secret ?? newSecret());
+  await checkDestination(input.url, a.destinations);
   return a.db.$transaction(async (tx) => {
     const row = await tx.alertEndpoint.create({
       data: { instanceId: a.instanceId, name: input.name, url: input.url, secret, events: input.events, enabled: input.enabled, source: "console", createdBy: a.actor.id },
     });
-    await writeAudit(tx, a.actor, { action: "alerts.create", targetType: "alert_endpoint", targetId: row.id, input: { name: input.name, url: input.url, events: input.events, enabled: input.enabled }, outcome: "ok" });
+    await writeAudit(tx, a.actor, { action: "alerts.create", targetType: "alert_endpoint", targetId: row.id, input: { name: input.name, url: redactUrl(input.url), events: input.events, enabled: input.enabled }, outcome: "ok" });
     const [endpoint] = await view(tx as unknown as Db, [row]);
     return { endpoint: endpoint!, secret };
   });
 }
 
-export async function updateEndpoint(a: AlertsActing, input: z.infer<typeof alertsUpdateInput>) {
+export async function updateEndpoint(a: AlertsChanging, input: z.infer<typeof alertsUpdateInput>) {
   mustSeeAll(a.scope);
-  await one(a.db, a.instanceId, input.id);
+  const current = await one(a.db, a.instanceId, input.id);
+  if (input.url !== undefined && input.url !== current.url) {
+    // The `env` endpoint is sent wherever it points because its URL is the operator's own; one
+    // typed here would be sent unjudged too (and replaced at the next controller start).
+    if (current.source === "env") throw new AppError("INVALID_INPUT", "url: this endpoint's URL is RUNWARDEN_ALERT_WEBHOOK_URL, set again at every controller start: change the variable");
+    await checkDestination(input.url, a.destinations);
+  }
   const secret = input.secret !== undefined ? validSecret(input.secret) : input.rotateSecret ? newSecret() : null;
   return a.db.$transaction(async (tx) => {
     const row = await tx.alertEndpoint.update({
@@ -150,7 +168,7 @@ export async function updateEndpoint(a: AlertsActing, input: z.infer<typeof aler
       action: "alerts.update",
       targetType: "alert_endpoint",
       targetId: row.id,
-      input: { name: input.name, url: input.url, events: input.events, secretChanged: secret !== null },
+      input: { name: input.name, url: input.url === undefined ? undefined : redactUrl(input.url), events: input.events, secretChanged: secret !== null },
       outcome: "ok",
     });
     const [endpoint] = await view(tx as unknown as Db, [row]);
@@ -175,7 +193,7 @@ export async function deleteEndpoint(a: AlertsActing, input: z.infer<typeof aler
   const row = await one(a.db, a.instanceId, input.id);
   return a.db.$transaction(async (tx) => {
     const { count } = await tx.alertEndpoint.deleteMany({ where: { id: input.id, instanceId: a.instanceId } });
-    await writeAudit(tx, a.actor, { action: "alerts.delete", targetType: "alert_endpoint", targetId: row.id, input: { name: row.name, url: row.url, source: row.source }, outcome: "ok" });
+    await writeAudit(tx, a.actor, { action: "alerts.delete", targetType: "alert_endpoint", targetId: row.id, input: { name: row.name, url: redactUrl(row.url), source: row.source }, outcome: "ok" });
     return { id: row.id, deleted: count === 1 };
   });
 }
@@ -191,6 +209,15 @@ export async function testEndpoint(a: AlertsActing, input: z.infer<typeof alerts
     await writeAudit(tx, a.actor, { action: "alerts.test", targetType: "alert_endpoint", targetId: row.id, detail: { eventId, deliveryId: delivery.id }, outcome: "ok" });
     return { eventId, deliveryId: delivery.id };
   });
+}
+
+/**
+ * A delivery's last error as the log shows it. One without an answer says only that (deliver.ts
+ * `NO_ANSWER`); rows written before that rule held the connection's error code, shown so too.
+ */
+function shownError(lastStatus: number | null, lastError: string | null): string | null {
+  if (lastError === null || lastStatus !== null || lastError.startsWith("not delivered:")) return lastError;
+  return `${NO_ANSWER}${/; gave up after \d+ attempts$/.exec(lastError)?.[0] ?? ""}`;
 }
 
 /** The endpoint's delivery log, newest first. */
@@ -211,7 +238,7 @@ export async function listDeliveries(a: Omit<AlertsActing, "actor">, input: z.in
     status: z.enum(ALERT_DELIVERY_STATUSES).catch("pending").parse(d.status),
     attempts: d.attempts,
     lastStatus: d.lastStatus,
-    lastError: d.lastError,
+    lastError: shownError(d.lastStatus, d.lastError),
     nextAttemptAt: d.nextAttemptAt,
     deliveredAt: d.deliveredAt,
     createdAt: d.createdAt,
@@ -233,14 +260,14 @@ export async function upsertEnvEndpoint(db: Db, instanceId: string, url: string,
     if (existing) {
       if (existing.url !== url || (secret !== null && existing.secret !== secret)) {
         await tx.alertEndpoint.update({ where: { id: existing.id }, data: { url, ...(secret !== null ? { secret } : {}) } });
-        await writeAudit(tx, actor, { action: "alerts.env_update", targetType: "alert_endpoint", targetId: existing.id, input: { url, secretChanged: secret !== null && existing.secret !== secret }, outcome: "ok" });
+        await writeAudit(tx, actor, { action: "alerts.env_update", targetType: "alert_endpoint", targetId: existing.id, input: { url: redactUrl(url), secretChanged: secret !== null && existing.secret !== secret }, outcome: "ok" });
       }
       return { id: existing.id, created: false };
     }
     const row = await tx.alertEndpoint.create({
       data: { instanceId, name: "RUNWARDEN_ALERT_WEBHOOK_URL", url, secret: secret ?? newSecret(), events: [], enabled: true, source: "env", createdBy: "env" },
     });
-    await writeAudit(tx, actor, { action: "alerts.env_create", targetType: "alert_endpoint", targetId: row.id, input: { url, secretGiven: secret !== null }, outcome: "ok" });
+    await writeAudit(tx, actor, { action: "alerts.env_create", targetType: "alert_endpoint", targetId: row.id, input: { url: redactUrl(url), secretGiven: secret !== null }, outcome: "ok" });
     return { id: row.id, created: true };
   });
 }

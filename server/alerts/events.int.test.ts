@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { recordBreakerChange } from "../controller/outage";
-import type { Controller } from "../controller/controller";
 import { storeWaveReport } from "../waves/store";
 import type { WaveReport } from "../shared/wave-report";
 import { startControllerHarness, type ControllerHarness } from "../test/controller";
@@ -9,15 +8,12 @@ import { alertOrphanCost, alertRunFailed, orphanCostRate } from "./events";
 /** The events' sources against PostgreSQL: one row per change however often it is reported, and deliveries by subscription. */
 
 let h: ControllerHarness;
-let a: Controller;
-let b: Controller;
 let all: string;
 let wavesOnly: string;
 let disabled: string;
 
 beforeAll(async () => {
   h = await startControllerHarness();
-  [a, b] = [await h.controller(), await h.controller()];
   const mk = (name: string, events: string[], enabled = true) =>
     h.db.db.alertEndpoint.create({ data: { instanceId: "inst-a", name, url: `http://127.0.0.1:9/${name}`, secret: "whsec_c2VjcmV0c2VjcmV0c2VjcmV0", events, enabled, createdBy: "test" } });
   all = (await mk("all", [])).id;
@@ -30,29 +26,60 @@ async function events(type: string) {
   return h.db.db.alertEvent.findMany({ where: { type }, include: { deliveries: true }, orderBy: { createdAt: "asc" } });
 }
 
-const reading = (open: boolean, since: string | null) => ({ open, unavailableSince: since, lastError: open ? "ECONNREFUSED" : null, nextProbeAt: null, probes: 1 });
+const reading = (open: boolean, since: string | null, confirmedAt: string | null = null, answeredAt: string | null = null) => ({
+  open,
+  unavailableSince: since,
+  lastError: open ? "ECONNREFUSED" : null,
+  nextProbeAt: null,
+  probes: 1,
+  confirmedAt,
+  answeredAt,
+});
 
-describe("provider outage alerts", () => {
-  it("one outage seen by two controllers is one started and one ended alert", async () => {
-    const since = new Date().toISOString();
-    await recordBreakerChange(a.ctx, { to: "open", since, error: "ECONNREFUSED" }, reading(true, since));
-    await recordBreakerChange(b.ctx, { to: "open", since, error: "ECONNREFUSED" }, reading(true, since));
-    await recordBreakerChange(b.ctx, { to: "still_open", since, error: "ECONNREFUSED", probes: 2 }, reading(true, since));
+describe("provider outage alerts (docs/alerts.md: a state with one owner)", () => {
+  it("one outage seen by two controllers is one started and one ended alert, both keyed by the outage's id", async () => {
+    // Paged at once once confirmed: the minimum duration is the pure tests' and the controllers' own.
+    const [p, q] = [await h.controller({ outageAlertMinMs: 0 }), await h.controller({ outageAlertMinMs: 0 })];
+    const since = new Date(Date.now() - 61_000).toISOString();
+    await recordBreakerChange(p.ctx, { to: "open", since, error: "ECONNREFUSED" }, reading(true, since));
+    await recordBreakerChange(q.ctx, { to: "open", since, error: "ECONNREFUSED" }, reading(true, since));
+    // Not confirmed by a probe yet: nothing is paged.
+    expect(await events("provider.outage_started")).toHaveLength(0);
+    await recordBreakerChange(q.ctx, { to: "still_open", since, error: "ECONNREFUSED", probes: 2 }, reading(true, since, since));
     expect(await events("provider.outage_started")).toHaveLength(1);
-    const at = new Date(Date.parse(since) + 61_000).toISOString();
-    await recordBreakerChange(a.ctx, { to: "closed", since, at, probes: 3, by: "probe" }, reading(false, null));
+    const at = new Date().toISOString();
+    await recordBreakerChange(p.ctx, { to: "closed", since, at, probes: 3, by: "probe" }, reading(false, null, null, at));
     expect(await events("provider.outage_ended")).toHaveLength(0);
-    await recordBreakerChange(b.ctx, { to: "closed", since, at, probes: 3, by: "call" }, reading(false, null));
+    await recordBreakerChange(q.ctx, { to: "closed", since, at, probes: 3, by: "call" }, reading(false, null, null, at));
     const [started] = await events("provider.outage_started");
     const [ended] = await events("provider.outage_ended");
-    expect(started!.payload).toMatchObject({ type: "provider.outage_started", data: { provider: "emulator", since, lastError: "ECONNREFUSED" } });
-    expect(ended!.payload).toMatchObject({ type: "provider.outage_ended", data: { downSeconds: 61 } });
-    expect((ended!.payload as { text: string }).text).toContain("back after 61 s");
+    const outage = await h.db.db.providerOutage.findFirstOrThrow({ where: { instanceId: "inst-a" } });
+    expect(started!.dedupeKey).toBe(`provider.outage_started:${outage.id}`);
+    expect(ended!.dedupeKey).toBe(`provider.outage_ended:${outage.id}`);
+    expect(started!.payload).toMatchObject({ type: "provider.outage_started", data: { outageId: outage.id, provider: "emulator", since, lastError: "ECONNREFUSED" } });
+    expect(ended!.payload).toMatchObject({ type: "provider.outage_ended", data: { outageId: outage.id, controller: q.ctx.identity.bootId } });
+    expect((ended!.payload as { data: { downSeconds: number } }).data.downSeconds).toBeGreaterThanOrEqual(61);
+    expect((ended!.payload as { text: string }).text).toMatch(/back after 6\d s/);
     // Only the endpoint subscribed to every type, and enabled, gets them.
     expect(started!.deliveries.map((d) => d.endpointId)).toEqual([all]);
-    // The controllers' rows say it as the breaker did.
-    const rows = await h.db.db.controllerProcess.findMany({ where: { bootId: { in: [a.ctx.identity.bootId, b.ctx.identity.bootId] } } });
+    // The controllers' rows say it as the breaker did; the outage keeps the verdicts that acted on it.
+    const rows = await h.db.db.controllerProcess.findMany({ where: { bootId: { in: [p.ctx.identity.bootId, q.ctx.identity.bootId] } } });
     expect(rows.every((r) => r.providerUnavailableSince === null)).toBe(true);
+    expect(outage.endedBy).toBe(q.ctx.identity.bootId);
+    expect((outage.decisions as Array<{ verdict: { verdict: string } }>).map((d) => d.verdict.verdict)).toEqual(["open", "send_started", "end"]);
+    await Promise.all([p.stop("test"), q.stop("test")]);
+  });
+
+  it("a breaker that opens and closes before a probe confirms it pages nothing", async () => {
+    const p = await h.controller({ outageAlertMinMs: 0 });
+    const since = new Date().toISOString();
+    const before = (await events("provider.outage_started")).length;
+    await recordBreakerChange(p.ctx, { to: "open", since, error: "ECONNRESET" }, reading(true, since));
+    const at = new Date().toISOString();
+    await recordBreakerChange(p.ctx, { to: "closed", since, at, probes: 1, by: "call" }, reading(false, null, null, at));
+    expect(await events("provider.outage_started")).toHaveLength(before);
+    expect(await h.db.db.providerOutage.count({ where: { instanceId: "inst-a", endedAt: null } })).toBe(0);
+    await p.stop("test");
   });
 });
 

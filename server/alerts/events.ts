@@ -1,5 +1,5 @@
 import type { Db, Prisma } from "../db/client";
-import { crossedCostThreshold, judgeOutageAlert, type RunAlertData } from "../engine/alerts";
+import { crossedCostThreshold, type RunAlertData } from "../engine/alerts";
 import { dashboardLink, emitAlert } from "./outbox";
 
 /**
@@ -45,44 +45,28 @@ export async function alertRunFailed(tx: Tx, run: FailedRun, recoveryExhausted: 
 }
 
 /**
- * A breaker change of one controller, as an instance-wide outage (`judgeOutageAlert`): the
- * other live controllers' breakers are read under an advisory lock, so two controllers that
- * open at once raise one `provider.outage_started`.
+ * `provider.outage_started` of one outage (`judgeOutageAlert`, carried out by
+ * `controller/outage-alerts.ts` under the outage's advisory lock): the outage's id is the
+ * dedupe key, so it is written once whoever writes it.
  */
-export async function alertBreakerChange(
-  tx: Prisma.TransactionClient,
-  input: { instanceId: string; bootId: string; provider: string; change: "open" | "still_open" | "closed"; since: string; at: string; lastError: string | null; liveWindowMs: number },
+export async function alertOutageStarted(
+  tx: Tx,
+  input: { instanceId: string; outageId: string; provider: string; since: string; lastError: string | null; controller: string },
 ): Promise<void> {
-  if (input.change === "still_open") return;
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`alerts:outage:${input.instanceId}`}))`;
-  const [row] = await tx.$queryRaw<Array<{ n: number }>>`
-    SELECT count(*)::int AS n FROM controller_processes
-    WHERE instance_id = ${input.instanceId} AND boot_id <> ${input.bootId} AND stopped_at IS NULL
-      AND provider_unavailable_since IS NOT NULL AND last_seen_at > now() - make_interval(secs => ${input.liveWindowMs / 1000})`;
-  const type = judgeOutageAlert(input.change, row?.n ?? 0);
-  const url = dashboardLink("/");
-  switch (type) {
-    case "provider.outage_started":
-      await emitAlert(
-        tx,
-        input.instanceId,
-        { type, data: { provider: input.provider, since: input.since, lastError: input.lastError, controller: input.bootId, url } },
-        `${type}:${input.instanceId}:${input.bootId}:${input.since}`,
-      );
-      return;
-    case "provider.outage_ended": {
-      const downSeconds = Math.max(0, Math.round((Date.parse(input.at) - Date.parse(input.since)) / 1000));
-      await emitAlert(
-        tx,
-        input.instanceId,
-        { type, data: { provider: input.provider, since: input.since, endedAt: input.at, downSeconds, controller: input.bootId, url } },
-        `${type}:${input.instanceId}:${input.bootId}:${input.at}`,
-      );
-      return;
-    }
-    case null:
-      return;
-  }
+  const type = "provider.outage_started";
+  const data = { outageId: input.outageId, provider: input.provider, since: input.since, lastError: input.lastError, controller: input.controller, url: dashboardLink("/") };
+  await emitAlert(tx, input.instanceId, { type, data }, `${type}:${input.outageId}`);
+}
+
+/** `provider.outage_ended` of one outage whose started went out: once, by the outage's id. */
+export async function alertOutageEnded(
+  tx: Tx,
+  input: { instanceId: string; outageId: string; provider: string; since: string; endedAt: string; controller: string },
+): Promise<void> {
+  const type = "provider.outage_ended";
+  const downSeconds = Math.max(0, Math.round((Date.parse(input.endedAt) - Date.parse(input.since)) / 1000));
+  const data = { outageId: input.outageId, provider: input.provider, since: input.since, endedAt: input.endedAt, downSeconds, controller: input.controller, url: dashboardLink("/") };
+  await emitAlert(tx, input.instanceId, { type, data }, `${type}:${input.outageId}`);
 }
 
 /** The orphans' cost rate of the inventory as stored (USD per hour), and how many orphans. */

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { hideSecrets } from "./secrets";
 import { writeAudit } from "./write";
 import { openCursor, sealCursor } from "../runs/cursor";
 import { dateInput, storable, text } from "../text";
@@ -71,8 +72,9 @@ function where(scope: CompanyScope, f: AuditFilter): Prisma.AuditEntryWhereInput
 }
 
 function toRow(e: { id: bigint; at: Date; actor: string; role: string; action: string; targetType: string; targetId: string | null; companyId: string | null; input: unknown; outcome: string; detail: unknown }): AuditRow {
-  // Entries stored before storable() renamed keys superjson refuses are made sendable here too.
-  return { ...e, id: e.id.toString(), input: storable(e.input), detail: storable(e.detail) };
+  // Entries stored before storable() renamed keys superjson refuses are made sendable here too,
+  // and entries stored before hideSecrets() (a whole webhook URL) are shown redacted.
+  return { ...e, id: e.id.toString(), input: storable(hideSecrets(e.input)), detail: storable(hideSecrets(e.detail)) };
 }
 
 export async function listAudit(db: Db, scope: CompanyScope, raw: z.input<typeof auditListInput>): Promise<z.infer<typeof auditListOutput>> {

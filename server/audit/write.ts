@@ -1,5 +1,6 @@
 import type { Db, Prisma } from "../db/client";
 import { storable } from "../text";
+import { hideSecrets } from "./secrets";
 
 type Tx = Db | Prisma.TransactionClient;
 
@@ -30,7 +31,8 @@ export function auditsWrittenBy(actor: Actor): number {
 /**
  * Every mutation through the API writes one (docs/rules.md §1 "Audit entry"). Whatever the
  * input holds is stored: NUL, which PostgreSQL refuses in text and JSON, is kept escaped
- * (issue 16.3), so a refusal can never be hidden by what was refused.
+ * (issue 16.3), so a refusal can never be hidden by what was refused — except a secret, which
+ * is never stored whole (`hideSecrets`: a webhook URL shown redacted, a password `[redacted]`).
  */
 export async function writeAudit(db: Tx, actor: Actor, entry: AuditInput): Promise<void> {
   written.set(actor, (written.get(actor) ?? 0) + 1);
@@ -43,9 +45,9 @@ export async function writeAudit(db: Tx, actor: Actor, entry: AuditInput): Promi
       targetType: s(entry.targetType),
       targetId: entry.targetId == null ? null : s(entry.targetId),
       companyId: entry.companyId == null ? null : s(entry.companyId),
-      input: (storable(entry.input ?? undefined) ?? undefined) as Prisma.InputJsonValue | undefined,
+      input: (storable(hideSecrets(entry.input ?? undefined)) ?? undefined) as Prisma.InputJsonValue | undefined,
       outcome: entry.outcome,
-      detail: (storable(entry.detail ?? undefined) ?? undefined) as Prisma.InputJsonValue | undefined,
+      detail: (storable(hideSecrets(entry.detail ?? undefined)) ?? undefined) as Prisma.InputJsonValue | undefined,
     },
   });
 }

@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import { z } from "zod";
 import { writeAudit, type Actor } from "../audit/write";
 import { databaseNow } from "../db/clock";
-import type { EnvironmentLease } from "../db/client";
+import type { EnvironmentLease, Prisma } from "../db/client";
 import { admitCancel, assertNever } from "../engine";
 import { AppError } from "../errors";
 import { isUuid } from "../lib/ids";
@@ -54,81 +54,99 @@ interface LockedRun {
  * leaves its lease `pending_cleanup` for the sweep, and the outcome says so.
  */
 export async function cancelRun(ctx: ControllerContext, scope: CompanyScope, actor: Actor, runId: string, options: CancelOptions = {}): Promise<CancelOutcome> {
+  const taken = await ctx.db.$transaction((tx) => cancelInTransaction(ctx, tx, scope, actor, runId, options));
+  if (taken.result === "refused") return taken;
+  return { result: "cancelled", runId, leases: (await taken.tearDown()).map(({ leaseId, outcome }) => ({ leaseId, outcome })) };
+}
+
+/** One lease's teardown after a Cancel, in words (`describeTeardown`); `done`: the sandbox is gone. */
+export type LeaseTeardown = { leaseId: string; outcome: string; done: boolean };
+
+/**
+ * A Cancel carried out in the caller's transaction (a bulk plan's item records its result in
+ * the same one): the run is cancelled when `tx` commits. `tearDown` stops the runners and tears
+ * the sandboxes down on the claim `tx` took; call it only after the commit, outside any
+ * transaction, since it waits for the provider.
+ */
+export type CancelTaken =
+  | Extract<CancelOutcome, { result: "refused" }>
+  | { result: "cancelled"; runId: string; leases: string[]; tearDown(): Promise<LeaseTeardown[]> };
+
+export async function cancelInTransaction(ctx: ControllerContext, tx: Prisma.TransactionClient, scope: CompanyScope, actor: Actor, runId: string, options: CancelOptions = {}): Promise<CancelTaken> {
   const reason = options.reason?.trim().slice(0, CANCEL_REASON_MAX) || null;
   const planId = options.planId ?? null;
   // A malformed id names no run (a caller that skipped the input schema gets NOT_FOUND, not a database error).
   if (!isUuid(runId)) throw new AppError("NOT_FOUND", `run ${runId} does not exist`);
-  const taken = await ctx.db.$transaction(async (tx) => {
-    const [run] = await tx.$queryRaw<LockedRun[]>`
-      SELECT id::text, company_id, status::text, executor_epoch, executor_boot_id, phase, cancelled_by, cancel_reason
-      FROM runs WHERE id = ${runId}::uuid FOR UPDATE`;
-    // Another company's run reads exactly like one that does not exist (no id guessing).
-    if (!run || !inScope(scope, run.company_id)) throw new AppError("NOT_FOUND", `run ${runId} does not exist`);
-    const admission = admitCancel({ run: { status: run.status, cancelledBy: run.cancelled_by, cancelReason: run.cancel_reason } });
-    if (admission.verdict === "refused") return { taken: false as const, refused: admission, companyId: run.company_id };
-    const epoch = run.executor_epoch + 1;
-    // The takeover: conditional on the epoch read under the lock, so it is the only writer.
-    const { count } = await tx.run.updateMany({
-      where: { id: runId, executorEpoch: run.executor_epoch },
-      data: {
-        status: "cancelled",
-        executorEpoch: epoch,
-        executorBootId: null,
-        finishedAt: new Date(),
-        cancelledBy: actor.id,
-        cancelReason: reason,
-        // It rests: nothing schedules it again (a retryable failure's retry, a recovery back-off, an outage wait).
-        outcome: null,
-        retryAt: null,
-        recoveryNotBefore: null,
-        providerWaitSince: null,
-      },
-    });
-    if (count !== 1) throw new Error(`run ${runId}: its epoch moved under the row lock`);
-    // Out of service and claimed for this cancel's teardown in the same transaction (as an
-    // operator's reclaim does, §2.6): no sweep takes a lease in between, so the answer says
-    // what became of each sandbox.
-    const now = await databaseNow(tx);
-    const active = await tx.environmentLease.findMany({ where: { runId, status: "active" }, select: { id: true } });
-    const marked: ClaimedLeaseRow[] = [];
-    for (const { id } of active) {
-      const attemptId = crypto.randomUUID();
-      const lease = await tx.environmentLease.update({
-        where: { id },
-        data: { status: "pending_cleanup", cleanupStatus: "cancel", nextCleanupAt: null, ...claimFields(ctx, attemptId, now) },
-      });
-      marked.push({ attemptId, lease });
-    }
-    const detail = {
-      by: actor.id,
-      reason,
-      epoch,
-      previousEpoch: run.executor_epoch,
-      wasStatus: run.status,
-      phase: run.phase,
-      executorWas: run.executor_boot_id,
-      leases: marked.map((m) => m.lease.id),
-      ...(planId ? { planId } : {}),
-    };
-    await tx.runEvent.create({ data: { runId, type: "cancelled", bootId: ctx.identity.bootId, data: detail } });
-    await writeAudit(tx, actor, { action: "run.cancel", targetType: "run", targetId: runId, companyId: run.company_id, input: { reason, planId }, outcome: "ok", detail });
-    return { taken: true as const, marked };
-  });
-  if (!taken.taken) {
-    // Written outside the admission transaction, which had nothing to commit.
-    const { refused } = taken;
-    await writeAudit(ctx.db, actor, {
+  const [run] = await tx.$queryRaw<LockedRun[]>`
+    SELECT id::text, company_id, status::text, executor_epoch, executor_boot_id, phase, cancelled_by, cancel_reason
+    FROM runs WHERE id = ${runId}::uuid FOR UPDATE`;
+  // Another company's run reads exactly like one that does not exist (no id guessing).
+  if (!run || !inScope(scope, run.company_id)) throw new AppError("NOT_FOUND", `run ${runId} does not exist`);
+  const admission = admitCancel({ run: { status: run.status, cancelledBy: run.cancelled_by, cancelReason: run.cancel_reason } });
+  if (admission.verdict === "refused") {
+    await writeAudit(tx, actor, {
       action: "run.cancel",
       targetType: "run",
       targetId: runId,
-      companyId: taken.companyId,
+      companyId: run.company_id,
       input: { reason, planId },
       outcome: "refused",
-      detail: { reason: refused.reason, refusal: refused.refusal },
+      detail: { reason: admission.reason, refusal: admission.refusal },
     });
-    return { result: "refused", runId, reason: refused.reason, refusal: refused.refusal };
+    return { result: "refused", runId, reason: admission.reason, refusal: admission.refusal };
   }
-  return { result: "cancelled", runId, leases: (await takeDown(ctx, runId, taken.marked)).map(describeTeardown) };
+  const epoch = run.executor_epoch + 1;
+  // The takeover: conditional on the epoch read under the lock, so it is the only writer.
+  const { count } = await tx.run.updateMany({
+    where: { id: runId, executorEpoch: run.executor_epoch },
+    data: {
+      status: "cancelled",
+      executorEpoch: epoch,
+      executorBootId: null,
+      finishedAt: new Date(),
+      cancelledBy: actor.id,
+      cancelReason: reason,
+      // It rests: nothing schedules it again (a retryable failure's retry, a recovery back-off, an outage wait).
+      outcome: null,
+      retryAt: null,
+      recoveryNotBefore: null,
+      providerWaitSince: null,
+    },
+  });
+  if (count !== 1) throw new Error(`run ${runId}: its epoch moved under the row lock`);
+  // Out of service and claimed for this cancel's teardown in the same transaction (as an
+  // operator's reclaim does, §2.6): no sweep takes a lease in between, so the answer says
+  // what became of each sandbox.
+  const now = await databaseNow(tx);
+  const active = await tx.environmentLease.findMany({ where: { runId, status: "active" }, select: { id: true } });
+  const marked: ClaimedLeaseRow[] = [];
+  for (const { id } of active) {
+    const attemptId = crypto.randomUUID();
+    const lease = await tx.environmentLease.update({
+      where: { id },
+      data: { status: "pending_cleanup", cleanupStatus: "cancel", nextCleanupAt: null, ...claimFields(ctx, attemptId, now) },
+    });
+    marked.push({ attemptId, lease });
+  }
+  const detail = {
+    by: actor.id,
+    reason,
+    epoch,
+    previousEpoch: run.executor_epoch,
+    wasStatus: run.status,
+    phase: run.phase,
+    executorWas: run.executor_boot_id,
+    leases: marked.map((m) => m.lease.id),
+    ...(planId ? { planId } : {}),
+  };
+  await tx.runEvent.create({ data: { runId, type: "cancelled", bootId: ctx.identity.bootId, data: detail } });
+  await writeAudit(tx, actor, { action: "run.cancel", targetType: "run", targetId: runId, companyId: run.company_id, input: { reason, planId }, outcome: "ok", detail });
+  return {
+    result: "cancelled",
+    runId,
+    leases: detail.leases,
+    tearDown: async () => (await takeDown(ctx, runId, marked)).map((t) => ({ ...describeTeardown(t), done: t.outcome === "destroyed" || t.outcome === "already_gone" })),
+  };
 }
 
 type ClaimedLeaseRow = { attemptId: string; lease: EnvironmentLease };

@@ -36,6 +36,11 @@ export interface ControllerConfig {
   /** The provider breaker's first probe interval and its cap (§2.8). */
   breakerProbeMs: number;
   breakerProbeCapMs: number;
+  /** A run's 429 waits before a 429 is judged like any other unavailability (RUNWARDEN_RATE_LIMIT_MAX_WAITS, _MAX_WAIT_MS; §2.8). */
+  rateLimitMaxWaits: number;
+  rateLimitMaxWaitMs: number;
+  /** How long an outage lasts (confirmed) before `provider.outage_started` goes out (RUNWARDEN_OUTAGE_ALERT_MIN_MS). */
+  outageAlertMinMs: number;
   /** Rows a sweep reads per page (the id cursor moves on after each). */
   pageSize: number;
   /** Due rows a sweep acts on at once (RUNWARDEN_SWEEP_LANES). */
@@ -45,6 +50,10 @@ export interface ControllerConfig {
   alerts: AlertSenderConfig;
   /** RUNWARDEN_ALERT_WEBHOOK_URL / _SECRET: the endpoint upserted at start (null: none). */
   alertWebhook: { url: string; secret: string | null } | null;
+  /** RUNWARDEN_ALERT_ORPHAN_COST_PER_HOUR: orphans.cost_over's threshold in USD/h, judged by the teardown sweep (null: off). */
+  orphanCostPerHour: number | null;
+  /** How old the orphans inventory may be before that sweep lists the provider again for it (orphan-cost.ts). */
+  orphanCostPassMs: number;
   /** Test-only: a recovery rule deliberately broken (see rules.ts). */
   breakRule: Env["RUNWARDEN_TEST_BREAK_RULE"] | null;
 }
@@ -75,6 +84,9 @@ export function controllerConfig(env: Env, overrides: Partial<ControllerConfig> 
     recoveryBackoffMs: env.RUNWARDEN_RECOVERY_BACKOFF_MS,
     breakerProbeMs: env.RUNWARDEN_BREAKER_PROBE_MS,
     breakerProbeCapMs: Math.max(env.RUNWARDEN_BREAKER_PROBE_CAP_MS, env.RUNWARDEN_BREAKER_PROBE_MS),
+    rateLimitMaxWaits: env.RUNWARDEN_RATE_LIMIT_MAX_WAITS,
+    rateLimitMaxWaitMs: env.RUNWARDEN_RATE_LIMIT_MAX_WAIT_MS,
+    outageAlertMinMs: env.RUNWARDEN_OUTAGE_ALERT_MIN_MS,
     // A page read is one round trip whatever its size: 500 rows keep a pass over a backlog of
     // live creators' intents near the database's own scan rate (issue 13).
     pageSize: 500,
@@ -86,8 +98,12 @@ export function controllerConfig(env: Env, overrides: Partial<ControllerConfig> 
       maxAttempts: env.RUNWARDEN_ALERT_MAX_ATTEMPTS,
       timeoutMs: env.RUNWARDEN_ALERT_TIMEOUT_MS,
       batch: 16,
+      destinations: { allow: env.RUNWARDEN_ALERT_ALLOW_NETWORKS },
     },
     alertWebhook: env.RUNWARDEN_ALERT_WEBHOOK_URL ? { url: env.RUNWARDEN_ALERT_WEBHOOK_URL, secret: env.RUNWARDEN_ALERT_WEBHOOK_SECRET ?? null } : null,
+    orphanCostPerHour: env.RUNWARDEN_ALERT_ORPHAN_COST_PER_HOUR ?? null,
+    // A full provider listing a minute at most per instance: the alert is about USD per hour.
+    orphanCostPassMs: 60_000,
     crashAt: new Set((env.RUNWARDEN_CRASH_AT ?? "").split(",").map((s) => s.trim()).filter(Boolean)),
     ...overrides,
   };

@@ -9,6 +9,7 @@ import { DRAIN_SUSPEND_GRACE_MS } from "./drain";
 import { executeRun } from "./execute";
 import { isRunLost, rereadOwnRun, type RunFence } from "./fence";
 import { clearProviderWait, createBreaker, recordBreakerChange, waitsForProvider } from "./outage";
+import { watchOutage } from "./outage-alerts";
 import { guardProvider, guardRunner } from "../providers/breaker";
 import { appendEvent } from "./records";
 import { claimInterruptedRuns, claimUntrackedRuns, countFailedAttempt, recoverRun, type ExecutorStatus } from "./recovery";
@@ -33,6 +34,9 @@ const ALERT_POLL_MS = 1_000;
 /** The stored forecasts' check (§2.12) at most this often: unchecked rows whose run was claimed since. */
 const FORECAST_CHECK_MS = 2_000;
 
+/** The outage's alerts looked at (`watchOutage`) at most this often: an outage is paged or ended within about this of its due time. */
+const OUTAGE_WATCH_MS = 1_000;
+
 /**
  * One controller process: records its identity, recovers interrupted runs, executes
  * queued ones, and sweeps on an interval. Several may share one database.
@@ -51,17 +55,33 @@ export class Controller {
   private lastSweepAt = 0;
   private lastHeartbeatAt = 0;
   private stopped = false;
+  /**
+   * The breaker's changes and the outage's looks, one after another in the order they came
+   * (docs/alerts.md): an open and the close right after it are never recorded the other way round.
+   */
+  private outageQueue: Promise<void> = Promise.resolve();
+  private watchingOutage = false;
+  private lastOutageWatchAt = 0;
 
   constructor(deps: ControllerDeps) {
-    // Every provider call reports to the breaker (§2.8); its changes are logged and recorded.
+    // Every provider call reports to the breaker (§2.8); its changes are logged and recorded, in order.
     const breaker = createBreaker(deps, (change, reading) => {
-      void recordBreakerChange(this.ctx, change, reading).catch((err: unknown) => this.ctx.log.error({ err: String(err) }, "breaker state could not be recorded"));
+      this.inOrder(() => recordBreakerChange(this.ctx, change, reading), "breaker state could not be recorded");
     });
     this.ctx = { ...deps, provider: guardProvider(deps.provider, breaker), runner: guardRunner(deps.runner, breaker), breaker, drain: new AbortController() };
   }
 
   get running(): number {
     return this.tasks.size;
+  }
+
+  /** Runs `work` after everything queued before it has settled; a failure is logged, the queue goes on. */
+  private inOrder(work: () => Promise<unknown>, failure: string): Promise<void> {
+    this.outageQueue = this.outageQueue.then(work).then(
+      () => undefined,
+      (err: unknown) => this.ctx.log.error({ err: String(err) }, failure),
+    );
+    return this.outageQueue;
   }
 
   /** Records this process (docs/rules.md §1) and makes sure its instance exists. */
@@ -130,6 +150,16 @@ export class Controller {
           .finally(() => {
             this.checkingForecasts = null;
           });
+      }
+      // The outage's alerts (docs/alerts.md): paged once it lasted and was confirmed, ended by
+      // whoever sees the provider back — also when the controllers that had it open are gone.
+      // Queued behind the breaker's records; one look at a time, not awaited.
+      if (!this.watchingOutage && now - this.lastOutageWatchAt >= Math.max(this.ctx.config.pollMs, OUTAGE_WATCH_MS)) {
+        this.lastOutageWatchAt = now;
+        this.watchingOutage = true;
+        void this.inOrder(() => watchOutage(this.ctx), "outage alerts could not be judged").finally(() => {
+          this.watchingOutage = false;
+        });
       }
       // The provider is unavailable (§2.8): nothing is claimed, swept or recovered; runs wait
       // where they are until a probe (or a call in flight) finds it back.
@@ -271,9 +301,11 @@ export class Controller {
     if (this.timer) clearTimeout(this.timer);
     if (this.heartbeatTimer) clearTimeout(this.heartbeatTimer);
     this.ctx.breaker?.stop();
-    // A delivery in flight finishes (bounded by its timeout) and records its answer.
+    // A delivery in flight finishes (bounded by its timeout) and records its answer; the
+    // breaker's last changes are recorded before the row says it stopped.
     await this.alerting;
     await this.checkingForecasts;
+    await this.outageQueue;
     await this.ctx.db.controllerProcess
       .update({ where: { bootId: this.ctx.identity.bootId }, data: { stoppedAt: new Date(), stopReason: reason } })
       .catch(() => {});

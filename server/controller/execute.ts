@@ -249,7 +249,8 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
   const marked = await whileCurrent(ctx, run, async (tx) => {
     await tx.run.update({
       where: { id: run.id },
-      data: { turnsDone: seq, checkpoint: json(checkpoint), lastRunnerState: json(state), lastRunnerStateAt: new Date() },
+      // A turn done is the run going on: its 429 waits so far are behind it (§2.8, the bound on them).
+      data: { turnsDone: seq, checkpoint: json(checkpoint), lastRunnerState: json(state), lastRunnerStateAt: new Date(), rateLimitWaits: 0, rateLimitedSince: null },
     });
     await appendEvent(tx, run.id, "turn_done", ctx.identity.bootId, log);
     if (!givesBack) return [];

@@ -227,3 +227,30 @@ describe("a forecast changes nothing", () => {
     expect(f.runs.find((x) => x.runId === warm.id)!.executorEpoch).toBe((await run(warm.id)).executorEpoch);
   }, 180_000);
 });
+
+describe("a forecast keeps no sandbox awake (Daytona's auto-stop)", () => {
+  it("forecasts taken every second leave the sandbox's last activity where the dead controller left it; the runner's work moves it", async () => {
+    const { r, sandboxId } = await killedMidTurn("fc-activity");
+    const provider = h.emu.provider({ instanceId: "inst-a" });
+    await waitFor("the runner to finish its turn", async () => ((await readRunnerState(provider, sandboxId))?.inFlight ? null : true));
+    // The killed controller's last long poll is answered on its own once the turn is recorded.
+    await waitFor("the killed controller's toolbox calls to end", async () => h.emu.emulator.toolboxCallsInFlight(sandboxId) === 0);
+    const lastActivity = async () => (await h.emu.admin.sandboxes()).find((s) => s.id === sandboxId)!.lastActivityAt;
+    const idleSince = await lastActivity();
+
+    // Each forecast reads the runner state, peeks at the runner process and reads §2.2's files.
+    for (let i = 0; i < 3; i++) {
+      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(await forecastOf(r.id)).toMatchObject({ prediction: "continues", path: "reattach", readError: null });
+      expect({ forecast: i + 1, lastActivityAt: await lastActivity() }).toEqual({ forecast: i + 1, lastActivityAt: idleSince });
+    }
+
+    // What a restarted controller does next — reattach, then a turn — is activity.
+    const runner = h.service().runner;
+    const reattached = await runner.reattach(sandboxId);
+    const afterReattach = await lastActivity();
+    expect(Date.parse(afterReattach)).toBeGreaterThan(Date.parse(idleSince));
+    await runner.turn(sandboxId, reattached.lastControllerCommandSeq + 1);
+    expect(Date.parse(await lastActivity())).toBeGreaterThan(Date.parse(afterReattach));
+  }, 120_000);
+});

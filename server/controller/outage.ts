@@ -1,8 +1,8 @@
-import { alertBreakerChange } from "../alerts/events";
 import { isProviderUnavailable, type RecoveryAttemptEvidence } from "../engine";
 import { failureOf, ProviderBreaker, type BreakerChange, type BreakerReading } from "../providers/breaker";
 import type { ControllerContext } from "./context";
 import type { RunFence } from "./fence";
+import { judgeOutage } from "./outage-alerts";
 
 /**
  * An outage is not the run's failure (docs/rules.md §2.8). The shell's part: route a provider
@@ -16,11 +16,16 @@ export function waitsForProvider(err: unknown): boolean {
   return isProviderUnavailable(failureOf(err));
 }
 
-/** The recovery_attempt evidence's `failure` and `provider` for an error: the probe's answer when the error says the provider is unavailable. */
+/**
+ * The recovery_attempt evidence's `failure` (with where the call went: the API or a sandbox's
+ * toolbox) and `provider` for an error: when the error says unavailable, the answer of a probe
+ * of the provider's API after it — the breaker's first probe, or for a toolbox's error (which
+ * opens nothing) a probe made now.
+ */
 export async function outageEvidence(ctx: ControllerContext, err: unknown): Promise<Pick<RecoveryAttemptEvidence, "failure" | "provider">> {
   const failure = failureOf(err);
   if (!isProviderUnavailable(failure) || !ctx.breaker) return { failure };
-  const reading = await ctx.breaker.confirm();
+  const reading = await ctx.breaker.confirm(err);
   return {
     failure,
     provider: { reachable: !reading.open, unavailableSince: reading.unavailableSince, lastError: reading.lastError, nextProbeAt: reading.nextProbeAt },
@@ -38,7 +43,11 @@ export function createBreaker(ctx: Omit<ControllerContext, "breaker" | "drain">,
   });
 }
 
-/** Logs a change of the breaker and records it on this controller's row (what the dashboard and /api/metrics read). */
+/**
+ * Logs a change of the breaker, records it on this controller's row (what the dashboard and
+ * /api/metrics read) and judges the outage's alerts in the same transaction (`judgeOutage`).
+ * The controller calls it for one change at a time, in the order they happened.
+ */
 export async function recordBreakerChange(ctx: ControllerContext, change: BreakerChange, reading: BreakerReading): Promise<void> {
   switch (change.to) {
     case "open":
@@ -54,30 +63,14 @@ export async function recordBreakerChange(ctx: ControllerContext, change: Breake
       );
       break;
   }
-  // The row and the outage's alert in one transaction: the alert reports exactly this change.
-  await ctx.db.$transaction(async (tx) => {
-    await tx.controllerProcess.update({
-      where: { bootId: ctx.identity.bootId },
-      data: {
-        providerUnavailableSince: reading.unavailableSince ? new Date(reading.unavailableSince) : null,
-        providerLastError: reading.open ? reading.lastError : null,
-        providerNextProbeAt: reading.nextProbeAt ? new Date(reading.nextProbeAt) : null,
-      },
-    });
-    await alertBreakerChange(tx, {
-      instanceId: ctx.config.instanceId,
-      bootId: ctx.identity.bootId,
-      provider: ctx.providerTarget,
-      change: change.to,
-      since: change.since,
-      at: change.to === "closed" ? change.at : new Date().toISOString(),
-      lastError: change.to === "closed" ? null : change.error,
-      liveWindowMs: ctx.config.executorTimeoutMs,
-    });
-  });
+  await judgeOutage(ctx, reading);
 }
 
-/** The run goes on after waiting for its provider: no longer counted among the waiting. */
+/**
+ * The run goes on after waiting for its provider: no longer counted among the waiting. Its 429
+ * waits are kept until it finishes a turn (`execute.ts`): a recovery that goes on only to meet
+ * the same 429 again must not start the bound afresh (§2.8).
+ */
 export async function clearProviderWait(ctx: ControllerContext, run: RunFence): Promise<void> {
   await ctx.db.run.updateMany({ where: { id: run.id, executorBootId: ctx.identity.bootId, executorEpoch: run.executorEpoch }, data: { providerWaitSince: null } });
 }

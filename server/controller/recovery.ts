@@ -413,9 +413,17 @@ export async function countFailedAttempt(ctx: ControllerContext, claimed: RunFen
     errors,
     // What the error was, and whether the provider is unavailable beyond it (§2.8).
     ...(await outageEvidence(ctx, err)),
+    // How long this run has waited on 429s already: a 429 that never ends is counted (§2.8).
+    rateLimit: {
+      waits: run.rateLimitWaits,
+      since: run.rateLimitedSince?.toISOString() ?? null,
+      maxWaits: ctx.config.rateLimitMaxWaits,
+      maxWaitMs: ctx.config.rateLimitMaxWaitMs,
+    },
   };
   const verdict = judgeRecoveryAttempt(evidence);
   if (verdict.verdict === "wait") {
+    const rateLimited = evidence.failure?.status === 429;
     // An outage is not the run's failure: not counted, no back-off of its own; it waits where
     // it stands (its status and phase kept) and recovery takes it up once the provider is back.
     await whileCurrent(ctx, run, async (tx) => {
@@ -425,6 +433,7 @@ export async function countFailedAttempt(ctx: ControllerContext, claimed: RunFen
         where: { id: runId },
         data: {
           providerWaitSince: run.providerWaitSince ?? now,
+          ...(rateLimited ? { rateLimitWaits: { increment: 1 }, rateLimitedSince: run.rateLimitedSince ?? now } : {}),
           recoveryNotBefore: verdict.notBefore ? new Date(verdict.notBefore) : null,
           executorBootId: null,
           executorEpoch: { increment: 1 },

@@ -17,6 +17,7 @@ import { creationIntent, teardownFence } from "./rules";
 import { claimFields, teardownHandedOver, teardownLease, type HandedOverLease, type TeardownOutcome } from "./teardown";
 import { isUuid, UUID_PATTERN } from "../lib/ids";
 import { inLanes } from "../lib/lanes";
+import { checkOrphanCost } from "./orphan-cost";
 
 /**
  * The sweeps of docs/rules.md §2.5 and §2.6. Each pages through its rows in a stable id
@@ -651,6 +652,8 @@ export async function sweepTeardown(ctx: ControllerContext, trigger = "interval"
     await releaseLostFences(ctx, s, companies);
     await queueLeasesOfFinishedRuns(ctx, companies);
     await tearDownDue(ctx, s, companies);
+    // What the orphans cost, instance-wide (orphan-cost.ts): not for a sweep of some companies only.
+    if (!companies) await checkOrphanCost(ctx).catch((err: unknown) => ctx.log.error({ err: String(err) }, "orphan cost check failed"));
   } catch (err) {
     error = err instanceof Error ? err.message : String(err);
     ctx.log.error({ err: error }, "teardown sweep failed");

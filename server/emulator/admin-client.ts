@@ -14,6 +14,8 @@ export interface AdminSandbox {
   labels: Record<string, string>;
   state: string;
   createdAt: string;
+  /** Daytona's lastActivityAt: toolbox calls (without the skip-activity header) and lifecycle changes move it. */
+  lastActivityAt: string;
   visibleAt: string;
   materialised: boolean;
   destroyedAt: string | null;

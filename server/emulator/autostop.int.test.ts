@@ -3,11 +3,14 @@ import type { DaytonaProvider } from "../providers/daytona";
 import { readRunnerState, type RunnerClient } from "../providers/runner";
 import { buildLabels, creationName } from "../providers/types";
 import { startTestEmulator, type TestEmulator } from "../test/emulator";
+import { DEFAULT_API_KEY } from "./server";
 
 /**
  * Daytona's auto-stop: `autoStopInterval` minutes without toolbox or lifecycle activity stop
  * a sandbox even while its processes run; a toolbox call in progress (a running turn) is
- * activity. Here one "minute" lasts MINUTE_MS. The provider starts a stopped sandbox again.
+ * activity, a call that carries `X-Daytona-Skip-Last-Activity-Update: true` (every look the
+ * provider and the runner client take) is not. Here one "minute" lasts MINUTE_MS. The
+ * provider starts a stopped sandbox again.
  */
 
 const MINUTE_MS = 400;
@@ -75,6 +78,39 @@ describe("auto-stop", () => {
     expect(await stateOf(sbx.id)).toBe("started");
     expect(await runnerAlive(sbx.id)).toBe(true);
     await expect.poll(() => stateOf(sbx.id), { timeout: 10 * MINUTE_MS, interval: 50 }).toBe("stopped");
+  });
+
+  it("a toolbox call with X-Daytona-Skip-Last-Activity-Update: true is not activity; the same call without it is (Daytona's proxy)", async () => {
+    const sbx = await sandbox("op-skip", 0);
+    await provider.ensureStarted(sbx.id);
+    const lastActivity = async () => (await t.admin.sandboxes()).find((s) => s.id === sbx.id)!.lastActivityAt;
+    const version = (headers: Record<string, string>) =>
+      fetch(`${t.emulator.toolboxUrl}/${sbx.id}/version`, { headers: { authorization: `Bearer ${DEFAULT_API_KEY}`, ...headers } }).then((r) => r.status);
+    const before = await lastActivity();
+    // Only the exact value `true` skips (apps/proxy/pkg/proxy/get_sandbox_target.go).
+    expect(await version({ "X-Daytona-Skip-Last-Activity-Update": "true" })).toBe(200);
+    expect(await lastActivity()).toBe(before);
+    expect(await version({})).toBe(200);
+    const after = await lastActivity();
+    expect(Date.parse(after)).toBeGreaterThan(Date.parse(before));
+    expect(await version({ "X-Daytona-Skip-Last-Activity-Update": "yes" })).toBe(200);
+    expect(Date.parse(await lastActivity())).toBeGreaterThan(Date.parse(after));
+  });
+
+  it("looks through the provider and the runner (the runner state, a file, a process peek), however often, do not keep an idle sandbox up", async () => {
+    const sbx = await sandbox("op-looked-at", 1);
+    const started = await runner.start(sbx.id, { runId: "r-looked-at", runnerInstanceId: "ri-1", sessionId: "s-1" });
+    const pid = started.process!.pid;
+    const look = async () => {
+      await readRunnerState(provider, sbx.id).catch(() => null);
+      await provider.readFile(sbx.id, "work/none.txt").catch(() => null);
+      await runner.readState(sbx.id).catch(() => null);
+      await runner.peekProcess(sbx.id, pid).catch(() => null);
+      return stateOf(sbx.id);
+    };
+    // Looked at every 50 ms (a fraction of the 1-minute interval), it still stops on time.
+    await expect.poll(look, { timeout: 10 * MINUTE_MS, interval: 50 }).toBe("stopped");
+    expect(await runnerAlive(sbx.id)).toBe(false);
   });
 
   it("never stops a sandbox whose autoStopInterval is 0", async () => {

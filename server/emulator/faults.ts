@@ -60,6 +60,8 @@ export const faultMatchSchema = z
     name: z.string().min(1).optional(),
     runId: z.string().min(1).optional(),
     labels: z.record(z.string(), z.string()).optional(),
+    /** Only the sandbox API's calls, or only a sandbox's toolbox's (files, runner): one sandbox's toolbox failing while the API answers. */
+    scope: z.enum(["api", "toolbox"]).optional(),
   })
   .strict();
 export type FaultMatch = z.infer<typeof faultMatchSchema>;
@@ -127,12 +129,33 @@ export function matchesSubject(match: FaultMatch, subject: FaultSubject): boolea
   return true;
 }
 
+/** Where a point's calls go: the sandbox API, or the sandbox's toolbox behind the proxy. */
+export function pointScope(point: FaultPoint): "api" | "toolbox" {
+  switch (point) {
+    case "create":
+    case "start":
+    case "sandbox":
+    case "list":
+      return "api";
+    case "files":
+    case "runner_start":
+    case "session_open":
+    case "runner":
+      return "toolbox";
+    default: {
+      const never: never = point;
+      return never;
+    }
+  }
+}
+
 /** Rules of `kind` that apply to this call at this point, oldest first, with uses left. */
 export function applicableRules(rules: readonly FaultRule[], point: FaultPoint, subject: FaultSubject, kind: FaultKind): FaultRule[] {
   return rules.filter(
     (r) =>
       r.fault.kind === kind &&
       faultAppliesAt(kind, point) &&
+      (r.match.scope === undefined || r.match.scope === pointScope(point)) &&
       (r.times === null || r.used < r.times) &&
       matchesSubject(r.match, subject),
   );

@@ -67,6 +67,8 @@ export interface EmulatorHandle {
   dataDir: string;
   /** Kills every process of every sandbox (tests; a real emulator leaves runners running). */
   killAllProcesses(): Promise<number>;
+  /** Toolbox calls that count as activity still being answered for a sandbox (tests: a killed controller's long poll ends on its own). */
+  toolboxCallsInFlight(sandboxId: string): number;
   /** Runtime settings (also settable with `POST /admin/config`). */
   config: EmulatorConfig;
   close(): Promise<void>;
@@ -168,6 +170,7 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
       for (const r of await store.all(true)) n += await killSandboxProcesses(ctx.hostOf(r));
       return n;
     },
+    toolboxCallsInFlight: (sandboxId) => ctx.inFlight.get(sandboxId) ?? 0,
     config,
     handOverAutoStop: () => handOverAutoStop(ctx),
     close() {

@@ -33,7 +33,11 @@ export async function toolboxApi(ctx: EmulatorContext, sandboxId: string, route:
   const host = ctx.hostOf(row);
   if (row.state !== "started") throw new HttpError(400, "bad_request", `Sandbox ${row.id} is ${row.state}. Is the Sandbox started?`);
   ensureSandboxDirs(host);
-  // A toolbox call is activity (unless the caller says not to); one in progress keeps the sandbox up.
+  // A toolbox call is activity, and one in progress keeps the sandbox up (Daytona's proxy
+  // updates the last activity when it starts and every 50 s while it lasts) — unless it carries
+  // `X-Daytona-Skip-Last-Activity-Update: true`, exactly that value: then neither
+  // (daytonaio/daytona@v0.190.0 apps/proxy/pkg/proxy/get_sandbox_target.go, `GetProxyTarget`
+  // and `updateLastActivity`; the header's name in apps/proxy/pkg/proxy/proxy.go).
   if (req.headers["x-daytona-skip-last-activity-update"] === "true") return toolboxRoute(ctx, row, host, route, method, url, req, res);
   await store.touch(row.id, new Date());
   inFlight.set(row.id, (inFlight.get(row.id) ?? 0) + 1);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ALERT_EVENT_TYPES, alertPayload, alertText, crossedCostThreshold, deliveryBackoffMs, judgeDelivery, judgeOutageAlert, type AlertEvent, type DeliveryPolicy } from "./alerts";
+import { ALERT_EVENT_TYPES, alertPayload, alertText, crossedCostThreshold, deliveryBackoffMs, judgeDelivery, type AlertEvent, type DeliveryPolicy } from "./alerts";
 
 const POLICY: DeliveryPolicy = { baseMs: 1_000, capMs: 60_000, maxAttempts: 5 };
 const NOW = "2026-12-06T09:00:00.000Z";
@@ -32,8 +32,8 @@ describe("alert payload text (what Slack shows as is)", () => {
     const events: AlertEvent[] = [
       runFailed,
       { type: "run.recovery_exhausted", data: { ...runFailed.data, code: "native_recovery_attempts_exhausted", attempts: 5 } },
-      { type: "provider.outage_started", data: { provider: "daytona", since: NOW, lastError: "ECONNREFUSED", controller: "b1", url: "http://localhost:3000/" } },
-      { type: "provider.outage_ended", data: { provider: "daytona", since: NOW, endedAt: NOW, downSeconds: 61, controller: "b1", url: "http://localhost:3000/" } },
+      { type: "provider.outage_started", data: { outageId: "o-1", provider: "daytona", since: NOW, lastError: "ECONNREFUSED", controller: "b1", url: "http://localhost:3000/" } },
+      { type: "provider.outage_ended", data: { outageId: "o-1", provider: "daytona", since: NOW, endedAt: NOW, downSeconds: 61, controller: "b1", url: "http://localhost:3000/" } },
       { type: "orphans.cost_over", data: { ratePerHour: 12.5, thresholdPerHour: 10, previousRatePerHour: 4, orphans: 7, url: "http://localhost:3000/orphans" } },
       { type: "wave.failed", data: { waveId: "w1", companyId: "co-1", seed: 7, tasks: 10, failedTasks: 2, url: "http://localhost:3000/waves/w1" } },
       {
@@ -86,15 +86,7 @@ describe("delivery judgement", () => {
   });
 });
 
-describe("outage and cost alerts", () => {
-  it("an outage starts with the first open breaker and ends with the last one closed", () => {
-    expect(judgeOutageAlert("open", 0)).toBe("provider.outage_started");
-    expect(judgeOutageAlert("open", 1)).toBeNull();
-    expect(judgeOutageAlert("still_open", 0)).toBeNull();
-    expect(judgeOutageAlert("closed", 0)).toBe("provider.outage_ended");
-    expect(judgeOutageAlert("closed", 2)).toBeNull();
-  });
-
+describe("cost alerts", () => {
   it("orphans.cost_over fires once per crossing, never while it stays over, and is off without a threshold", () => {
     const passes = [0, 4, 11, 12, 30, 9, 10, 10, 2, 15];
     const fired = passes.map((rate, i) => crossedCostThreshold(i === 0 ? 0 : passes[i - 1]!, rate, 10));

@@ -40,8 +40,9 @@ export interface RunAlertData {
 export type AlertEvent =
   | { type: "run.failed"; data: RunAlertData }
   | { type: "run.recovery_exhausted"; data: RunAlertData & { attempts: number } }
-  | { type: "provider.outage_started"; data: { provider: string; since: string; lastError: string | null; controller: string; url: string } }
-  | { type: "provider.outage_ended"; data: { provider: string; since: string; endedAt: string; downSeconds: number; controller: string; url: string } }
+  /** `outageId`: one outage's two alerts share it (their dedupe keys are built from it). */
+  | { type: "provider.outage_started"; data: { outageId: string; provider: string; since: string; lastError: string | null; controller: string; url: string } }
+  | { type: "provider.outage_ended"; data: { outageId: string; provider: string; since: string; endedAt: string; downSeconds: number; controller: string; url: string } }
   | { type: "orphans.cost_over"; data: { ratePerHour: number; thresholdPerHour: number; previousRatePerHour: number; orphans: number; url: string } }
   | { type: "wave.failed"; data: { waveId: string; companyId: string; seed: number; tasks: number; failedTasks: number; url: string } }
   | { type: "forecast.missed"; data: ForecastMissedData }
@@ -142,25 +143,6 @@ export function judgeDelivery(e: DeliveryEvidence): DeliveryVerdict {
   if (e.attempts >= e.policy.maxAttempts) return { verdict: "give_up", reason: `${what}; gave up after ${e.attempts} attempts` };
   const delayMs = deliveryBackoffMs(e.attempts, e.policy, e.jitter);
   return { verdict: "retry", reason: what, delayMs, nextAttemptAt: new Date(Date.parse(e.now) + delayMs).toISOString() };
-}
-
-/**
- * A breaker change as an instance-wide alert: an outage starts when the first live
- * controller's breaker opens and ends when the last one's closes (each controller has its own
- * breaker; one outage is one pair of alerts, not one per controller).
- */
-export function judgeOutageAlert(change: "open" | "still_open" | "closed", othersOpen: number): "provider.outage_started" | "provider.outage_ended" | null {
-  if (othersOpen > 0) return null;
-  switch (change) {
-    case "open":
-      return "provider.outage_started";
-    case "closed":
-      return "provider.outage_ended";
-    case "still_open":
-      return null;
-    default:
-      return assertNever(change);
-  }
 }
 
 /** Once per crossing: the orphans' rate went from under the threshold to at or over it. Null threshold: off. */

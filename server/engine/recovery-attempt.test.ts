@@ -118,3 +118,63 @@ describe("recovery_attempt: an outage is not the run's failure (docs/rules.md §
     if (!shouldWait) expect(v.verdict).toBe(attempts < 5 ? "try_again" : "give_up");
   });
 });
+
+describe("recovery_attempt: one sandbox's trouble is the run's, a 429 waits within a bound (docs/rules.md §2.8)", () => {
+  const up = { reachable: true, unavailableSince: null, lastError: null, nextProbeAt: null };
+  const down = { reachable: false, unavailableSince: T0, lastError: "GET /sandbox/rw-breaker-probe: HTTP 502", nextProbeAt: plus(T0, 4_000) };
+  const toolbox = (status: number, retryAfterMs: number | null = null) => ({ kind: "http" as const, status, code: null, retryAfterMs, scope: "toolbox" as const });
+  const bound = { maxWaits: 3, maxWaitMs: 600_000 };
+
+  it("a sandbox's toolbox answering 502 while the API answers is counted (try_again, then give_up)", () => {
+    expect(judgeRecoveryAttempt(recoveryAttempt({ failure: toolbox(502), provider: up }))).toMatchObject({ verdict: "try_again", counted: true });
+    const last = judgeRecoveryAttempt(recoveryAttempt({ attempts: 5, maxAttempts: 5, failure: toolbox(502), provider: up }));
+    expect(last).toMatchObject({ verdict: "give_up", code: "native_recovery_attempts_exhausted" });
+    expect(last.checks[0]).toMatchObject({ name: "error_is_provider_unavailability", ok: true, actual: "http 502 (toolbox)" });
+  });
+
+  it("a toolbox's failure while a probe finds the API down too is the outage: waits", () => {
+    expect(judgeRecoveryAttempt(recoveryAttempt({ failure: { kind: "timeout", status: null, code: null, retryAfterMs: null, scope: "toolbox" }, provider: down }))).toMatchObject({ verdict: "wait", counted: false });
+  });
+
+  it("a toolbox's 429 waits only when it said how long (Retry-After); without, only a probe that finds the API down makes it wait", () => {
+    expect(judgeRecoveryAttempt(recoveryAttempt({ failure: toolbox(429, 5_000), provider: up }))).toMatchObject({ verdict: "wait", notBefore: plus(T0, 5_000) });
+    expect(judgeRecoveryAttempt(recoveryAttempt({ failure: toolbox(429), provider: up }))).toMatchObject({ verdict: "try_again", counted: true });
+    // The API's own 429 is the provider's "wait", as before.
+    expect(judgeRecoveryAttempt(recoveryAttempt({ failure: { kind: "http", status: 429, code: null, retryAfterMs: null, scope: "api" }, provider: up })).verdict).toBe("wait");
+  });
+
+  it("a 429 that never ends is counted past the bound: so many waits, or so long since the first", () => {
+    const f = toolbox(429, 1_000);
+    const within = judgeRecoveryAttempt(recoveryAttempt({ failure: f, provider: up, rateLimit: { waits: 2, since: plus(T0, -60_000), ...bound } }));
+    expect(within).toMatchObject({ verdict: "wait", counted: false });
+    expect(within.checks.find((c) => c.name === "rate_limit_waits_within_bound")).toMatchObject({ ok: true });
+    const tooMany = judgeRecoveryAttempt(recoveryAttempt({ failure: f, provider: up, rateLimit: { waits: 3, since: plus(T0, -60_000), ...bound } }));
+    expect(tooMany).toMatchObject({ verdict: "try_again", counted: true });
+    expect(tooMany.checks.map((c) => [c.name, c.ok])).toEqual([
+      ["error_is_provider_unavailability", true],
+      ["rate_limit_waits_within_bound", false],
+      ["provider_unavailable_after_error", false],
+      ["attempts_left", true],
+    ]);
+    const tooLong = judgeRecoveryAttempt(recoveryAttempt({ failure: f, provider: up, rateLimit: { waits: 0, since: plus(T0, -600_000), ...bound } }));
+    expect(tooLong).toMatchObject({ verdict: "try_again", counted: true });
+    // The API's 429 past the bound too; but while a probe finds the provider down it is the outage, and waits.
+    const api = { kind: "http" as const, status: 429, code: null, retryAfterMs: 1_000, scope: "api" as const };
+    expect(judgeRecoveryAttempt(recoveryAttempt({ failure: api, provider: up, rateLimit: { waits: 3, since: T0, ...bound } })).verdict).toBe("try_again");
+    expect(judgeRecoveryAttempt(recoveryAttempt({ failure: api, provider: down, rateLimit: { waits: 30, since: plus(T0, -3_600_000), ...bound } })).verdict).toBe("wait");
+  });
+
+  it("older bundles (no scope, no rate-limit history) are judged as before: a 429 waits", () => {
+    expect(judgeRecoveryAttempt(recoveryAttempt({ failure: { kind: "http", status: 429, code: null, retryAfterMs: null }, provider: up })).verdict).toBe("wait");
+  });
+
+  fcTest.prop([fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 3_600_000 }), fc.constantFrom("api", "toolbox"), fc.integer({ min: 1, max: 20 })])(
+    "a 429 while the API answers waits at most maxWaits times and under maxWaitMs: never an unbounded loop",
+    (waits, waitedMs, scope, attempts) => {
+      const v = judgeRecoveryAttempt(
+        recoveryAttempt({ attempts, maxAttempts: 5, failure: { kind: "http", status: 429, code: null, retryAfterMs: 1_000, scope }, provider: up, rateLimit: { waits, since: plus(T0, -waitedMs), ...bound } }),
+      );
+      expect(v.verdict === "wait").toBe(waits < bound.maxWaits && waitedMs < bound.maxWaitMs);
+    },
+  );
+});

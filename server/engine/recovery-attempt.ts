@@ -44,30 +44,52 @@ export function isProviderUnavailable(failure: Pick<Failure, "kind" | "status"> 
 }
 
 /**
+ * Whether a 429 is still the provider's own "wait" for this run (§2.8): the API's, or a
+ * toolbox's that said how long (Retry-After), and the run has not yet waited on 429s past its
+ * bound (`rateLimit`: so many waits, or so long since the first). Past it the 429 is judged like
+ * any unavailability — it waits only while a probe finds the provider unavailable too — so one
+ * call that answers 429 for ever loops no run. Bundles without `rateLimit` wait, as before.
+ */
+function rateLimitWait(e: RecoveryAttemptEvidence, checks: Check[]): boolean {
+  const f = e.failure;
+  if (f?.status !== 429) return false;
+  if (f.scope === "toolbox" && f.retryAfterMs === null) return false;
+  if (!e.rateLimit) return true;
+  const { waits, since, maxWaits, maxWaitMs } = e.rateLimit;
+  const waitedMs = since === null ? 0 : Math.max(0, at(e.now) - at(since));
+  const within = waits < maxWaits && waitedMs < maxWaitMs;
+  checks.push(check("rate_limit_waits_within_bound", within, `fewer than ${maxWaits} waits and under ${maxWaitMs} ms`, `${waits} waits over ${waitedMs} ms`));
+  return within;
+}
+
+/**
  * Recovery never loops (docs/rules.md §2.8): a recovery attempt that threw is counted; while
  * attempts are left the run is tried again after a doubling back-off, after that it ends
  * with `native_recovery_attempts_exhausted` and Retry. An outage is not the run's failure:
- * an error that says the provider is unavailable, confirmed by the breaker's probe after it
- * (or a 429, the provider's own "wait"), is not counted — the run waits for the provider.
+ * an error that says the provider is unavailable, confirmed by a probe of the provider's API
+ * after it (or a 429, the provider's own "wait", within its bound), is not counted — the run
+ * waits for the provider. A sandbox's toolbox failing while the API answers is the run's own.
  */
 export function judgeRecoveryAttempt(e: RecoveryAttemptEvidence): RecoveryAttemptResult {
   const checks: Check[] = [];
   const unavailableError = isProviderUnavailable(e.failure);
   // Asked only of a bundle that says what the error was (older bundles judge as before).
   if (e.failure) {
-    const describe = `${e.failure.kind}${e.failure.status !== null ? ` ${e.failure.status}` : ""}`;
+    const where = e.failure.scope ? ` (${e.failure.scope})` : "";
+    const describe = `${e.failure.kind}${e.failure.status !== null ? ` ${e.failure.status}` : ""}${where}`;
     checks.push(check("error_is_provider_unavailability", unavailableError, "refused, reset, timeout, 5xx, 502 or 429", describe));
   }
   if (unavailableError) {
-    // A 429 is the provider saying "wait" whatever a probe finds; anything else waits only
-    // while the provider stays unreachable after it (else it was this run's own trouble).
-    const rateLimited = e.failure?.status === 429;
+    // A 429 is the provider saying "wait" (within its bound); anything else waits only while
+    // the provider's API stays unavailable after it (else it was this run's own trouble: a
+    // sandbox's toolbox answering 502 while the API answers is counted).
+    const rateLimited = rateLimitWait(e, checks);
     const unreachable = e.provider ? !e.provider.reachable : false;
     checks.push(
       check(
         "provider_unavailable_after_error",
         rateLimited || unreachable,
-        "a 429, or a probe after the error that found the provider unavailable",
+        "a 429 within its bound, or a probe after the error that found the provider unavailable",
         rateLimited ? "rate limited" : e.provider ? (e.provider.reachable ? "probe answered" : `unavailable since ${e.provider.unavailableSince ?? "?"}`) : "no probe",
       ),
     );

@@ -338,6 +338,24 @@ export const recoveryAttemptEvidenceSchema = z.object({
       code: z.string().nullable().default(null),
       /** The provider's own wait (Retry-After, X-RateLimit-Reset), in ms, when it sent one. */
       retryAfterMs: z.number().int().nonnegative().nullable().default(null),
+      /**
+       * Where the call went: the provider's sandbox API, or one sandbox's toolbox behind its
+       * proxy. Absent in bundles older than the distinction: judged as before.
+       */
+      scope: z.enum(["api", "toolbox"]).optional(),
+    })
+    .optional(),
+  /**
+   * The run's 429 waits since it last went on (§2.8): `waits` before this one, `since` the
+   * first one's time, and the bounds. A 429 waits uncounted only below both; absent (older
+   * bundles): every 429 waits, as before.
+   */
+  rateLimit: z
+    .object({
+      waits: z.number().int().nonnegative(),
+      since: isoTimeSchema.nullable(),
+      maxWaits: z.number().int().nonnegative(),
+      maxWaitMs: z.number().int().nonnegative(),
     })
     .optional(),
   /**

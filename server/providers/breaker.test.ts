@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { ProviderBreaker, guardProvider, type BreakerChange } from "./breaker";
+import { ProviderBreaker, guardProvider, guardRunner, type BreakerChange } from "./breaker";
 import { ProviderError, retryAfterMs } from "./errors";
+import type { RunnerClient } from "./runner";
 import type { SandboxProvider } from "./types";
 
 const refused = () => new ProviderError("unreachable", "GET /sandbox/x", "cannot reach the provider (ECONNREFUSED)");
@@ -48,7 +49,18 @@ describe("the provider breaker (docs/rules.md §2.8)", () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(breaker.open).toBe(false);
     expect(changes.at(-1)).toMatchObject({ to: "closed", by: "probe" });
-    expect(breaker.reading()).toEqual({ open: false, unavailableSince: null, lastError: null, nextProbeAt: null, probes: expect.any(Number) });
+    expect(breaker.reading()).toEqual({ open: false, unavailableSince: null, lastError: null, nextProbeAt: null, probes: expect.any(Number), confirmedAt: null, answeredAt: expect.any(String) });
+  });
+
+  it("a probe that finds it still unavailable confirms the outage (confirmedAt), the opening call alone does not", async () => {
+    const { breaker } = breakerWith(async () => {
+      throw refused();
+    });
+    breaker.failed(refused());
+    expect(breaker.reading().confirmedAt).toBeNull();
+    const reading = await breaker.confirm();
+    expect(reading.confirmedAt).not.toBeNull();
+    breaker.stop();
   });
 
   it("an error the probe does not confirm reads closed (the run's own trouble, not an outage)", async () => {
@@ -113,6 +125,66 @@ describe("the provider breaker (docs/rules.md §2.8)", () => {
     })()).rejects.toThrow("ECONNREFUSED");
     expect(breaker.open).toBe(true);
     breaker.stop();
+  });
+});
+
+describe("the breaker is the provider's, not one sandbox's (docs/rules.md §2.8)", () => {
+  const toolbox502 = () => new ProviderError("http", "POST process/execute", "HTTP 502", { status: 502, scope: "toolbox" });
+  const runnerWith = (call: () => Promise<unknown>) => ({ readState: call }) as unknown as RunnerClient;
+
+  it("a sandbox's toolbox answering 502 opens nothing; confirming it probes the API, which answers: closed, no change", async () => {
+    let probes = 0;
+    const { breaker, changes } = breakerWith(async () => {
+      probes += 1;
+      return null;
+    });
+    const runner = guardRunner(
+      runnerWith(async () => {
+        throw toolbox502();
+      }),
+      breaker,
+    );
+    await expect(runner.readState("sb")).rejects.toThrow("HTTP 502");
+    expect(breaker.open).toBe(false);
+    expect(await breaker.confirm(toolbox502())).toMatchObject({ open: false, answeredAt: expect.any(String) });
+    expect(probes).toBe(1);
+    expect(changes).toEqual([]);
+  });
+
+  it("a toolbox error whose probe finds the API down opens it, confirmed by that probe", async () => {
+    const { breaker, changes } = breakerWith(async () => {
+      throw refused();
+    });
+    const reading = await breaker.confirm(new ProviderError("timeout", "POST process/execute", "no answer", { scope: "toolbox" }));
+    expect(reading).toMatchObject({ open: true, probes: 1, lastError: expect.stringContaining("ECONNREFUSED") });
+    expect(reading.confirmedAt).toBe(reading.unavailableSince);
+    expect(changes.map((c) => c.to)).toEqual(["open"]);
+    breaker.stop();
+  });
+
+  it("a toolbox call's answer does not close an open breaker (only the API's does)", async () => {
+    const { breaker } = breakerWith(async () => {
+      throw refused();
+    });
+    breaker.failed(refused());
+    await guardRunner(
+      runnerWith(async () => null),
+      breaker,
+    ).readState("sb");
+    expect(breaker.open).toBe(true);
+    breaker.stop();
+  });
+
+  it("answeredSince probes only when the API has not answered since then", async () => {
+    let probes = 0;
+    const { breaker } = breakerWith(async () => {
+      probes += 1;
+      return null;
+    });
+    const first = await breaker.answeredSince(Date.now());
+    expect(probes).toBe(1);
+    await breaker.answeredSince(Date.parse(first.answeredAt!) - 1);
+    expect(probes).toBe(1);
   });
 });
 

@@ -2,7 +2,7 @@ import { Configuration, SandboxApi } from "@daytonaio/api-client";
 import { z } from "zod";
 import { ageSeconds, DEFAULT_RATES, hourlyCost, type ResourceRates } from "./cost";
 import { ProviderError, retryAfterMs } from "./errors";
-import { decodeJson, httpFailure, send, snippet, validate } from "./http";
+import { decodeJson, httpFailure, send, SKIP_ACTIVITY_HEADERS, snippet, validate } from "./http";
 import { hasLabels, LABEL_KEYS } from "./labels";
 import type { CreateSandboxInput, DestroyOutcome, SandboxProvider, SandboxView, ViewOptions } from "./types";
 
@@ -288,7 +288,8 @@ export class DaytonaProvider implements SandboxProvider {
     const url = `${toolbox}/${encodeURIComponent(sandboxId)}/files/download?path=${encodeURIComponent(path)}`;
     let res;
     try {
-      res = await send({ method: "GET", url, operation, apiKey: this.apiKey, timeoutMs: this.timeoutMs, signal: options.signal });
+      // A file read only looks: not the sandbox's activity (SKIP_ACTIVITY_HEADERS).
+      res = await send({ method: "GET", url, operation, apiKey: this.apiKey, headers: SKIP_ACTIVITY_HEADERS, timeoutMs: this.timeoutMs, signal: options.signal });
     } catch (err) {
       if (ProviderError.is(err) && err.kind === "unreachable") this.toolboxUrls.delete(sandboxId);
       throw err;
@@ -309,7 +310,15 @@ export class DaytonaProvider implements SandboxProvider {
     const toolbox = await this.toolboxUrl(sandboxId, options);
     if (toolbox === null) return null;
     const operation = "GET /user-home-dir";
-    const res = await send({ method: "GET", url: `${toolbox}/${encodeURIComponent(sandboxId)}/user-home-dir`, operation, apiKey: this.apiKey, timeoutMs: this.timeoutMs, signal: options.signal });
+    const res = await send({
+      method: "GET",
+      url: `${toolbox}/${encodeURIComponent(sandboxId)}/user-home-dir`,
+      operation,
+      apiKey: this.apiKey,
+      headers: SKIP_ACTIVITY_HEADERS,
+      timeoutMs: this.timeoutMs,
+      signal: options.signal,
+    });
     if (res.status === 404) return null;
     if ((res.status === 400 || res.status === 401) && (await this.isGone(sandboxId, options))) return null;
     if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);

@@ -9,6 +9,13 @@
  */
 export type ProviderErrorKind = "unreachable" | "timeout" | "aborted" | "garbage" | "http" | "refused";
 
+/**
+ * Where the call went: the provider's sandbox API (one service for every sandbox), or one
+ * sandbox's toolbox behind the provider's proxy (files, process/execute, the runner). Only the
+ * API's unavailability is the provider's outage; a toolbox's is its sandbox's (docs/rules.md §2.8).
+ */
+export type ProviderErrorScope = "api" | "toolbox";
+
 export class ProviderError extends Error {
   override name = "ProviderError";
   readonly kind: ProviderErrorKind;
@@ -20,12 +27,14 @@ export class ProviderError extends Error {
   readonly operation: string;
   /** How long the provider asked us to wait (Retry-After, X-RateLimit-Reset), in ms, when it said. */
   readonly retryAfterMs: number | null;
+  /** The API unless the error says it was a sandbox's toolbox. */
+  readonly scope: ProviderErrorScope;
 
   constructor(
     kind: ProviderErrorKind,
     operation: string,
     message: string,
-    extra: { status?: number | null; code?: string | null; cause?: unknown; retryAfterMs?: number | null } = {},
+    extra: { status?: number | null; code?: string | null; cause?: unknown; retryAfterMs?: number | null; scope?: ProviderErrorScope } = {},
   ) {
     super(`${operation}: ${message}`, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.kind = kind;
@@ -33,6 +42,7 @@ export class ProviderError extends Error {
     this.status = extra.status ?? null;
     this.code = extra.code ?? null;
     this.retryAfterMs = extra.retryAfterMs ?? null;
+    this.scope = extra.scope ?? "api";
   }
 
   static is(err: unknown): err is ProviderError {

@@ -3,8 +3,22 @@ import { ProviderError, retryAfterMs } from "./errors";
 
 /**
  * Plain `fetch` for the toolbox proxy (file reads, the emulated runner): the api-client
- * does not cover it. Every failure becomes a ProviderError that says what was wrong.
+ * does not cover it. Every failure becomes a ProviderError that says what was wrong, scoped
+ * `toolbox`: one sandbox's toolbox failing is that sandbox's trouble, not the provider's
+ * outage (docs/rules.md §2.8).
  */
+
+/**
+ * Sent with every toolbox call that only looks (a file read, the home, `/version`, a process
+ * peek): Daytona's proxy counts each request as the sandbox's activity, which resets its
+ * auto-stop timer, unless the request carries this header set to `true` —
+ * `daytonaio/daytona@v0.190.0 apps/proxy/pkg/proxy/get_sandbox_target.go` (`GetProxyTarget`
+ * skips `updateLastActivity` when `Header.Get(SKIP_LAST_ACTIVITY_UPDATE_HEADER) == "true"`;
+ * the name is in `apps/proxy/pkg/proxy/proxy.go`). A look must not keep a dead run's paid
+ * sandbox awake (docs/daytona.md, Auto-stop): only the runner's work (runnerd commands, uploads)
+ * is activity.
+ */
+export const SKIP_ACTIVITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({ "X-Daytona-Skip-Last-Activity-Update": "true" });
 
 export interface HttpRequest {
   method: "GET" | "POST" | "DELETE";
@@ -52,13 +66,13 @@ export async function send(req: HttpRequest): Promise<HttpResponse> {
 }
 
 function fetchFailure(req: HttpRequest, err: unknown, timeout: AbortSignal): ProviderError {
-  if (req.signal?.aborted) return new ProviderError("aborted", req.operation, "the caller aborted the request", { cause: err });
+  if (req.signal?.aborted) return new ProviderError("aborted", req.operation, "the caller aborted the request", { cause: err, scope: "toolbox" });
   if (timeout.aborted) {
-    return new ProviderError("timeout", req.operation, `no answer within ${req.timeoutMs} ms`, { cause: err });
+    return new ProviderError("timeout", req.operation, `no answer within ${req.timeoutMs} ms`, { cause: err, scope: "toolbox" });
   }
   const cause = (err as { cause?: { code?: string; message?: string } }).cause;
   const detail = cause?.code ?? cause?.message ?? (err as Error).message ?? String(err);
-  return new ProviderError("unreachable", req.operation, `cannot reach ${originOf(req.url)} (${detail})`, { cause: err });
+  return new ProviderError("unreachable", req.operation, `cannot reach ${originOf(req.url)} (${detail})`, { cause: err, scope: "toolbox" });
 }
 
 /** Parses a JSON answer against `schema`, or names what was wrong with it. */
@@ -76,7 +90,7 @@ export function decodeJson(operation: string, res: HttpResponse): unknown {
       "garbage",
       operation,
       `expected JSON, got ${res.contentType || "no content type"} with status ${res.status}: ${snippet(text)}`,
-      { status: res.status },
+      { status: res.status, scope: "toolbox" },
     );
   }
 }
@@ -107,7 +121,7 @@ export function httpFailure(operation: string, res: HttpResponse): ProviderError
     "http",
     operation,
     `HTTP ${res.status}${message ? `: ${message}` : ` with ${res.contentType || "no content type"}: ${snippet(text)}`}`,
-    { status: res.status, code, retryAfterMs: res.retryAfterMs ?? null },
+    { status: res.status, code, retryAfterMs: res.retryAfterMs ?? null, scope: "toolbox" },
   );
 }
 

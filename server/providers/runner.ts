@@ -4,7 +4,7 @@ import path from "node:path";
 import { setTimeout } from "node:timers/promises";
 import { z } from "zod";
 import { ProviderError } from "./errors";
-import { decodeJson, httpFailure, send, validate, type HttpResponse } from "./http";
+import { decodeJson, httpFailure, send, SKIP_ACTIVITY_HEADERS, validate, type HttpResponse } from "./http";
 
 /**
  * The agent runner inside a sandbox (`runner/runnerd.mjs`), reached only through Daytona's
@@ -241,13 +241,15 @@ export interface RunnerClient {
   stop(sandboxId: string, options?: RunnerCallOptions): Promise<RunnerState | null>;
   /** The runner process: `running`, `stopped` (it exited), or `absent` (never started). */
   process(sandboxId: string, options?: RunnerCallOptions): Promise<RunnerProcess>;
-  /** runner-state.json, or null when there is none. */
+  /** runner-state.json, or null when there is none. A look: not the sandbox's activity (Daytona's auto-stop). */
   readState(sandboxId: string, options?: RunnerCallOptions): Promise<RunnerState | null>;
   /**
    * A read-only look at one process in the sandbox for the restart forecast (§2.12): its
    * `/proc/PID/stat` line (null when there is none) and whether the sandbox has a procfs.
    * Unlike `process` it uploads nothing and runs no runnerd: one `cat` through
-   * `process/execute`, which writes nothing and changes no runner.
+   * `process/execute`, which writes nothing and changes no runner — and, sent with
+   * `X-Daytona-Skip-Last-Activity-Update`, is not the sandbox's activity: a forecast keeps no
+   * dead run's sandbox from its auto-stop.
    */
   peekProcess(sandboxId: string, pid: number, options?: RunnerCallOptions): Promise<{ procfs: boolean; stat: string | null }>;
 }
@@ -455,8 +457,9 @@ export class HttpRunnerClient implements RunnerClient {
     const res = await this.toolbox(sandboxId, "POST", "process/execute", operation, options, {
       body: { command, timeout: Math.max(1, Math.floor(httpTimeoutMs / 1000) - 2) },
       timeoutMs: httpTimeoutMs,
+      look: true,
     });
-    if (res.status === 408) throw new ProviderError("timeout", operation, "the command did not finish in time (HTTP 408)", { status: 408 });
+    if (res.status === 408) throw new ProviderError("timeout", operation, "the command did not finish in time (HTTP 408)", { status: 408, scope: "toolbox" });
     if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
     const lines = validate(operation, decodeJson(operation, res), executeAnswerSchema, "the process/execute answer").result.split("\n");
     const stat = lines.find((l) => l.startsWith(`${Math.trunc(pid)} (`)) ?? null;
@@ -467,9 +470,9 @@ export class HttpRunnerClient implements RunnerClient {
   async readState(sandboxId: string, options: RunnerCallOptions = {}): Promise<RunnerState | null> {
     const home = await this.home(sandboxId, options);
     const operation = "GET files/download runner-state.json";
-    const res = await this.toolbox(sandboxId, "GET", `files/download?path=${encodeURIComponent(`${home}/${RUNNER_STATE_PATH}`)}`, operation, options);
+    const res = await this.toolbox(sandboxId, "GET", `files/download?path=${encodeURIComponent(`${home}/${RUNNER_STATE_PATH}`)}`, operation, options, { look: true });
     if (res.status === 404) {
-      const version = await this.toolbox(sandboxId, "GET", "version", "GET /version", options);
+      const version = await this.toolbox(sandboxId, "GET", "version", "GET /version", options, { look: true });
       if (version.status >= 200 && version.status < 300) return null;
       throw new ProviderError("http", operation, `404, and the sandbox does not answer /version (HTTP ${version.status}): it may be gone`, { status: 404, code: "sandbox_not_found" });
     }
@@ -482,7 +485,7 @@ export class HttpRunnerClient implements RunnerClient {
     const cached = this.homes.get(sandboxId);
     if (cached) return cached;
     const operation = "GET /user-home-dir";
-    const res = await this.toolbox(sandboxId, "GET", "user-home-dir", operation, options);
+    const res = await this.toolbox(sandboxId, "GET", "user-home-dir", operation, options, { look: true });
     if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
     const dir = validate(operation, decodeJson(operation, res), z.object({ dir: z.string().min(1) })).dir.replace(/\/+$/, "");
     this.homes.set(sandboxId, dir);
@@ -524,7 +527,7 @@ export class HttpRunnerClient implements RunnerClient {
       body: { command, cwd: home, timeout },
       timeoutMs: httpTimeoutMs,
     });
-    if (res.status === 408) throw new ProviderError("timeout", operation, `the command did not finish within ${timeout} s (HTTP 408)`, { status: 408 });
+    if (res.status === 408) throw new ProviderError("timeout", operation, `the command did not finish within ${timeout} s (HTTP 408)`, { status: 408, scope: "toolbox" });
     if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
     const answer = validate(operation, decodeJson(operation, res), executeAnswerSchema, "the process/execute answer");
     const line = answer.result.split("\n").reverse().find((l) => l.startsWith(RESULT_PREFIX));
@@ -552,7 +555,8 @@ export class HttpRunnerClient implements RunnerClient {
     route: string,
     operation: string,
     options: RunnerCallOptions,
-    extra: { body?: unknown; form?: FormData; timeoutMs?: number } = {},
+    /** `look`: the call only reads, so it is not the sandbox's activity (SKIP_ACTIVITY_HEADERS); a runnerd command or an upload is. */
+    extra: { body?: unknown; form?: FormData; timeoutMs?: number; look?: boolean } = {},
   ): Promise<HttpResponse> {
     const toolbox = await this.toolboxUrl(sandboxId, { signal: options.signal });
     if (toolbox === null) {
@@ -565,6 +569,7 @@ export class HttpRunnerClient implements RunnerClient {
       apiKey: this.apiKey,
       body: extra.body,
       form: extra.form,
+      headers: extra.look ? SKIP_ACTIVITY_HEADERS : undefined,
       timeoutMs: extra.timeoutMs ?? options.timeoutMs ?? this.timeoutMs,
       signal: options.signal,
     });

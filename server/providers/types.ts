@@ -112,7 +112,10 @@ export interface SandboxProvider {
    * was; processes that ran in it (the runner) did not survive the stop.
    */
   ensureStarted(id: string, options?: ViewOptions): Promise<{ outcome: "already_started" | "restarted"; before: string; sandbox: SandboxView }>;
-  /** A file's text, or null when the sandbox or the file does not exist. */
+  /**
+   * A file's text, or null when the sandbox or the file does not exist. A look, never the
+   * sandbox's activity: it does not hold off the provider's auto-stop (docs/daytona.md).
+   */
   readFile(sandboxId: string, path: string, options?: { signal?: AbortSignal }): Promise<string | null>;
 }
 

@@ -29,6 +29,11 @@ export const bulkPlanItemSchema = z.object({
   resultReason: z.string().nullable(),
   resultDetail: z.string().nullable(),
   successorId: z.string().nullable(),
+  /**
+   * A cancelled run's sandbox teardown, which runs after the run was cancelled and recorded:
+   * `pending`, then `done` or `failed: …` (the sweep tears down what failed). Null: nothing to tear down.
+   */
+  teardown: z.string().nullable(),
   doneAt: z.date().nullable(),
 });
 export type BulkPlanItem = z.infer<typeof bulkPlanItemSchema>;
@@ -75,7 +80,7 @@ export async function readBulkPlan(db: Db | Prisma.TransactionClient, instanceId
     db,
     Prisma.sql`SELECT i.run_id AS "runId", r.company_id AS "companyId", r.task_id AS "taskId", r.failure_code AS "failureCode", r.status::text AS status,
       i.position, i.admitted, i.reason, i.refusal, i.result, i.result_reason AS "resultReason", i.result_detail AS "resultDetail",
-      i.successor_id AS "successorId", i.done_at AS "doneAt"
+      i.successor_id AS "successorId", i.teardown, i.done_at AS "doneAt"
     FROM bulk_plan_items i JOIN runs r ON r.id = i.run_id WHERE i.plan_id = ${planId}::uuid ORDER BY i.position`,
   );
   const items = rows.map((r) => ({ ...r, result: BULK_RESULTS.find((x) => x === r.result) ?? null }));

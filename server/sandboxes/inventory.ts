@@ -1,6 +1,4 @@
-import { alertOrphanCost, orphanCostRate } from "../alerts/events";
 import type { Db } from "../db/client";
-import { env } from "../env";
 import { LABEL_KEYS } from "../providers/labels";
 import type { SandboxView } from "../providers/types";
 import type { Observer } from "../services/observer";
@@ -16,12 +14,21 @@ import { loadRecords, ownSandboxPages } from "./records";
  *
  * The inventory is only ever a view: a dry run reads each chosen sandbox from the provider
  * again, and a reclaim or destroy proves ownership on a fresh read at that moment.
+ *
+ * The controllers' teardown sweep runs passes too when orphans.cost_over is set
+ * (controller/orphan-cost.ts), and judges that alert on what is stored here
+ * (alerts/orphan-cost.ts); a pass itself judges no alert.
  */
 
 /** An inventory older than this starts a new pass in the background (the page is served from the old one). */
 export const INVENTORY_REFRESH_MS = 5_000;
 /** ...or older than this many times its pass took, if longer: passes keep at most 1/4 of a core busy (about 4 s at 10 k sandboxes). */
 const PASS_DUTY = 4;
+
+/** Whether an inventory listed at `last.listedAt` is due a new pass at `now` (null: there is none yet). */
+export function inventoryStale(last: { listedAt: Date; tookMs: number } | null, now: Date, maxAgeMs: number): boolean {
+  return !last || now.getTime() - last.listedAt.getTime() > Math.max(maxAgeMs, last.tookMs * PASS_DUTY);
+}
 
 /**
  * Sandboxes (provider pages gathered) whose records are loaded and judged together, and rows
@@ -132,8 +139,6 @@ export async function refreshInventory(db: Db, observer: Observer, instanceId: s
       }
       const last = await tx.sandboxInventoryPass.findUnique({ where: { instanceId } });
       if (last && last.listedAt >= now) return null;
-      // The orphans' cost rate before this pass: orphans.cost_over fires when a pass crosses the threshold.
-      const before = await orphanCostRate(tx, instanceId);
       let sandboxes = 0;
       for await (const rows of judgeInventoryChunks(db, observer, instanceId, now, chunkSize)) {
         const chunk = JSON.stringify(rows);
@@ -151,8 +156,6 @@ export async function refreshInventory(db: Db, observer: Observer, instanceId: s
       await tx.$executeRaw`DELETE FROM sandbox_inventory WHERE instance_id = ${instanceId} AND seen_at < ${now}`;
       const pass = { listedAt: now, sandboxes, tookMs: Math.round(performance.now() - started) };
       await tx.sandboxInventoryPass.upsert({ where: { instanceId }, create: { instanceId, ...pass }, update: pass });
-      const after = await orphanCostRate(tx, instanceId);
-      await alertOrphanCost(tx, { instanceId, previousRatePerHour: before.ratePerHour, ...after, thresholdPerHour: env.RUNWARDEN_ALERT_ORPHAN_COST_PER_HOUR ?? null, passAt: now });
       return pass;
     },
     { timeout: PASS_TIMEOUT_MS, maxWait: 10_000 },
@@ -206,7 +209,7 @@ export async function currentInventory(db: Db, observer: Observer, instanceId: s
     await startPass(db, observer, instanceId, now, true);
     // Another process's first pass may have been newer than ours: either is a first inventory.
     last = await db.sandboxInventoryPass.findUniqueOrThrow({ where: { instanceId } });
-  } else if (now.getTime() - last.listedAt.getTime() > Math.max(maxAgeMs, last.tookMs * PASS_DUTY) && !mapOf(running, db).has(instanceId)) {
+  } else if (inventoryStale(last, now, maxAgeMs) && !mapOf(running, db).has(instanceId)) {
     startPass(db, observer, instanceId).catch((err: unknown) => mapOf(failures, db).set(instanceId, err instanceof Error ? err.message : String(err)));
   }
   return { listedAt: last.listedAt, tookMs: last.tookMs, refreshing: mapOf(running, db).has(instanceId), error: mapOf(failures, db).get(instanceId) ?? null };

@@ -8,13 +8,13 @@ import { sweepCreationIntents, sweepTeardown, type SweepSummary } from "../contr
 /** What a sweep pass reports (the controller's answer and the tRPC output share it). */
 export { sweepSummarySchema, type SweepSummary } from "../controller/sweeps";
 import { teardownLease } from "../controller/teardown";
-import { cancelRun, type CancelOutcome } from "../controller/cancel";
+import { cancelInTransaction, cancelRun, type CancelOutcome, type CancelTaken } from "../controller/cancel";
 import { takeForecast, type ForecastOptions } from "../controller/forecast";
 import type { Forecast } from "../shared/forecast";
 
 /** What one Cancel did (§2.11); the controller's answer, the tRPC output and the CLI share it. */
-export { cancelOutcomeSchema, CANCEL_REASON_MAX, type CancelOutcome } from "../controller/cancel";
-import type { Db } from "../db/client";
+export { cancelOutcomeSchema, CANCEL_REASON_MAX, type CancelOutcome, type CancelTaken, type LeaseTeardown } from "../controller/cancel";
+import type { Db, Prisma } from "../db/client";
 import { destroyUnrecorded, type destroyUnrecordedInput, type DestroyUnrecordedOutput } from "../sandboxes/destroy-unrecorded";
 import { previewReclaim, type reclaimInput, type ReclaimOutput } from "../sandboxes/dry-run";
 import { executeReclaim } from "../sandboxes/reclaim";
@@ -43,6 +43,12 @@ export interface Services {
    * ended one (cancelled included: two tabs, a bulk plan and a person) is `refused`.
    */
   cancelRun(scope: CompanyScope, actor: Actor, runId: string, options: { reason?: string; planId?: string }): Promise<CancelOutcome>;
+  /**
+   * The same Cancel in the caller's transaction (a bulk plan's item, §2.11): the run is
+   * cancelled when `tx` commits, and `tearDown()` — called after that, outside any
+   * transaction — stops its runner and tears its sandboxes down.
+   */
+  cancelRunIn(tx: Prisma.TransactionClient, scope: CompanyScope, actor: Actor, runId: string, options: { reason?: string; planId?: string }): Promise<CancelTaken>;
   /**
    * The restart forecast (§2.12): what a controller restarted now would do to each run that
    * is not terminal (in scope, or the given ids), judged by the engine on evidence read
@@ -92,6 +98,7 @@ export function servicesOf(ctx: ControllerContext): Services {
     executeReclaim: (scope, actor, input) => executeReclaim(db, ctx, scope, instanceId, actor, input),
     destroyUnrecorded: (scope, actor, input) => destroyUnrecorded(db, ctx, scope, instanceId, actor, input),
     cancelRun: (scope, actor, runId, options) => cancelRun(ctx, scope, actor, runId, options),
+    cancelRunIn: (tx, scope, actor, runId, options) => cancelInTransaction(ctx, tx, scope, actor, runId, options),
     takeForecast: (scope, options) => takeForecast(ctx, scope, options),
   };
 }

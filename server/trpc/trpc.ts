@@ -2,6 +2,7 @@ import { initTRPC, TRPCError } from "@trpc/server";
 import { getHTTPStatusCodeFromError } from "@trpc/server/http";
 import superjson from "superjson";
 import { ZodError } from "zod";
+import type { DestinationPolicy } from "../alerts/destinations";
 import { auditsWrittenBy, writeAudit, type Actor } from "../audit/write";
 import { roleAllows, type CompanyScope, type Role, type SessionUser } from "../shared/roles";
 import { sessionUser } from "../auth/users";
@@ -25,6 +26,8 @@ export interface Context {
   instanceId: () => Promise<string>;
   /** The service module, built when a procedure needs the provider (sweeps, cleanups, orphans). */
   services: () => Promise<Services>;
+  /** Where an alert endpoint may point (RUNWARDEN_ALERT_ALLOW_NETWORKS; server/alerts/destinations.ts). */
+  alertDestinations: DestinationPolicy;
 }
 
 /** Every procedure declares the role it needs (see server/shared/roles.ts). */
@@ -34,8 +37,11 @@ export interface Meta {
   pure?: boolean;
 }
 
-/** `services`: given by a test that brings its own provider; otherwise built on first use. */
-export async function createTRPCContext(opts: { headers: Headers; db?: Db; user?: SessionUser | null; services?: Services }): Promise<Context> {
+/**
+ * `services`: given by a test that brings its own provider; otherwise built on first use.
+ * `alertDestinations`: given by a test whose webhook receiver listens on loopback; otherwise the environment's.
+ */
+export async function createTRPCContext(opts: { headers: Headers; db?: Db; user?: SessionUser | null; services?: Services; alertDestinations?: DestinationPolicy }): Promise<Context> {
   const database = opts.db ?? db();
   const instanceId = async () => opts.services?.instanceId ?? (await instanceIdOf(database, env.RUNWARDEN_INSTANCE_ID));
   return {
@@ -44,6 +50,7 @@ export async function createTRPCContext(opts: { headers: Headers; db?: Db; user?
     user: opts.user !== undefined ? opts.user : await sessionUser(database, opts.headers),
     instanceId,
     services: async () => opts.services ?? servicesFor(database, await instanceId()),
+    alertDestinations: opts.alertDestinations ?? { allow: env.RUNWARDEN_ALERT_ALLOW_NETWORKS },
   };
 }
 

@@ -72,8 +72,9 @@ export async function runBulk(io: CliIO, kind: Kind, runId: string | undefined, 
     let services: Promise<import("../../services").Services> | undefined;
     const servicesOnce = () => (services ??= import("../../services").then((m) => m.servicesFor(db, instanceId)));
     const input = { planId: opts.plan!, confirm: opts.confirm! };
-    const cancel = async (id: string, options: { reason?: string; planId: string }) => (await servicesOnce()).cancelRun(scope, actor, id, options);
-    const { plan, leasesQueued } = await auditedCli(db, actor, `run.bulk_${kind}`, input, () => confirmBulkPlan(db, instanceId, scope, actor, input, { cancel }));
+    const cancel: import("../../runs/bulk-confirm").CancelOne = async (tx, id, options) => (await servicesOnce()).cancelRunIn(tx, scope, actor, id, options);
+    // No request to answer in time: the CLI waits for the cancelled runs' teardowns to end (each bounded by the provider's timeouts).
+    const { plan, leasesQueued } = await auditedCli(db, actor, `run.bulk_${kind}`, input, () => confirmBulkPlan(db, instanceId, scope, actor, input, { cancel, teardownWaitMs: Number.POSITIVE_INFINITY }));
     // Retry's one scoped cleanup attempt of the old runs' leases, as the dashboard makes it.
     const cleanup = leasesQueued.length ? await (await servicesOnce()).tearDownRetriedLeases(leasesQueued) : [];
     io.stdout(opts.json ? `${JSON.stringify({ ...plan, cleanup })}\n` : resultText(plan));
@@ -94,7 +95,9 @@ function resultText(plan: BulkPlan): string {
   const done = plan.kind === "retry" ? `${c.retried} retried` : `${c.cancelled} cancelled`;
   const lines = [
     `plan ${plan.id} (${plan.kind}): ${done}, ${c.refused} refused now, ${c.failed} failed, ${c.refusedAtPreview} refused at the preview`,
-    ...plan.items.filter((i) => i.admitted).map((i) => `${(i.result ?? "pending").padEnd(9)} ${i.runId}${i.successorId ? `  → ${i.successorId}` : ""}${i.result === "refused" || i.result === "failed" ? `  ${i.resultReason}: ${i.resultDetail}` : ""}`),
+    ...plan.items
+      .filter((i) => i.admitted)
+      .map((i) => `${(i.result ?? "pending").padEnd(9)} ${i.runId}${i.successorId ? `  → ${i.successorId}` : ""}${i.result === "refused" || i.result === "failed" ? `  ${i.resultReason}: ${i.resultDetail}` : ""}${i.teardown ? `  sandbox teardown: ${i.teardown}` : ""}`),
   ];
   return `${lines.join("\n")}\n`;
 }

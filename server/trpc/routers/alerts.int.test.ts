@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
 import { deliverDueAlerts } from "../../alerts/deliver";
 import { instanceIdOf } from "../../db/installation";
+import { redactUrl } from "../../lib/redact";
 import { renderMetrics } from "../../metrics";
 import { withTestDatabase } from "../../test/context";
 import { freePort } from "../../test/emulator-child";
@@ -16,8 +17,10 @@ import { createTRPCContext } from "../trpc";
 /** The console's alerts: add, edit, enable/disable, test, the delivery log, delete; every mutation audited; secrets shown once. */
 
 const t = withTestDatabase();
-const caller = (user: SessionUser = TEST_ADMIN) => createCaller(() => createTRPCContext({ user, headers: new Headers(), db: t.current.db }));
-const SENDER = { baseMs: 100, capMs: 1_000, maxAttempts: 2, timeoutMs: 2_000, batch: 16 };
+// The receiver listens on loopback, which only an operator's RUNWARDEN_ALERT_ALLOW_NETWORKS lets an endpoint reach (docs/alerts.md).
+const LOOPBACK_ALLOWED = { allow: ["127.0.0.1/32"] };
+const caller = (user: SessionUser = TEST_ADMIN) => createCaller(() => createTRPCContext({ user, headers: new Headers(), db: t.current.db, alertDestinations: LOOPBACK_ALLOWED }));
+const SENDER = { baseMs: 100, capMs: 1_000, maxAttempts: 2, timeoutMs: 2_000, batch: 16, destinations: LOOPBACK_ALLOWED };
 let receiver: WebhookReceiver;
 const secret = `whsec_${crypto.randomBytes(24).toString("base64")}`;
 
@@ -40,8 +43,9 @@ describe("alerts router", () => {
     await receiver.setMode("up");
     const created = await caller().alerts.create({ name: "ops", url: receiver.url, secret, events: ["run.failed", "wave.failed"] });
     expect(created.secret).toBe(secret);
-    expect(created.endpoint).toMatchObject({ name: "ops", url: receiver.url, events: ["run.failed", "wave.failed"], enabled: true, source: "console", createdBy: TEST_ADMIN.email });
-    expect(created.endpoint.secretHint).toMatch(/^whsec_..….{2}$/);
+    expect(created.endpoint).toMatchObject({ name: "ops", destination: redactUrl(receiver.url), events: ["run.failed", "wave.failed"], enabled: true, source: "console", createdBy: TEST_ADMIN.email });
+    expect(created.endpoint.destination).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/…#[0-9a-f]{8}$/);
+    expect(created.endpoint.secretHint).toMatch(/^whsec_…#[0-9a-f]{8}$/);
     const listed = await caller().alerts.list();
     expect(JSON.stringify(listed)).not.toContain(secret.slice(6));
 
@@ -83,7 +87,7 @@ describe("alerts router", () => {
     const { endpoint } = await caller().alerts.create({ name: "edit-me", url: "https://hooks.example.com/a" });
     const edited = await caller().alerts.update({ id: endpoint.id, name: "edited", url: "https://hooks.example.com/b", events: ["orphans.cost_over"], rotateSecret: true });
     expect(edited.secret).toMatch(/^whsec_/);
-    expect(edited.endpoint).toMatchObject({ name: "edited", url: "https://hooks.example.com/b", events: ["orphans.cost_over"] });
+    expect(edited.endpoint).toMatchObject({ name: "edited", destination: redactUrl("https://hooks.example.com/b"), events: ["orphans.cost_over"] });
     expect((await caller().alerts.setEnabled({ id: endpoint.id, enabled: false })).endpoint.enabled).toBe(false);
     expect((await caller().alerts.setEnabled({ id: endpoint.id, enabled: true })).endpoint.enabled).toBe(true);
     expect(await caller().alerts.delete({ id: endpoint.id })).toEqual({ id: endpoint.id, deleted: true });

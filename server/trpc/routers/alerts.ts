@@ -20,21 +20,21 @@ import {
 import { adminProcedure, createTRPCRouter } from "../trpc";
 import { z } from "zod";
 
-/** Outgoing webhooks (README "Alerts"): admin only; every mutation audited by the service. */
+/** Outgoing webhooks (docs/alerts.md): admin only; every mutation audited by the service; no answer holds an endpoint's whole URL. */
 export const alertsRouter = createTRPCRouter({
   list: adminProcedure
     .input(z.object({}).strict().optional())
     .output(alertsListOutput)
     .query(async ({ ctx }) => listEndpoints({ db: ctx.db, instanceId: await ctx.instanceId(), scope: ctx.scope })),
-  /** Adds an endpoint; its secret (given or generated) is returned once. */
+  /** Adds an endpoint (its URL judged by the destination policy, docs/alerts.md); its secret (given or generated) is returned once. */
   create: adminProcedure
     .input(alertsCreateInput)
     .output(alertsEndpointOutput)
-    .mutation(async ({ ctx, input }) => createEndpoint({ db: ctx.db, instanceId: await ctx.instanceId(), actor: ctx.actor, scope: ctx.scope }, input)),
+    .mutation(async ({ ctx, input }) => createEndpoint({ db: ctx.db, instanceId: await ctx.instanceId(), actor: ctx.actor, scope: ctx.scope, destinations: ctx.alertDestinations }, input)),
   update: adminProcedure
     .input(alertsUpdateInput)
     .output(alertsEndpointOutput)
-    .mutation(async ({ ctx, input }) => updateEndpoint({ db: ctx.db, instanceId: await ctx.instanceId(), actor: ctx.actor, scope: ctx.scope }, input)),
+    .mutation(async ({ ctx, input }) => updateEndpoint({ db: ctx.db, instanceId: await ctx.instanceId(), actor: ctx.actor, scope: ctx.scope, destinations: ctx.alertDestinations }, input)),
   setEnabled: adminProcedure
     .input(alertsSetEnabledInput)
     .output(alertsEndpointOutput)

@@ -25,7 +25,7 @@ export const plansRouter = createTRPCRouter({
       // Built once, on first need (a cancel plan's runs, a retried run's leases).
       let services: Promise<Services> | undefined;
       const servicesOnce = () => (services ??= ctx.services());
-      const cancel: CancelOne = async (runId, options) => (await servicesOnce()).cancelRun(ctx.scope, ctx.actor, runId, options);
+      const cancel: CancelOne = async (tx, runId, options) => (await servicesOnce()).cancelRunIn(tx, ctx.scope, ctx.actor, runId, options);
       const { plan, leasesQueued } = await confirmBulkPlan(ctx.db, await ctx.instanceId(), ctx.scope, ctx.actor, input, { cancel });
       // Retry's one scoped cleanup attempt of the old runs' leases (the sweep retries what fails).
       const cleanup = leasesQueued.length ? await (await servicesOnce()).tearDownRetriedLeases(leasesQueued) : [];
