@@ -42,7 +42,7 @@ describe("controllerProgram", () => {
     });
     const sources = maps.flatMap((m) => m.sources);
     expect(sources.some((s) => s.endsWith("scripts/controller.ts"))).toBe(true);
-    expect(sources.some((s) => s.endsWith("server/controller/sweeps.ts"))).toBe(true);
+    expect(sources.some((s) => s.endsWith("server/controller/sweeps/creation-intents.ts"))).toBe(true);
     expect(maps.every((m) => m.sourcesContent === undefined)).toBe(true);
     expect(maps.reduce((n, m) => n + m.mappings.length, 0)).toBeGreaterThan(1000);
   });
