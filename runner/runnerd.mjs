@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// runnerd: Runwarden's runner inside a sandbox (RUNNER.md). One file, no dependencies, Node >= 20.
+// runnerd: Runwarden's runner inside a sandbox; its contract is docs/runner.md. One file, no dependencies, Node >= 20.
 // It is the only writer of runner-state.json (temp file, fsync, rename).
 //
 //   runnerd start --run R --instance I --session S [--agent-command CMD] [--session-command CMD]

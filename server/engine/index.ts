@@ -1,5 +1,6 @@
 /** The recovery engine's public API: pure proofs over evidence bundles (docs/evidence.md). */
 export * from "./schemas";
+export * from "./runner-state";
 export * from "./verdicts";
 export * from "./catalogue";
 export * from "./catalogue-schemas";

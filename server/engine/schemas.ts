@@ -306,7 +306,7 @@ export const turnResultEvidenceSchema = z.object({
       durationMs: z.number().nonnegative().nullish(),
     })
     .nullable(),
-  /** The turn's budget (ms) the runner was given, when it was given one (issue 31 item 6). */
+  /** The turn's budget (ms) the runner was given, when it was given one (docs/rules.md "Turns"). */
   budgetMs: z.number().int().positive().optional(),
   /** How long the controller waited for a record that never came, and its bound (with `record: null`). */
   deadline: z.object({ deadlineMs: z.number().int().positive(), waitedMs: z.number().nonnegative() }).optional(),

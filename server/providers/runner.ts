@@ -8,7 +8,7 @@ import { decodeJson, httpFailure, send, SKIP_ACTIVITY_HEADERS, validate, type Ht
 
 /**
  * The agent runner inside a sandbox (`runner/runnerd.mjs`), reached only through Daytona's
- * toolbox API by sandbox id (RUNNER.md): the program is uploaded with `files/bulk-upload`,
+ * toolbox API by sandbox id (docs/runner.md, docs/daytona.md): the program is uploaded with `files/bulk-upload`,
  * every operation is one `process/execute` of `node runnerd ctl OP` printing one marked JSON
  * line, and the runner state is read back with `files/download`. Every path comes from the
  * sandbox's own home (`GET /user-home-dir`). The same code drives real Daytona and the
@@ -46,74 +46,28 @@ const RESULT_PREFIX = "RUNWARDEN_RESULT ";
 /** What `peekProcess` prints when the sandbox has a procfs. */
 const PROCFS_MARK = "RUNWARDEN_PROCFS";
 
-// The runner's vocabulary is the engine's (docs/rules.md §1), defined once there.
+// The runner's vocabulary and its wire shapes are the engine's (docs/rules.md §1,
+// docs/runner.md), defined once there in server/engine/runner-state.ts.
 import { PROVIDER_FAILURE_KINDS, RUNNER_LIFECYCLES } from "../engine/schemas";
-export { RUNNER_LIFECYCLES, PROVIDER_FAILURE_KINDS };
+import {
+  PROVIDER_FAILURE_CATEGORIES,
+  processedCommandSchema,
+  providerFailureSchema,
+  runnerProcessIdentitySchema,
+  runnerProcessSchema,
+  runnerWireStateSchema,
+  type ProcessedCommand,
+  type ProviderFailure,
+  type RunnerProcess,
+  type RunnerWireState,
+} from "../engine/runner-state";
+export { RUNNER_LIFECYCLES, PROVIDER_FAILURE_KINDS, PROVIDER_FAILURE_CATEGORIES, providerFailureSchema, runnerProcessIdentitySchema, processedCommandSchema, runnerProcessSchema };
+export type { ProviderFailure, ProcessedCommand, RunnerProcess };
 export type RunnerLifecycle = (typeof RUNNER_LIFECYCLES)[number];
-export const PROVIDER_FAILURE_CATEGORIES = ["authentication", "permission", "invalid_request"] as const;
 
-export const providerFailureSchema = z.object({
-  kind: z.enum(PROVIDER_FAILURE_KINDS),
-  category: z.enum(PROVIDER_FAILURE_CATEGORIES).nullable(),
-  message: z.string(),
-});
-/** A provider failure as the engine's `startup_failure` evidence takes it (docs/evidence.md). */
-export type ProviderFailure = z.infer<typeof providerFailureSchema>;
-
-export const runnerProcessIdentitySchema = z.object({ pid: z.number().int(), startedAt: z.string(), startTicks: z.number().int().nullish() });
-
-/** One command the runner processed (a turn: its exit code and bounded output tail). */
-export const processedCommandSchema = z.object({
-  seq: z.number().int(),
-  kind: z.string(),
-  processedAt: z.string(),
-  exitCode: z.number().int().nullish(),
-  signal: z.string().nullish(),
-  durationMs: z.number().nullish(),
-  outputTail: z.string().nullish(),
-  /** The runner killed the agent's process group at the turn's budget (issue 31 item 6); missing from older runners. */
-  timedOut: z.boolean().nullish(),
-  /** The budget the turn ran under (ms), or null for none. */
-  timeoutMs: z.number().int().nullish(),
-});
-export type ProcessedCommand = z.infer<typeof processedCommandSchema>;
-
-/** `runner-state.json` (docs/rules.md §1 Runner state); the docs/evidence.md `runnerState` fields plus extras. */
-export const runnerStateSchema = z.object({
-  runId: z.string(),
-  runnerInstanceId: z.string(),
-  sessionId: z.string(),
-  lifecycle: z.enum(RUNNER_LIFECYCLES),
-  lastConnectionProtocolVersion: z.number().int().nullable(),
-  lastControllerCommandSeq: z.number().int().min(0),
-  reconnectCount: z.number().int().min(0),
-  outbox: z.array(z.unknown()),
-  processedCommands: z.array(z.unknown()),
-  pendingTerminalDelivery: z.unknown().nullable(),
-  /** Whether provider session state exists beside the runner state. */
-  providerStatePresent: z.boolean(),
-  /** The runner process that wrote this state. */
-  process: runnerProcessIdentitySchema.nullable(),
-  /** The turn being run when this was written (it is not processed until it is in processedCommands). */
-  inFlight: z.object({ seq: z.number().int(), startedAt: z.string(), timeoutMs: z.number().int().nullish() }).nullish(),
-  agentCommand: z.string().nullish(),
-  /** The absolute directory turns run in, as the runner itself resolved it (docs/rules.md §2.1's remote directory); missing from older runners. */
-  workDir: z.string().nullish(),
-  /** sha-256 (16 hex) of the runnerd program that wrote this state; missing from older runners. */
-  programDigest: z.string().nullish(),
-  /** How many times a dead runner was resumed on this state (`start --resume`). */
-  resumes: z.number().int().nonnegative().nullish(),
-  updatedAt: z.string(),
-});
-export type RunnerState = z.infer<typeof runnerStateSchema>;
-
-export const runnerProcessSchema = z.object({
-  state: z.enum(["running", "stopped", "absent"]),
-  pid: z.number().int().optional(),
-  startedAt: z.string().optional(),
-  startTicks: z.number().int().optional(),
-});
-export type RunnerProcess = z.infer<typeof runnerProcessSchema>;
+/** `runner-state.json` as runnerd writes it: the engine's wire state (docs/runner.md "The state file"). */
+export const runnerStateSchema = runnerWireStateSchema;
+export type RunnerState = RunnerWireState;
 
 /** Parses a runner-state.json text; a file that is not one is a `garbage` ProviderError. */
 export function parseRunnerState(text: string, where = RUNNER_STATE_PATH): RunnerState {
@@ -163,7 +117,7 @@ export type SessionOpenResult =
 
 /** How long past a turn's budget the controller keeps polling for the runner's record (the runner's kill grace, its write, a round trip). */
 export const TURN_DEADLINE_MARGIN_MS = 30_000;
-/** One `ctl turn` long poll's wait (ms): well under the toolbox proxy's timeout (RUNNER.md: ≤ 25 s). */
+/** One `ctl turn` long poll's wait (ms): well under the toolbox proxy's timeout (docs/runner.md: ≤ 25 s). */
 export const TURN_LONG_POLL_WAIT_MS = 15_000;
 /** How often a turn still running is long-polled through `ctl turn` (ms); the runner's record is read in between. */
 export const TURN_LONG_POLL_EVERY_MS = 60_000;
@@ -183,7 +137,7 @@ export interface TurnOptions extends RunnerCallOptions {
 
 /**
  * The runner gave no record of the turn within its budget plus the margin (a hung runner,
- * or a sandbox that stopped answering): the controller stops polling (issue 31 item 6).
+ * or a sandbox that stopped answering): the controller stops polling (docs/rules.md "Turns").
  */
 export class TurnDeadlineError extends Error {
   constructor(
@@ -264,7 +218,7 @@ export interface HttpRunnerClientOptions {
   /**
    * Whether the provider's API says the sandbox is gone: asked when the toolbox answers 400,
    * 401 or 404, since a deleted sandbox's toolbox answers 401 or 400 once the proxy's caches
-   * forget it (issue 33). Without it such an answer stays an error.
+   * forget it (docs/daytona.md "The toolbox"). Without it such an answer stays an error.
    */
   sandboxGone?: (sandboxId: string, options?: { signal?: AbortSignal }) => Promise<boolean>;
 }
@@ -312,6 +266,7 @@ const executeAnswerSchema = z.object({ exitCode: z.number().int(), result: z.str
 const stateResultSchema = z.object({ state: runnerStateSchema });
 const maybeStateResultSchema = z.object({ state: runnerStateSchema.nullable() });
 const processResultSchema = z.object({ process: runnerProcessSchema });
+/** Lenient on purpose: an answer without its record is read from the state (the engine's `turnAnswerSchema` is what runnerd prints). */
 const turnAnswerSchema = z.object({ state: runnerStateSchema, pending: z.boolean().optional(), command: processedCommandSchema.optional() });
 const rejectResultSchema = z.object({ definite: z.boolean().optional(), providerFailure: providerFailureSchema.optional(), message: z.string().optional() });
 
@@ -531,7 +486,7 @@ export class HttpRunnerClient implements RunnerClient {
     if (res.status < 200 || res.status >= 300) throw httpFailure(operation, res);
     const answer = validate(operation, decodeJson(operation, res), executeAnswerSchema, "the process/execute answer");
     const line = answer.result.split("\n").reverse().find((l) => l.startsWith(RESULT_PREFIX));
-    // The shell found no node to run runnerd with: the sandbox's image lacks it (issue 33).
+    // The shell found no node to run runnerd with: the sandbox's image lacks it (docs/daytona.md "No `node`").
     if (!line && answer.exitCode === 127 && /\bnode\b.*(not found|No such file)/i.test(answer.result)) {
       throw new ProviderError("garbage", operation, `the sandbox has no node on its PATH (exit 127: ${answer.result.trim().slice(-200)})`, { code: RUNNER_NODE_MISSING });
     }
