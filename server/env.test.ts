@@ -1,5 +1,34 @@
+import fs from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { readEnv } from "./env";
+import { ENV_VARIABLES, readEnv } from "./env";
+
+const root = path.join(import.meta.dirname, "..");
+
+/** The variables the table of docs/configuration.md names: every backquoted NAME in a row's first cell. */
+function documentedVariables(): string[] {
+  const doc = fs.readFileSync(path.join(root, "docs/configuration.md"), "utf8");
+  return doc
+    .split("\n")
+    .filter((line) => line.startsWith("| `"))
+    .flatMap((line) => [...(line.slice(2).split(" | ")[0] ?? "").matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1] ?? ""));
+}
+
+/** What next.config.ts reads itself (it cannot import server/env.ts: docs/configuration.md says why). */
+function nextConfigVariables(): string[] {
+  const config = fs.readFileSync(path.join(root, "next.config.ts"), "utf8");
+  return [...config.matchAll(/process\.env\.([A-Z][A-Z0-9_]*)/g)].map((m) => m[1] ?? "");
+}
+
+describe("docs/configuration.md", () => {
+  it("lists exactly the variables server/env.ts reads, and those next.config.ts reads itself", () => {
+    const documented = documentedVariables();
+    const read = [...ENV_VARIABLES, ...nextConfigVariables()];
+    expect(read.length).toBeGreaterThan(60);
+    expect({ undocumented: read.filter((v) => !documented.includes(v)), notRead: documented.filter((v) => !read.includes(v)) }).toEqual({ undocumented: [], notRead: [] });
+    expect(documented.filter((v, i) => documented.indexOf(v) !== i), "documented twice").toEqual([]);
+  });
+});
 
 describe("readEnv", () => {
   it("gives the documented defaults on an empty environment", () => {

@@ -67,7 +67,7 @@ const envSchema = z.object({
   /** Simulated work per agent turn. */
   RUNWARDEN_TURN_MS: z.coerce.number().int().min(0).default(500),
   /**
-   * A turn's budget (issue 31 item 6): past it the runner kills the agent's process group and
+   * A turn's budget (docs/rules.md, "Turns"): past it the runner kills the agent's process group and
    * the run ends with `agent_turn_timeout` (a hung agent would keep its paid sandbox awake for
    * ever). The controller stops waiting for the runner's record 30 s after it.
    */
@@ -90,7 +90,7 @@ const envSchema = z.object({
   RUNWARDEN_SANDBOX_SNAPSHOT: z.string().trim().min(1).optional(),
   /** A controller silent this long no longer holds its runs (other hosts cannot be probed). */
   RUNWARDEN_EXECUTOR_TIMEOUT_MS: z.coerce.number().int().min(500).default(20_000),
-  /** A live run older than this is listed as stuck (issue 34; the overview's "Stuck runs", `/runs?stuck=over_age`). */
+  /** A live run older than this is listed as stuck (docs/rules.md §4; the overview's "Stuck runs", `/runs?stuck=over_age`). */
   RUNWARDEN_STUCK_MAX_AGE_MS: z.coerce.number().int().min(60_000).default(12 * 3600_000),
   /**
    * A turn running longer than this is listed as stuck (or past its run's own larger budget plus
@@ -99,7 +99,7 @@ const envSchema = z.object({
    */
   RUNWARDEN_STUCK_MAX_TURN_MS: z.coerce.number().int().min(1_000).optional(),
   /**
-   * The sandbox's own idle policy (issue 34), minutes, sent on create as Daytona's
+   * The sandbox's own idle policy (docs/rules.md §4), minutes, sent on create as Daytona's
    * `autoStopInterval`: unset, the run's turn budget plus the deadline margin, rounded up, plus 5;
    * a shorter value is raised to that, so a turn nobody watches is never stopped mid-way.
    */
@@ -265,6 +265,9 @@ const withDerived = envSchema
 }));
 
 export type Env = z.infer<typeof withDerived>;
+
+/** Every variable this schema reads, in its order (docs/configuration.md lists each one). */
+export const ENV_VARIABLES: readonly string[] = Object.keys(envSchema.shape);
 
 export function readEnv(source: Record<string, string | undefined>): Env {
   // Treat empty strings as unset, the way shells usually mean them.

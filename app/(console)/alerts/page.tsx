@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import { RedirectToSignIn } from "@/components/auth/redirect-to-sign-in";
 import { AlertsView } from "@/components/alerts/alerts-view";
+import { ALERT_EVENT_KINDS } from "@/components/alerts/event-kinds";
 import { PageHeader } from "@/components/ui";
 import { roleAllows } from "@/server/shared/roles";
 import { getQueryClient, HydrateClient, requestUser, trpc } from "@/trpc/server";
@@ -26,8 +27,17 @@ export default async function AlertsPage() {
   return (
     <HydrateClient>
       <PageHeader title="Alerts">
-        Outgoing webhooks: failed runs, recovery that gave up, provider outages, orphan costs over the threshold and failed chaos waves, sent by the controllers from a
-        durable outbox, signed the Standard Webhooks way, with a <code className="font-mono text-xs">text</code> field a Slack incoming webhook shows as is.
+        Outgoing webhooks, sent by the controllers from a durable outbox, signed the Standard Webhooks way, with a{" "}
+        <code className="font-mono text-xs">text</code> field a Slack incoming webhook shows as is. Events:{" "}
+        <span data-testid="alert-event-kinds">
+          {ALERT_EVENT_KINDS.map(({ type, summary }, i) => (
+            <span key={type}>
+              {i > 0 ? "; " : ""}
+              {summary} (<code className="font-mono text-xs">{type}</code>)
+            </span>
+          ))}
+          .
+        </span>
       </PageHeader>
       <AlertsView />
     </HydrateClient>

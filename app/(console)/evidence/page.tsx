@@ -8,7 +8,8 @@ export default function EvidencePage() {
   return (
     <>
       <PageHeader title="Evaluate evidence">
-        Paste or upload an evidence bundle — for example one downloaded from a run&apos;s page — and the engine evaluates it exactly as <code>runwarden decide</code> does.
+        Paste or upload an evidence bundle — for example one downloaded from a run&apos;s page — and the engine evaluates it with the rules <code>runwarden decide</code> uses. A downloaded
+        file holding several bundles is evaluated here by its first; <code>runwarden decide FILE</code> gives a verdict for each.
       </PageHeader>
       <EvaluateForm />
     </>

@@ -18,12 +18,12 @@ export default async function RunsPage({ searchParams }: { searchParams: Promise
   // alongside it; those that have answered GRACE_MS after the list go out in its HTML (the
   // groups read maintained rollups, and are the page's largest element: its LCP), the browser
   // asks for any other itself once the page is live. A slow answer (a filter the rollups cannot
-  // serve) holds the list back by GRACE_MS at most (issue 13). The filters' suggestions are the
+  // serve) holds the list back by GRACE_MS at most (ARCHITECTURE.md, "Live pages"). The filters' suggestions are the
   // browser's to ask for: in the HTML they were hundreds of options to send and hydrate before
   // anyone opens a filter.
   const filter = toRunFilter(values);
   if (values.stuck) {
-    // Under the stuck filter the page shows the stuck runs alone (issue 34).
+    // Under the stuck filter the page shows the stuck runs alone (docs/rules.md §4, "Stuck runs").
     await qc.prefetchQuery(trpc.runs.stuck.queryOptions(toStuckInput(values)));
   } else {
     const groups = qc.prefetchQuery(trpc.runs.failureGroups.queryOptions(filter));
