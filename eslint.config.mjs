@@ -25,7 +25,7 @@ const SHARED_FORBIDDEN = [
 const TEST_FILES = ["**/*.test.ts", "**/*.test.tsx", "e2e/**", "server/test/**", "vitest.config.ts", "playwright.config.ts"];
 
 /**
- * The web's boundaries (issue 15; ARCHITECTURE.md "The rooms"). typescript-eslint's variant of
+ * The web's boundaries (ARCHITECTURE.md, "The rooms"). typescript-eslint's variant of
  * no-restricted-imports, so these do not replace the core rule's settings of other blocks.
  */
 const CONTROLLER = { regex: "(^|/)controller(/|$)", message: "Reach the controller through server/services (the service module), never its internals." };

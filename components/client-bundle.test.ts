@@ -4,7 +4,7 @@ import path from "node:path";
 import { build, type Metafile } from "esbuild";
 import { describe, expect, it } from "vitest";
 
-// Issue 13: ≤ 200 KB of JavaScript before a page is interactive. What a client module imports
+// docs/decisions/0003-cost-at-scale.md: ≤ 200 KB of JavaScript before a page is interactive. What a client module imports
 // statically is in that figure; what it loads with import() is not. These packages must only
 // ever be reached through import(): sonner (toasts, components/toast.tsx) and zod (the report
 // schemas; the browser validates nothing with it). The root providers, on every page, import

@@ -24,7 +24,7 @@ export function TextFilter({
   placeholder?: string;
   list?: string;
   options?: string[];
-  /** The server's limit for this filter (server/limits.ts). */
+  /** The server's limit for this filter (server/shared/limits.ts). */
   maxLength: number;
 }) {
   // Keyed by the applied value so a change elsewhere (clear, back button) resets the draft.

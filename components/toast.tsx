@@ -2,7 +2,7 @@
 
 import dynamic from "next/dynamic";
 
-// sonner is not part of any page's initial JavaScript (issue 13: ≤ 200 KB): its Toaster loads
+// sonner is not part of any page's initial JavaScript (docs/decisions/0003-cost-at-scale.md: ≤ 200 KB): its Toaster loads
 // once the page is interactive, and `toast` fetches the same module. A toast shown before the
 // Toaster subscribes is replayed when it does (sonner's ToastState).
 const SonnerToaster = dynamic(() => import("sonner").then((m) => m.Toaster), { ssr: false });

@@ -20,7 +20,7 @@ export interface TooltipTriggerProps {
 /**
  * A line of text about a link: on hover after 200 ms, at once on focus; gone on leave, blur,
  * a click, Escape or a scroll. Below the link, above it near the window's bottom. Ours, not
- * radix's tooltip: that one, with its popper, was ~15 KB gzipped of the runs page (issue 13),
+ * radix's tooltip: that one, with its popper, was ~15 KB gzipped of the runs page (docs/decisions/0003-cost-at-scale.md: ≤ 200 KB),
  * and a table's codes need none of its collision handling.
  */
 export function Tooltip({ content, children }: { content: string; children: (trigger: TooltipTriggerProps) => React.ReactNode }) {

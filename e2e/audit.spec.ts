@@ -111,7 +111,7 @@ test("older entries: a stable cursor pages through the log, and new entries appe
     await expect(rows).toHaveCount(50);
     await expect(rows.first()).toHaveAttribute("data-audit-id", ids[0]!);
     await page.getByRole("button", { name: "Older entries" }).click();
-    // The cursor is a signed token (issue 16.4), not the entry id.
+    // The cursor is a signed token (docs/access.md), not the entry id.
     await expect(page).toHaveURL(/before=[^&]+/);
     await expect(rows).toHaveCount(10);
     await expect(rows.first()).toHaveAttribute("data-audit-id", ids[50]!);

@@ -106,7 +106,7 @@ test("the runs list: filters survive a reload, failure codes explain themselves,
     await expect(page.getByRole("tooltip")).toContainText(entry.message);
 
     // The groups come in the server's first HTML, ahead of the list, not in a streamed segment
-    // React reveals 300 ms after the first paint (the page's largest element: its LCP, issue 13).
+    // React reveals 300 ms after the first paint (the page's largest element: its LCP).
     const html = await (await page.request.get("/runs")).text();
     const groupsAt = html.indexOf('data-testid="failure-groups"');
     expect(groupsAt).toBeGreaterThan(-1);

@@ -100,7 +100,7 @@ test("?next= leads only within the site, and wrong guesses do not hold out the o
     await page.getByRole("button", { name: "Sign out" }).click();
     await expect(page).toHaveURL(/\/sign-in$/);
 
-    // Wrong guesses are slowed per account and address (issue 16.2; back-off tested in
+    // Wrong guesses are slowed per account and address (docs/access.md; back-off tested in
     // server/auth/auth.int.test.ts), but this browser signed in before: its owner gets in.
     for (let i = 0; i < 4; i++) {
       await submit(page, operator.email, `wrong ${i}`);

@@ -3,7 +3,7 @@ import { expect, expectAccessible, hydrated, rejectedRun, screenshot, tag, test 
 import { e2eDb } from "./db";
 
 /**
- * Stuck runs (issue 34): the overview's card with counts per reason, each a link to the runs
+ * Stuck runs (docs/rules.md §4): the overview's card with counts per reason, each a link to the runs
  * list under that filter; the list says why each run is stuck and links the proof behind it.
  * The stuck rows belong to an instance of their own, so the product's controller leaves them be.
  */

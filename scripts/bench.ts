@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the figures issue 5 asks for, measured on this machine with real
+ * `npm run bench`: the figures docs/cli.md lists, measured on this machine with real
  * parts (PostgreSQL, the emulator over HTTP, real controller processes).
  *   1. restart → orphan destroyed: a controller is SIGKILLed between an intent's commit
  *      and its lease's commit; a new controller starts; time until the orphan is gone.
@@ -34,7 +34,7 @@ import { abandonIntents, benchController, emulatorProcess, reclaimFloor } from "
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
-// `npm run bench -- --scale [N] [--json FILE] [--reps R]`: the figures at scale (issue 13).
+// `npm run bench -- --scale [N] [--json FILE] [--reps R]`: the figures at scale (docs/decisions/0003-cost-at-scale.md).
 const cli = new Command("bench")
   .option("--scale [runs]", "generate this many runs (default 1,000,000) and measure every page and sweep at N/10 and N", positiveInt)
   .option("--json <file>", "with --scale: write the figures as JSON")

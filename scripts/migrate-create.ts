@@ -1,7 +1,8 @@
 /**
  * `npm run db:migrate:create -- NAME` — writes a new migration from prisma/schema.prisma,
- * offline. Each migration keeps the schema it was made from (`schema.prisma.snapshot` beside its
- * `migration.sql`), so the next one is a pure diff of two datamodels: no shadow database.
+ * offline. The newest migration keeps the schema it was made from (`schema.prisma.snapshot` beside
+ * its `migration.sql`), so the next one is a pure diff of two datamodels: no shadow database.
+ * Older snapshots are never read and not kept (docs/decisions/0001-newest-schema-snapshot-only.md).
  */
 import fs from "node:fs";
 import path from "node:path";

@@ -13,7 +13,7 @@ import { crashLines, productCleanup, productEnv, startProduct, waitUntil as wait
 
 /**
  * `npm start` as a newcomer meets it: from a checkout nobody else may enter, and stopped with
- * Ctrl-C in the middle of a run (issue 14, items 1 and 3). Each test runs the whole product —
+ * Ctrl-C in the middle of a run (docs/operations.md, "Stopping"). Each test runs the whole product —
  * embedded PostgreSQL in a throwaway data dir, emulator, controller, dashboard — as child
  * processes, and needs the production build (`npm test` builds before this step).
  */

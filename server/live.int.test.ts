@@ -7,7 +7,7 @@ import { createTestDatabase, type TestDatabase } from "./test/db";
 import { waitFor } from "./test/controller";
 
 /**
- * The "changed since" token (issue 13) against PostgreSQL: each kind of committed write it
+ * The "changed since" token (ARCHITECTURE.md, "Live pages") against PostgreSQL: each kind of committed write it
  * covers moves its topic, a read moves nothing, and a token read while a write is still
  * uncommitted never leaves a page stale once that write commits (two connections, the
  * interleaving made by hand).

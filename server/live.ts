@@ -11,7 +11,7 @@ export const liveTokenOutput = z.object({
 }) satisfies z.ZodType<LiveReading>;
 
 /**
- * `live.token`'s read model (issue 13): one call of `live_token()` (migration
+ * `live.token`'s read model (ARCHITECTURE.md, "Live pages"): one call of `live_token()` (migration
  * 20261202023000_live_tokens), which reads each topic's sequence (one block each, whatever the
  * tables hold; nothing scans or locks a table) and the transaction-id bounds the page's rule
  * (`advanceLive` in shared/live.ts) needs to catch a change it read before it committed.

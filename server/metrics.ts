@@ -27,7 +27,7 @@ export async function metricsResponse(db: Db, request: Request, token = env.RUNW
   }
 }
 
-/** The sweeps' kinds (`sweepSummarySchema` in server/controller/sweeps.ts; a test holds the two equal). */
+/** The sweeps' kinds (`sweepSummarySchema` in server/controller/sweeps/pass.ts; a test holds the two equal). */
 export const SWEEP_PASS_KINDS = ["creation_intents", "teardown"] as const;
 
 /** Every (kind, verdict) a proof can record: the engine's verdicts, one series each from the first scrape. */
@@ -113,7 +113,7 @@ export async function renderMetrics(db: Db): Promise<{ body: string; contentType
   breakers.set(Number(live?.open ?? 0));
   outageFor.set(Math.max(0, live?.down_s ?? 0));
   waiting.set(await db.run.count({ where: { providerWaitSince: { not: null }, status: { in: ["starting", "running", "suspended"] } } }));
-  // One statement over live runs (issue 34); a run stuck for several reasons counts under each.
+  // One statement over live runs (docs/rules.md §4, "Stuck runs"); a run stuck for several reasons counts under each.
   const stuck = gauge("runwarden_runs_stuck", "Live runs that are not moving, by reason (any: stuck for at least one)", ["reason"]);
   for (const [reason, n] of Object.entries(await countStuck(db, { all: true }))) stuck.set({ reason }, n);
   // Alerts: one index scan (status, next_attempt_at). A growing `pending` is a receiver that is down; `failed` was given up.

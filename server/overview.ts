@@ -43,7 +43,7 @@ export const overviewOutput = z.object({
   lastWave: waveListItemSchema.nullable(),
   /** Controllers running, and the provider as they see it (§2.8). */
   health: healthOutput,
-  /** Live runs that are not moving, by reason (issue 34; a run may count under several). */
+  /** Live runs that are not moving, by reason (docs/rules.md §4, "Stuck runs"; a run may count under several). */
   stuck: stuckCountsSchema,
 });
 export type Overview = z.infer<typeof overviewOutput>;

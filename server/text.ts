@@ -4,7 +4,7 @@ import { z } from "zod";
 export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
 
 /**
- * The one schema for free text typed by a person (issue 16.3): at most `max` characters,
+ * The one schema for free text typed by a person (docs/access.md, "What the API accepts"): at most `max` characters,
  * no control characters (PostgreSQL cannot store NUL at all, and the rest only disguise
  * what is shown), surrounding spaces trimmed, not empty. A wrong value is a 400 naming
  * the field.
@@ -26,7 +26,7 @@ export function hasLoneSurrogate(s: string): boolean {
   return new RegExp(LONE_SURROGATE.source).test(s);
 }
 
-/** Control characters a shell command may hold: all but tab and newline (issue 16, fuzz test). */
+/** Control characters a shell command may hold: all but tab and newline (docs/access.md, "What the API accepts"; server/test/fuzz.ts). */
 export const COMMAND_CONTROL_CHARACTER = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
 
 /**

@@ -13,7 +13,7 @@ export function liveInterval(ms: number = LIVE_POLL_MS) {
 }
 
 /**
- * A live page's real queries (issue 13): an idle tab does not re-run them every few seconds;
+ * A live page's real queries (ARCHITECTURE.md, "Live pages"): an idle tab does not re-run them every few seconds;
  * `useLiveRefetch` refetches them when the token says something they show may have changed,
  * and this slow interval catches what the token does not cover (a process that died, time
  * passing).

@@ -13,7 +13,7 @@ export function SignOutButton() {
       disabled={pending}
       onClick={async () => {
         setPending(true);
-        // Loaded on click: the auth client stays out of every page's bundle (issue 13).
+        // Loaded on click: the auth client stays out of every page's bundle (docs/decisions/0003-cost-at-scale.md).
         const { error } = await import("./auth-client").then(({ authClient }) => authClient.signOut()).catch((err: unknown) => ({ error: { message: err instanceof Error ? err.message : String(err) } }));
         if (error) {
           toast.error(`Could not sign out: ${error.message ?? "unknown error"}`);

@@ -202,7 +202,7 @@ function Health({ health }: { health: HealthData }) {
   );
 }
 
-/** Live runs that are not moving, by reason, each linking to the runs list under that filter (issue 34). */
+/** Live runs that are not moving, by reason, each linking to the runs list under that filter (docs/rules.md "Stuck runs"). */
 function StuckCard({ counts }: { counts: RouterOutputs["overview"]["get"]["stuck"] }) {
   if (counts.any === 0) return <p>No run is stuck.</p>;
   return (

@@ -6,7 +6,7 @@ import { buttonClass } from "../ui";
 
 /**
  * The Retry confirmation. Its own module, loaded on the first click (retry-panel.tsx): radix's
- * dialog stays out of the run page's initial JavaScript (issue 13).
+ * dialog stays out of the run page's initial JavaScript (docs/decisions/0003-cost-at-scale.md).
  */
 export function RetryDialog({
   open,

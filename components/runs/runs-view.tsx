@@ -23,11 +23,11 @@ export function RunsView() {
   const [values, setValues] = useQueryStates(runsSearchParams, { history: "push" });
   const setFilter = (patch: Partial<Omit<typeof values, "cursor">>) => void setValues({ ...patch, cursor: null });
 
-  // With the stuck filter the page lists stuck runs, with why, instead of every run (issue 34).
+  // With the stuck filter the page lists stuck runs, with why, instead of every run (docs/rules.md "Stuck runs").
   const stuck = values.stuck !== null;
   const list = useQuery({ ...trpc.runs.list.queryOptions(toRunListInput(values)), ...LIVE, placeholderData: keepPreviousData, enabled: !stuck });
   // The total is its own request keyed by the filters alone: a page turn does not count again,
-  // and the list never waits for it (issue 13). No previous data: another filter's count would be wrong.
+  // and the list never waits for it (docs/decisions/0003-cost-at-scale.md). No previous data: another filter's count would be wrong.
   const count = useQuery({ ...trpc.runs.count.queryOptions(toRunFilter(values)), ...LIVE, enabled: !stuck });
   const facets = useQuery(trpc.runs.facets.queryOptions());
   useLiveRefetch(["runs"], [trpc.runs.list.pathFilter(), trpc.runs.count.pathFilter(), trpc.runs.failureGroups.pathFilter(), trpc.runs.stuck.pathFilter()]);

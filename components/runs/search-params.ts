@@ -14,7 +14,7 @@ export const OUTCOMES = ["retryable_failure", "terminal_failure"] as const satis
 export const TARGETS = ["local", "remote"] as const satisfies ReadonlyArray<NonNullable<ListInput["target"]>>;
 export const TIME_RANGES = ["1h", "24h", "7d", "30d"] as const satisfies ReadonlyArray<NonNullable<ListInput["range"]>>;
 export const PAGE_SIZES = [10, 25, 50, 100] as const;
-/** Stuck runs (issue 34): any reason, or one. */
+/** Stuck runs (docs/rules.md "Stuck runs"): any reason, or one. */
 export const STUCK_FILTERS = ["any", ...STUCK_REASONS] as const satisfies ReadonlyArray<RouterInputs["runs"]["stuck"]["reason"]>;
 
 export const runsSearchParams = {
@@ -61,7 +61,7 @@ export function toRunListInput(v: Values): ListInput {
   return { ...toRunFilter(v), cursor: opt(v.cursor), pageSize: size };
 }
 
-/** The stuck-runs list's input: the same filters and page, and the reason (issue 34). */
+/** The stuck-runs list's input: the same filters and page, and the reason (docs/rules.md "Stuck runs"). */
 export function toStuckInput(v: Values): RouterInputs["runs"]["stuck"] {
   return { ...toRunListInput(v), reason: v.stuck ?? "any" };
 }

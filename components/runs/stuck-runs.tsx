@@ -102,7 +102,7 @@ function why(runId: string, f: Finding): ReactNode {
 
 const HEADERS = ["Run", "Status", "Why it is stuck", "Company", "Task", "Age"] as const;
 
-/** Stuck runs, each with every reason it is stuck and what explains it (issue 34). */
+/** Stuck runs, each with every reason it is stuck and what explains it (docs/rules.md "Stuck runs"). */
 export function StuckRunsTable({ rows }: { rows: Output["items"] }) {
   if (rows.length === 0) return <Empty>No run is stuck for this reason under these filters.</Empty>;
   return (

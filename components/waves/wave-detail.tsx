@@ -10,7 +10,7 @@ import { useTRPC } from "@/trpc/react";
 import { Badge, buttonClass, Empty, ErrorNotice, JsonBlock, Loading, PageHeader, RelativeTime, Section, statusTone, TableWrap, tableClass, tdClass, thClass } from "../ui";
 import { waveTone } from "./tones";
 
-// The chart library is most of this page's JS: it loads after the report itself (issue 13).
+// The chart library is most of this page's JS: it loads after the report itself (docs/decisions/0003-cost-at-scale.md).
 const WaveTimeline = dynamic(() => import("./wave-timeline").then((m) => m.WaveTimeline), {
   ssr: false,
   loading: () => <Loading label="Loading the timeline…" />,

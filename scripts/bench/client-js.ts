@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- --client-js`: the JavaScript each page of the last `next build` makes a
- * browser load before it is interactive, gzipped (issue 13's goal: ≤ 200 KB on every page).
+ * browser load before it is interactive, gzipped (the budget: ≤ 200 KB on every page, docs/decisions/0003-cost-at-scale.md).
  * Per page: the framework's root chunks plus every chunk the page's client-reference manifest
  * lists for its layouts, boundaries and page. Chunks loaded later by `import()` (the wave
  * chart, the sign-out client, sonner, the Retry confirmation) are not counted: the page is
@@ -26,7 +26,7 @@ export interface PageJs {
   chunks: string[];
 }
 
-/** The pass/fail line of issue 13: every page's initial JS, gzipped, at most this. */
+/** The pass/fail line (docs/decisions/0003-cost-at-scale.md): every page's initial JS, gzipped, at most this. */
 export const CLIENT_JS_LIMIT_KB = 200;
 
 export function measureClientJs(): PageJs[] {

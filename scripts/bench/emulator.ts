@@ -25,8 +25,8 @@ import { buildLabels, creationName } from "../../server/providers/labels";
 import { stopService, tsxArgs, waitForHttp } from "../lib/processes";
 
 /**
- * The emulator as `npm start` runs it: `scripts/emulator.ts` in a process of its own (issue 13:
- * in the bench's process it shared one event loop with the sweep it answered). The floor and
+ * The emulator as `npm start` runs it: `scripts/emulator.ts` in a process of its own (in
+ * the bench's process it shared one event loop with the sweep it answered). The floor and
  * the sweep both talk to this one emulator.
  */
 export async function emulatorProcess(databaseUrl: string, transitions: TransitionMs) {

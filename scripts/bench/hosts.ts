@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- --hosts 3 --runs 150` (issue 31, capacity across hosts): N runs with real
+ * `npm run bench -- --hosts 3 --runs 150` (capacity across hosts: docs/operations.md, "Several controllers on one database"): N runs with real
  * turns on three real controller processes sharing one instance, two of them in PID
  * namespaces of their own (another host: nobody can judge them by their pid, only by their
  * heartbeat's silence), the database over TCP, the emulator in its own process. Once a third

@@ -1,5 +1,5 @@
 /**
- * What an idle open /runs tab costs the database (issue 13: ≤ 0.05 of a core, 50 ms of CPU
+ * What an idle open /runs tab costs the database (docs/decisions/0003-cost-at-scale.md: ≤ 0.05 of a core, 50 ms of CPU
  * per second): the CPU its polls take in the PostgreSQL backend that serves them (utime +
  * stime from /proc), in CPU ms per second of the tab's life. Polls are made back to back on one connection and the CPU per poll
  * is scaled by the page's intervals, so 30 s of an idle tab is measured without waiting 30 s.
@@ -44,7 +44,7 @@ export async function idleRunsTab(url: string, size: number, reps: number): Prom
     const pageMs = await cpuPerCall(db, pid, Math.max(60, reps * 6), () => Promise.all([listRuns(db, ALL, {}), countRuns(db, ALL, {}), failureGroups(db, ALL, {})]));
     // After: the token every LIVE_TOKEN_INTERVAL_MS, the same queries every LIVE_SAFETY_MS.
     const tokenMs = await cpuPerCall(db, pid, Math.max(1000, reps * 50), () => readLiveToken(db));
-    // CPU ms per second of an idle tab: thousandths of a core (issue 13's bound, 0.05 core, is 50).
+    // CPU ms per second of an idle tab: thousandths of a core (the budget, 0.05 core, is 50).
     const before = (pageMs * 1000) / LIVE_POLL_MS;
     const after = (tokenMs * 1000) / LIVE_TOKEN_INTERVAL_MS + (pageMs * 1000) / LIVE_SAFETY_MS;
     const fmt = (ms: number) => ms.toFixed(3);

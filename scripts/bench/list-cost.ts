@@ -1,9 +1,9 @@
 /**
- * `npx tsx scripts/bench/list-cost.ts [N] [REPS]` (issue 13): where the fixed cost of one
+ * `npx tsx scripts/bench/list-cost.ts [N] [REPS]` (docs/decisions/0003-cost-at-scale.md): where the fixed cost of one
  * `runs.list` request goes, on N runs (default 20,000) in a throwaway database. Times each
  * part alone — the input parse, Prisma's findMany, the same SQL through `$queryRaw` and
  * through a plain `pg` pool, the rollup aggregate, the output parse — and the whole requests
- * (`runs.list`, the page; `runs.count`, its total, a request of its own since issue 13).
+ * (`runs.list`, the page; `runs.count`, its total, a request of its own).
  */
 import pg from "pg";
 import { createDb, Prisma } from "../../server/db/client";

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- --orphans [SIZES]` (issue 13): the orphans page at 1 k and 10 k planted
+ * `npm run bench -- --orphans [SIZES]` (docs/decisions/0003-cost-at-scale.md): the orphans page at 1 k and 10 k planted
  * sandboxes (default), before and after its inventory. "Before" is what every orphans.list
  * poll did until then — list this instance's sandboxes at the provider whole, judge every one,
  * sort, slice a page (`judgeInventory` is that work) — and "after" is the page read from the

@@ -1,5 +1,5 @@
 /**
- * The sweep figures of `npm run bench -- --scale N` (issue 13), on the generated database of
+ * The sweep figures of `npm run bench -- --scale N` (docs/decisions/0003-cost-at-scale.md), on the generated database of
  * each size: a creation-intent pass over the pending backlog of a live creator (the rows it
  * judges and leaves) against a raw keyset scan of the same rows, and reclaims/s of abandoned
  * intents against the provider's own round trips for the same sandboxes, with an emulator of

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- --scale N [--json FILE]` (issue 13): generates N runs (default 1,000,000)
+ * `npm run bench -- --scale N [--json FILE]` (docs/decisions/0003-cost-at-scale.md): generates N runs (default 1,000,000)
  * with their events, leases, intents, claims and proofs into a throwaway database, at N/10
  * and at N, and prints each dashboard and sweep figure as ours against the raw SQL that
  * returns the same rows in the same run (min, median, p95, and the ratio of the p95s).
@@ -82,7 +82,7 @@ async function* measureSize(url: string, emulatorUrl: string, size: number, reps
   const q = async (sql: string, params: unknown[] = []) => (await raw.query(sql, params)).rows;
   try {
     // The list figures are a few ms each: at least 100 samples after 10 warm-ups, so the p95
-    // is the 95th of 100 and not the second-worst of 30 (issue 13: the goal is a p95 ratio).
+    // is the 95th of 100 and not the second-worst of 30 (the budget is a p95 ratio: docs/decisions/0003-cost-at-scale.md).
     const listReps = { reps: Math.max(reps, LIST_REPS), warmup: 10 };
     const company = "co-0042";
     const page = 25;
@@ -126,7 +126,7 @@ async function* measureSize(url: string, emulatorUrl: string, size: number, reps
       listReps,
     );
 
-    // The total, its own request since issue 13 (the page above no longer carries it): the
+    // The total, its own request (the page above no longer carries it): the
     // rollup's sum for column filters, a count capped at COUNT_CAP + 1 in the page's order for
     // a time range or a search, each against the same statement sent raw.
     const rollupSum = (name: string, filter: Parameters<typeof countRuns>[2], where: string, params: unknown[]) =>

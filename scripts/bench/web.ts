@@ -1,5 +1,5 @@
 /**
- * The dashboard as a browser sees it, for the benchmarks (issue 13): the production server
+ * The dashboard as a browser sees it, for the benchmarks (docs/decisions/0003-cost-at-scale.md): the production server
  * (`next start` on the last build) against a throwaway database, signed in through the
  * sign-in page in Chromium, with
  * - the largest contentful paint of a page, over fresh browser contexts (a first visit:

@@ -107,7 +107,7 @@ export const WEB_SERVER_ENV = { MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "
 /**
  * The dashboard's production server as `npm start` runs it. A 2 MB young generation (V8's
  * default is 16 MB per semi-space) keeps the server's RSS lower for a few more minor
- * collections: most of what a request allocates dies young either way (issue 13).
+ * collections: most of what a request allocates dies young either way.
  *
  * The old generation may grow to 1.5× what survived the last full collection: V8's own
  * factor here reaches 4× (~90 MB live let the heap commit 300 MB of garbage before a full

@@ -11,7 +11,7 @@ import { emitAlert } from "./outbox";
 import { newSecret } from "./sign";
 
 /**
- * Alerts from the durable outbox (issue 34), against a real receiver and real controller
+ * Alerts from the durable outbox (docs/alerts.md), against a real receiver and real controller
  * processes. Time is compressed 10×: the issue's "receiver down for a minute" is down for 6 s
  * (not listening), then answering 503 for 2 s, with the back-off at 100 ms doubling to a 1 s
  * cap (the defaults are 5 s to 10 min).

@@ -16,7 +16,7 @@ import { checkSecret, newSecret, SECRET_PREFIX } from "./sign";
  * The console's alert endpoints (admin only): list, add, edit, enable/disable, delete, test,
  * and each endpoint's delivery log. Every mutation is audited. An endpoint's URL is its
  * credential (a Slack incoming webhook's is): it is never answered or audited whole, only
- * redacted (`lib/redact.ts`); a secret is returned once (on add, or when it is replaced) and
+ * redacted (`server/lib/redact.ts`); a secret is returned once (on add, or when it is replaced) and
  * shown afterwards as a fingerprint. A URL added or changed is refused when it resolves to an
  * address the destination policy does not allow (`destinations.ts`, docs/alerts.md).
  */

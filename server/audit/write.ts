@@ -31,7 +31,7 @@ export function auditsWrittenBy(actor: Actor): number {
 /**
  * Every mutation through the API writes one (docs/rules.md §1 "Audit entry"). Whatever the
  * input holds is stored: NUL, which PostgreSQL refuses in text and JSON, is kept escaped
- * (issue 16.3), so a refusal can never be hidden by what was refused — except a secret, which
+ * (docs/access.md, "What the API accepts"), so a refusal can never be hidden by what was refused — except a secret, which
  * is never stored whole (`hideSecrets`: a webhook URL shown redacted, a password `[redacted]`).
  */
 export async function writeAudit(db: Tx, actor: Actor, entry: AuditInput): Promise<void> {

@@ -89,7 +89,7 @@ describe("sign-in", () => {
     expect(statuses.at(-1)).toBe(429);
   });
 
-  // Issue 16.2: better-auth also takes form bodies, which were never counted.
+  // Sign-in throttling (docs/access.md): better-auth also takes form bodies, which were never counted.
   it("counts every attempt whatever its encoding: a form-encoded body is refused, never checked", async () => {
     await addUser(t.current.db, { email: "form@example.com", role: "admin", companies: ["*"], password: "the form password" }, admin, { all: true });
     const statuses: number[] = [];

@@ -30,7 +30,7 @@ const secrets = new Map<string, string>();
 /**
  * BETTER_AUTH_SECRET, or one generated once and kept (mode 600) in the data dir. Every list
  * cursor is signed with it: read from the file on each call, it cost a deep `runs.list` page
- * three blocking file reads (issue 13).
+ * three blocking file reads.
  */
 export function authSecret(): string {
   if (env.BETTER_AUTH_SECRET) return env.BETTER_AUTH_SECRET;

@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { authFor, authSecret, publicUrl, SIGN_IN_BACKOFF } from "./auth";
 
 /**
- * Sign-in throttling (issue 16.2), in front of better-auth, for every attempt:
+ * Sign-in throttling (docs/access.md), in front of better-auth, for every attempt:
  * - Only JSON bodies are accepted (the dashboard sends JSON); any other encoding is refused
  *   with 415 before better-auth sees it, so no attempt escapes the count.
  * - Attempts back off exponentially per key: after `free` attempts since the key's last

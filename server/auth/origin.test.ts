@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { crossSiteOrigin } from "./origin";
 
-/** Issue 16.6: the same-origin check compares scheme, host and port, not the host alone. */
+/** The same-origin check (docs/access.md) compares scheme, host and port, not the host alone. */
 
 const post = (url: string, origin: string | null, host = new URL(url).host) =>
   new Request(url, { method: "POST", headers: { host, ...(origin === null ? {} : { origin }) } });

@@ -2,7 +2,7 @@ import { trustedOrigins } from "./auth";
 
 /**
  * CSRF: a browser sends Origin with every cross-site POST, so a mutation is accepted only
- * from the dashboard's own origin — scheme, host and port all equal (issue 16.6): the
+ * from the dashboard's own origin — scheme, host and port all equal (docs/access.md): the
  * request's own origin, or one of the trusted ones (RUNWARDEN_PUBLIC_URL, localhost).
  * Returns the refused origin, or null when the request may proceed.
  */

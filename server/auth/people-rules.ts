@@ -1,7 +1,7 @@
 import { ALL_COMPANIES, inScope, type CompanyScope, type Role } from "../shared/roles";
 
 /**
- * Who may change whom (issue 14.11, keeping issue 16.1's company scope). Pure: the service
+ * Who may change whom, within the admin's company scope (docs/access.md, "People"). Pure: the service
  * (server/auth/people.ts) gathers the facts under a lock and carries out the answer.
  */
 

@@ -8,7 +8,7 @@ import { disableUser, updateUser } from "./people";
 import { scopeOf, type Role, type SessionUser } from "../shared/roles";
 import { addUser } from "./users";
 
-/** Issue 14.11: changing people through tRPC, with real sessions, PostgreSQL and the audit log. */
+/** Changing people (docs/access.md, "People") through tRPC, with real sessions, PostgreSQL and the audit log. */
 
 const t = withTestDatabase();
 const ORIGIN = "http://localhost:3000";

@@ -10,7 +10,7 @@ import { ALL_COMPANIES, ROLES, type Role } from "../shared/roles";
 import { generatePassword, peopleWhere } from "./users";
 
 /**
- * Changing people (issue 14.11): role and companies, disable / enable, reset password. The
+ * Changing people (docs/access.md, "People"): role and companies, disable / enable, reset password. The
  * same functions serve tRPC and the CLI; the rules are judgePeopleChange's. Each call, refused
  * ones too, writes one audit entry (never with a password).
  */

@@ -23,7 +23,7 @@ export function generatePassword(): string {
 
 /**
  * The companies of `companies` an admin with `scope` may not grant: `*` only an admin of
- * every company may grant, any other company only an admin who holds it (issue 16.1).
+ * every company may grant, any other company only an admin who holds it (docs/access.md, "People": company scope).
  */
 export function ungrantable(scope: CompanyScope, companies: readonly string[]): string[] {
   if (scope.all) return [];

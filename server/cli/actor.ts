@@ -14,7 +14,7 @@ export function machineActor(role: Role = "admin"): Actor {
  * Who a CLI command acts as. Without `--as`, the machine's operator (`cli:<os user>`), who
  * reaches the database directly and so holds every company and is nobody's account
  * (`userId` null). With `--as EMAIL`, that person: their role and companies apply exactly as
- * on the dashboard (issue 16.1), and a person who does not exist, is disabled or lacks the
+ * on the dashboard (docs/access.md, "People"), and a person who does not exist, is disabled or lacks the
  * role is refused (and audited).
  */
 export async function cliActor(db: Db, as: string | undefined, needs: Role, action: string): Promise<{ actor: Actor; scope: CompanyScope; userId: string | null }> {

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { COMMANDS } from "./commands";
 import { CliFailure, EXIT_BAD_INPUT, type CliIO } from "./io";
+import { oneLine } from "./one-line";
 
 /** The `runwarden` program with every registered command. */
 export function buildProgram(io: CliIO): Command {
@@ -11,17 +12,6 @@ export function buildProgram(io: CliIO): Command {
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   for (const register of COMMANDS) register(program, io);
   return program;
-}
-
-/**
- * One line a terminal shows as it is: line breaks become spaces, and any other control
- * character (an escape sequence from a bad file, issue 16.7) is printed escaped (`\x1b`).
- */
-export function oneLine(text: string): string {
-  return text
-    .replace(/\s*\n\s*/g, " ")
-    .trim()
-    .replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
 }
 
 /** Runs the command line and returns the exit code; never throws. */

@@ -58,7 +58,7 @@ export async function acquireSandbox(ctx: ControllerContext, run: Run, turn: num
   crashPoint(ctx, "after_intent_commit", { runId: run.id });
 
   // The sandbox's own idle policy: an auto-stop no turn of this run can reach, an auto-delete
-  // that leaves recovery time to find a stopped sandbox (issue 34), recorded on the lease.
+  // that leaves recovery time to find a stopped sandbox (docs/rules.md §4, "The sandbox idle policy"), recorded on the lease.
   const idle = sandboxIdlePolicy({
     turnBudgetMs: turnBudgetMs(ctx, run),
     turnDeadlineMarginMs: config.turnDeadlineMarginMs,

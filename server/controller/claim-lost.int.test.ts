@@ -7,7 +7,7 @@ import { submitRun } from "../runs/submit";
 import { startControllerHarness, type ControllerHarness } from "../test/controller";
 
 /**
- * A queued run claimed during a database blip (issue 31 item 3): the claim's UPDATE commits,
+ * A queued run claimed during a database blip (docs/rules.md §2.10): the claim's UPDATE commits,
  * then its reply is lost (a failover, a reset connection), so the tick fails before the
  * controller tracks the run. The run names that controller as executor, which heartbeats on,
  * so no other controller takes it over: the controller itself must adopt it.

@@ -25,7 +25,7 @@ export interface ControllerConfig {
   createTimeoutMs: number;
   /** The snapshot sandboxes are created from (null: the provider's default). */
   sandboxSnapshot: string | null;
-  /** The sandbox's idle policy settings (issue 34; `sandboxIdlePolicy` derives what is sent). */
+  /** The sandbox's idle policy settings (docs/rules.md §4; `sandboxIdlePolicy` derives what is sent). */
   sandboxAutoStopMinutes: number | null;
   sandboxAutoDeleteMinutes: number;
   executorTimeoutMs: number;
@@ -88,7 +88,7 @@ export function controllerConfig(env: Env, overrides: Partial<ControllerConfig> 
     rateLimitMaxWaitMs: env.RUNWARDEN_RATE_LIMIT_MAX_WAIT_MS,
     outageAlertMinMs: env.RUNWARDEN_OUTAGE_ALERT_MIN_MS,
     // A page read is one round trip whatever its size: 500 rows keep a pass over a backlog of
-    // live creators' intents near the database's own scan rate (issue 13).
+    // live creators' intents near the database's own scan rate (docs/decisions/0003-cost-at-scale.md).
     pageSize: 500,
     sweepLanes: env.RUNWARDEN_SWEEP_LANES,
     breakRule: env.RUNWARDEN_TEST_BREAK_RULE ?? null,

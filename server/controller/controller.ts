@@ -165,7 +165,7 @@ export class Controller {
       // where they are until a probe (or a call in flight) finds it back.
       if (this.ctx.breaker?.open) return;
       // The sweep first, and not awaited: a restarted controller's first act is to look for
-      // what the last one left behind, while it recovers and claims runs (issue 12's bench).
+      // what the last one left behind, while it recovers and claims runs (`npm run bench`, docs/cli.md).
       if (now - this.lastSweepAt >= this.ctx.config.sweepIntervalMs && !this.sweeping) {
         this.lastSweepAt = now;
         void this.sweep("interval").catch((err: unknown) => this.ctx.log.error({ err: String(err) }, "sweep failed"));
@@ -281,7 +281,7 @@ export class Controller {
   async drain(): Promise<void> {
     this.ctx.log.info({ running: this.tasks.size }, "draining");
     this.ctx.drain.abort();
-    // Bounded (issue 31 item 6): a turn in flight is awaited at most RUNWARDEN_DRAIN_TIMEOUT_MS,
+    // Bounded (docs/operations.md, "Stopping"): a turn in flight is awaited at most RUNWARDEN_DRAIN_TIMEOUT_MS,
     // then its run suspends where it stands; whatever is still working after a grace for those
     // suspends is left to the next controller (its writes are fenced on the epoch, §2.10).
     let timer: NodeJS.Timeout | null = null;

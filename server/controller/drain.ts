@@ -1,5 +1,5 @@
 /**
- * A drain's bound on a turn in flight (issue 31 item 6): a signal that aborts `boundMs` after
+ * A drain's bound on a turn in flight (docs/rules.md, "Turns"; docs/operations.md, "Stopping"): a signal that aborts `boundMs` after
  * the controller's drain began (at once when it began longer ago). The turn's wait takes it:
  * past the bound the run is suspended where it stands and the drain completes; the runner
  * goes on and records the turn, and the next controller reattaches with that record.

@@ -15,7 +15,7 @@ const home = tempDirs("rw-ctl-home-");
 /**
  * The emulator (a local Daytona) SIGKILLed and restarted while a run's runner works: the
  * runner is a detached process in the sandbox, so it keeps running, and the run finishes
- * with each turn's side effect exactly once (issue 11).
+ * with each turn's side effect exactly once (docs/rules.md, "Turns").
  */
 
 let h: ControllerHarness;

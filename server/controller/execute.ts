@@ -153,7 +153,7 @@ async function bootstrap(ctx: ControllerContext, run: Run, lease: EnvironmentLea
   });
   if (!opened.ok) {
     // Fenced on the epoch this controller claimed: a controller stalled past the silence
-    // window during session.open finds the run taken over and records nothing (issue 31).
+    // window during session.open finds the run taken over and records nothing (docs/rules.md §2.10).
     await handleStartupFailure(ctx, await rereadOwnRun(ctx, run), {
       definite: opened.definite,
       providerFailure: opened.definite ? opened.providerFailure : null,
@@ -190,7 +190,7 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
   // processed commands as evidence (the runner answers a processed seq from its record,
   // never running it twice).
   // The turn has a budget (the runner kills the agent past it) and a drain waits for it at
-  // most its own bound (issue 31 item 6).
+  // most its own bound (docs/operations.md, "Stopping").
   const bound = drainDeadline(ctx.drain.signal, ctx.config.drainTimeoutMs);
   let turn: TurnResult;
   try {
@@ -213,7 +213,7 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
   } finally {
     bound.dispose();
   }
-  // Chaos: the turn ran in the sandbox, its checkpoint is not committed yet (issue 11).
+  // Chaos: the turn ran in the sandbox, its checkpoint is not committed yet (docs/rules.md, "Turns").
   crashPoint(ctx, "after_turn_executed", { runId: run.id });
   const { state, command } = turn;
   // The turn log: the runner's durable record of what the agent command did.
@@ -221,7 +221,7 @@ async function doTurn(ctx: ControllerContext, run: Run, lease: EnvironmentLease)
   const evidence = turnEvidence(seq, command);
   const judgement = judgeTurnResult(evidence);
   if (judgement.verdict === "turn_failed") {
-    // A failed turn is a proof (issue 12 item 1); the run rests where its verdict says. The
+    // A failed turn is a proof (docs/rules.md, "Turns"); the run rests where its verdict says. The
     // proof and its event land with the fenced ending, or not at all (§2.10).
     await fenced(ctx, run).update({ where: { id: run.id }, data: { lastRunnerState: json(state), lastRunnerStateAt: new Date() } });
     await finishRunFailed(ctx, run, judgement, turnFailureDetail(seq, command), {

@@ -12,7 +12,7 @@ import { spawnController, type ControllerProcessHandle } from "../test/controlle
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 
 /**
- * The executor epoch (docs/rules.md §2.10, issue 12 item 4) with two real controller
+ * The executor epoch (docs/rules.md §2.10) with two real controller
  * processes: one is SIGSTOPped past the silence window (as a stalled controller on another
  * host, which no process-exit proof can judge), the other takes its run over; when the
  * first wakes, its writes to that run change nothing and it stops working on it.

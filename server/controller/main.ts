@@ -36,7 +36,7 @@ export async function runControllerProcess(env: Env): Promise<void> {
   });
   const database = await openDatabase({ env, log: (line) => log.info(line) });
   await migrate(database.url, { log: (line) => log.info(line) });
-  // A fixed pool, whatever the concurrency (issue 31): a run holds a connection only for a
+  // A fixed pool, whatever the concurrency (docs/operations.md, "Connections"): a run holds a connection only for a
   // statement or a short transaction, never across a provider call or a turn. Named by this
   // process's boot id, so pg_stat_activity counts each controller's connections.
   const identity = currentProcessIdentity();

@@ -27,7 +27,7 @@ export function judgeExit(ctx: ControllerContext, record: PartialIdentity | null
 }
 
 /**
- * One probe per distinct creator across a page of intents (issue 13): every row of a page
+ * One probe per distinct creator across a page of intents (docs/decisions/0003-cost-at-scale.md): every row of a page
  * usually names the same live controller. Only for reading a page: rows the engine would act
  * on are probed again, fresh, under their lock.
  */
@@ -63,7 +63,7 @@ export function intentEvidence(
 
 /**
  * `intentEvidence` for the rows of one page, all judged at one `now` (an ISO string): what
- * is the same for every row (the clock, the observer) is built once per page (issue 31: the
+ * is the same for every row (the clock, the observer) is built once per page (the
  * pass judges every pending intent, and per-row work was most of its time over the raw scan).
  */
 export function pageEvidence(

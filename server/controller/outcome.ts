@@ -16,7 +16,7 @@ export interface Landing {
 }
 
 /**
- * How a run ends: from the verdict that ended it (issue 12 item 10). Code, owner, Retry and
+ * How a run ends: from the verdict that ended it (docs/rules.md §3). Code, owner, Retry and
  * next action are where the verdict rests (`restingFailure`), so the run row never
  * contradicts its proof; no caller names a code. The ending is a takeover of its own (epoch
  * + 1): whatever a stale executor still tries on the run matches nothing.

@@ -4,7 +4,7 @@ import { createTestDatabase, type TestDatabase } from "../test/db";
 import { judgeOwnership, loadOwnershipRecords } from "./ownership";
 import { json } from "./records";
 
-/** The records behind the ownership proof (docs/rules.md §2.9), read in one query (issue 13). */
+/** The records behind the ownership proof (docs/rules.md §2.9), read in one query (docs/decisions/0003-cost-at-scale.md). */
 
 let t: TestDatabase;
 

@@ -14,7 +14,7 @@ export async function loadOwnershipRecords(db: Tx, sandboxes: readonly SandboxRe
   const names = sandboxes.map((s) => s.name);
   const out = new Map<string, OwnershipRecord[]>();
   if (sandboxes.length === 0) return out;
-  // One round trip for both kinds (issue 13: a teardown read them in two); leases oldest first.
+  // One round trip for both kinds (a teardown used to read them in two; docs/decisions/0003-cost-at-scale.md); leases oldest first.
   const rows = await db.$queryRaw<RecordRow[]>`
     SELECT * FROM (
       SELECT 'intent' AS type, operation_id AS id, instance_id AS "instanceId", company_id AS "companyId", creation_name AS "creationName",

@@ -3,7 +3,7 @@ import { bundledProgram, programArgs } from "../lib/bundle";
 /**
  * The controller program, bundled (server/lib/bundle.ts): a controller starts without a
  * TypeScript loader, about half a second sooner, and a restarted controller reclaims what its
- * predecessor left that much sooner (issue 12's bench).
+ * predecessor left that much sooner (`npm run bench`, docs/cli.md).
  */
 export function controllerProgram(): string {
   return bundledProgram("scripts/controller.ts", "controller");

@@ -6,7 +6,7 @@ import type { Controller } from "./controller";
 import { sandboxIdlePolicy } from "../engine";
 
 /**
- * A controller against what real Daytona does that a kind emulator would not (issue 33): slow
+ * A controller against what real Daytona does that a kind emulator would not (docs/daytona.md): slow
  * starts (sandbox.controller.ts at v0.190.0: a create waits up to 30 s for `started` before it
  * answers, and answers 400 "Sandbox failed to start" when the sandbox errors meanwhile — the
  * sandbox exists and holds its name), and a snapshot without `node` (the open-source default,

@@ -76,7 +76,7 @@ export function executorStatus(ctx: ControllerContext, executor: ControllerProce
 
 /**
  * One page of this instance's executing runs that another executor holds (or none), in id
- * order. Reads the partial index `runs_executing_by_instance` (issue 13).
+ * order. Reads the partial index `runs_executing_by_instance` (docs/decisions/0003-cost-at-scale.md).
  */
 export async function executingRunsPage(db: Db, p: { instanceId: string; bootId: string; now: Date; cursor: string | null; take: number }): Promise<Run[]> {
   // Statuses as literals: only then can PostgreSQL prove the partial index's predicate (Prisma
@@ -133,7 +133,7 @@ export async function claimInterruptedRuns(ctx: ControllerContext, limit: number
         return row;
       });
       // The run as the claim left it, not as the page read it: the old executor's last write
-      // (a checkpoint, a phase) may have landed in between, at the same epoch (issue 31).
+      // (a checkpoint, a phase) may have landed in between, at the same epoch (docs/rules.md §2.10).
       if (taken) claimed.push({ run: taken, status });
     }
   }
@@ -320,13 +320,13 @@ async function giveBackTurnSandbox(ctx: ControllerContext, run: Run, lease: Envi
   await takeDownLeases(ctx, run.id, marked);
 }
 
-/** Start attempts recovery makes on one sandbox before the run ends (issue 11). */
+/** Start attempts recovery makes on one sandbox before the run ends (docs/rules.md §2.8, "A stopped sandbox"). */
 export const MAX_SANDBOX_START_ATTEMPTS = 2;
 
 /**
  * The start attempts already made on this run's sandbox since it last came up, across all
  * the run's leases on it: a warm recovery takes the sandbox up on a new `resumed` lease each
- * time (issue 31), so a count per lease would start from zero at every recovery and a
+ * time, so a count per lease would start from zero at every recovery and a
  * sandbox that never starts would be tried for ever. A start that brought it up ends the
  * count (a later stop, hours on, has its own budget).
  */
@@ -341,7 +341,7 @@ export async function sandboxStartAttempts(ctx: ControllerContext, runId: string
 }
 
 /**
- * §2.8 applied to a stopped sandbox (issue 11): the engine's `stopped_sandbox` verdict,
+ * §2.8 applied to a stopped sandbox (docs/rules.md, "A stopped sandbox"): the engine's `stopped_sandbox` verdict,
  * stored as a proof, says proceed, start it again (counted per sandbox), wait for a
  * transition, or end the run with `sandbox_not_restartable`. A start that did not take,
  * or a transition, throws: the attempt is counted and recovery looks again after its back-off.

@@ -12,7 +12,7 @@ import { tempDirs } from "../test/temp";
 const home = tempDirs("rw-ctl-home-");
 
 /**
- * Runs doing real work through the real runner (issue 11): the agent command is a real
+ * Runs doing real work through the real runner (docs/daytona.md, "The runner inside the sandbox"): the agent command is a real
  * shell command in the sandbox, counted by the lines it appends to a marker file.
  */
 

@@ -8,7 +8,7 @@ import { startControllerHarness, waitFor, type ControllerHarness } from "../test
 import type { Controller } from "./controller";
 
 /**
- * A controller that lost its run wakes up at the worst step (issue 31 items 1, 2, 7): another
+ * A controller that lost its run wakes up at the worst step (docs/rules.md §2.10): another
  * controller took the run over while it stalled, and is working on it. Whatever the stale one
  * does next — record a failure, stop a runner, give a sandbox back, requeue — must touch
  * nothing of the new executor's. The stall is an exact step of a runner wrapper; the takeover

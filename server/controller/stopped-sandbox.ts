@@ -4,7 +4,7 @@ import { waitsForProvider } from "./outage";
 import type { SandboxProvider } from "../providers/types";
 
 /**
- * The shell around `decideStoppedSandbox` (issue 11): gathers the sandbox's state, asks the
+ * The shell around `decideStoppedSandbox` (docs/rules.md §2.8, "A stopped sandbox"): gathers the sandbox's state, asks the
  * engine, and carries out its verdict — `start_sandbox` starts the sandbox again through
  * the provider (`POST /sandbox/{id}/start`, waiting for `started`). Recovery calls it before
  * it reads the runner state of a lease's sandbox, stores `decision` (with its checks) as a

@@ -91,7 +91,7 @@ describe("creation-intent sweep", () => {
     expect(await sandboxState(seed.sandboxId!)).toMatch(DELETED);
     const lease = await h.db.db.environmentLease.findUniqueOrThrow({ where: { intentId: seed.id } });
     expect(lease).toMatchObject({ status: "expired", runId: null, acquisitionOutcome: "created" });
-    // What the reclaim itself wrote (one statement since issue 13): the lease as claimed, the intent, both proofs.
+    // What the reclaim itself wrote (one statement: docs/decisions/0003-cost-at-scale.md): the lease as claimed, the intent, both proofs.
     expect(lease).toMatchObject({ instanceId: "inst-a", companyId: "co-1", providerLeaseId: seed.sandboxId, sandboxName: seed.name, cleanupStatus: "destroyed", cleanupAttempts: 0, fencedUntil: null });
     expect(lease.claimRecord).toEqual({ attemptId: lease.claimAttemptId, claimer: expect.objectContaining({ bootId: c.ctx.identity.bootId }), claimedAt: expect.any(String) });
     const intent = await h.db.db.sandboxCreationIntent.findUniqueOrThrow({ where: { id: seed.id } });
@@ -295,7 +295,7 @@ describe("creation-intent sweep", () => {
   });
 
   it("destroys the orphans of other batches while one sandbox is slow to inspect: a slow lookup holds back only its own batch", async () => {
-    // Before issue 13 every sandbox was destroyed only after the whole pass. Due rows are judged
+    // Once, every sandbox was destroyed only after the whole pass. Due rows are judged
     // a batch at a time (one transaction), so a slow lookup holds back its own batch's rows only.
     const { batchSize } = reclaimBatching(c.ctx.config.sweepLanes);
     const slow = await seedIntent({ creator: dead }, "0001-abandoned-slow");
@@ -325,7 +325,7 @@ describe("creation-intent sweep", () => {
     await c.sweep("test");
     expect(await intentStatus(slow.id)).toBe("reclaimed");
     expect(await intentStatus(fast.id)).toBe("reclaimed");
-    // Before issue 13's lanes, the pager waited for the slow page: the later row was not even read yet.
+    // Without the lanes (server/lib/lanes.ts), the pager waited for the slow page: the later row was not even read yet.
     const slowJudged = await h.db.db.proof.findFirstOrThrow({ where: { kind: "creation_intent", verdict: "reclaim", intentId: slow.id } });
     const fastLease = await h.db.db.environmentLease.findFirstOrThrow({ where: { intentId: fast.id } });
     expect(fastLease).toMatchObject({ status: "expired", cleanupStatus: "destroyed" });

@@ -61,7 +61,7 @@ export interface ClaimedLease {
   /**
    * The sandbox that transaction found (by the lease's exact name, a moment before) and the
    * ownership proof (§2.9) it stored for this lease with it: the teardown neither asks the
-   * provider again nor judges again (issue 13: one provider call and one write less per reclaim).
+   * provider again nor judges again (one provider call and one write less per reclaim).
    */
   observed?: ObservedSandbox;
 }
@@ -84,7 +84,7 @@ export async function teardownLease(ctx: ControllerContext, leaseId: string, cla
 
 /**
  * The leases a sweep's reclaim batch handed over, torn down at once: each as `teardownLease`
- * does, with the final writes of those the provider destroyed in one statement (issue 13: one
+ * does, with the final writes of those the provider destroyed in one statement (one
  * statement per sandbox was most of what a reclaim cost PostgreSQL after the batch's own).
  */
 export async function teardownHandedOver(ctx: ControllerContext, handed: readonly HandedOverLease[]): Promise<TeardownOutcome[]> {
@@ -244,7 +244,7 @@ export async function takeDownLeases(ctx: ControllerContext, runId: string, mark
       ctx.log.debug({ runId, err: String(err) }, "runner stop failed (ignored)");
     });
   }
-  // Chaos: the runners are stopped, their leases not yet released (issue 31 item 5).
+  // Chaos: the runners are stopped, their leases not yet released (docs/rules.md §2.6).
   if (marked.length > 0) crashPoint(ctx, "after_runner_stop", { runId });
   const leases = await ctx.db.environmentLease.findMany({ where: { runId, status: "pending_cleanup" }, select: { id: true } });
   const results: TeardownOutcome[] = [];

@@ -10,7 +10,7 @@ import { startControllerHarness, waitFor, type ControllerHarness } from "../test
 import { isProcessRunning } from "../test/process";
 
 /**
- * A turn has a deadline (issue 31 item 6): a hung agent is killed at the turn's budget and
+ * A turn has a deadline (docs/rules.md, "Turns"): a hung agent is killed at the turn's budget and
  * the run ends with `agent_turn_timeout`; a hung runner does not keep the controller polling;
  * a drain waits for a turn in flight at most its own bound, then suspends the run, which the
  * next controller recovers without running the turn again.

@@ -11,7 +11,7 @@ export function turnBudgetMs(ctx: ControllerContext, run: Pick<Run, "turnTimeout
 
 /**
  * The evidence of a turn the runner answered: its record, with the runner's timeout flag and
- * the budget it ran under when the runner keeps one (issue 31 item 6).
+ * the budget it ran under when the runner keeps one (docs/rules.md, "Turns").
  */
 export function turnEvidence(seq: number, command: ProcessedCommand): TurnResultEvidence {
   return {

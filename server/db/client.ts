@@ -12,7 +12,7 @@ const preparedNames = new Map<string, string>();
 /**
  * Marks a statement of fixed text to be sent as a named prepared statement: PostgreSQL plans
  * it once per connection instead of on every call. For the hot statements of the sweeps,
- * where planning was a third of the database's time per reclaim (issue 13). Only statements
+ * where planning was a third of the database's time per reclaim (docs/decisions/0003-cost-at-scale.md). Only statements
  * whose best plan does not depend on their values: after five calls PostgreSQL may keep one
  * generic plan. Not for the lists, whose filters' selectivity varies.
  */
@@ -58,7 +58,7 @@ export function createDb(url: string, options: { max?: number; applicationName?:
 /**
  * One statement sent straight to the client's `pg` pool (a read, or a write's RETURNING
  * rows), as `pg` types its columns (uuid and enums as text, timestamptz as Date, int8 as
- * text). Issue 13: on the dashboard's hottest reads (`runs.list`, `runs.count`) and the
+ * text). On the dashboard's hottest reads (`runs.list`, `runs.count`) and the
  * teardowns' final write, Prisma's `$queryRaw` cost 0.2–0.4 ms on top of a statement of
  * under 1 ms. Inside a transaction (a client without a pool), or after
  * `$disconnect` ended the pool, it is `$queryRaw`. With `isoTimestamps`, timestamptz columns

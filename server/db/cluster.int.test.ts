@@ -7,7 +7,7 @@ import { ClusterError, clusterPort, ensureCluster, stopCluster, type RunningClus
 import { probe } from "./embedded";
 
 /**
- * Two checkouts on one machine (issue 14 item 2): each data directory gets its own server, a
+ * Two checkouts on one machine (docs/configuration.md, `RUNWARDEN_PG_PORT`): each data directory gets its own server, a
  * running server is reused only by the data directory it serves, and a taken port moves the
  * second one to a free port it remembers — never onto the first one's database.
  */

@@ -7,7 +7,7 @@ export interface HeartbeatWriter {
 }
 
 /**
- * A controller's heartbeat outside its pool (issue 31): with every pooled connection busy
+ * A controller's heartbeat outside its pool (docs/operations.md, "Connections"): with every pooled connection busy
  * (hundreds of runs finishing at once, or all of them waiting on a lock), a heartbeat queued
  * behind them went unwritten past the silence window and another host took every run of a
  * healthy controller over. One connection, opened again after an error; the statement is

@@ -103,7 +103,11 @@ export async function migrate(url: string, options: { dir?: string; log?: (line:
   }
 }
 
-/** The schema the newest migration was made from, or null before the first one. */
+/**
+ * The schema the newest migration was made from, or null before the first one. Only the newest
+ * snapshot is kept (docs/decisions/0001-newest-schema-snapshot-only.md): the walk back is for a
+ * checkout where a newer migration has none yet.
+ */
 export function latestSnapshot(dir = MIGRATIONS_DIR): string | null {
   const all = listMigrations(dir);
   for (const m of all.reverse()) {

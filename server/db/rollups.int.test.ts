@@ -5,8 +5,8 @@ import { withTestDatabase } from "../test/context";
 import { compactRollups } from "./rollups";
 
 /**
- * The rollups are kept in the transaction of every change (issue 13), across every controller
- * sharing the database (issue 31): a writer must never wait for another's open transaction
+ * The rollups are kept in the transaction of every change (docs/decisions/0003-cost-at-scale.md), across every controller
+ * sharing the database (docs/operations.md, "Several controllers on one database"): a writer must never wait for another's open transaction
  * because both changed runs (or intents) of the same groups. A controller stalled inside such
  * a transaction (SIGSTOP on another host) once held a company's rollup rows until PostgreSQL
  * ended its session, and every other controller's status changes queued behind it.

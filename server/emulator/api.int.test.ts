@@ -32,7 +32,7 @@ async function call(method: string, path: string, body?: unknown, headers: Recor
 describe("emulator REST surface", () => {
   it("answers health without a key and everything else only with a configured Bearer key", async () => {
     expect(await call("GET", "/health", undefined, {})).toEqual({ status: 200, body: { ok: true } });
-    // Daytona's REST errors: {path, timestamp, statusCode, error, message}, no `code` (RUNNER.md).
+    // Daytona's REST errors: {path, timestamp, statusCode, error, message}, no `code` (docs/daytona.md, "Errors and rate limits").
     const missing = await call("GET", "/sandbox", undefined, {});
     expect(missing).toEqual({
       status: 401,

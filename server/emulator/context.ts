@@ -35,7 +35,7 @@ export const DEFAULT_TOOLBOX_GONE: ToolboxGone = { afterMs: 120_000, status: 401
 /** How long a create or start waits server-side for `started` (Daytona: `waitForSandboxStarted(…, 30)`, sandbox.controller.ts). */
 export const DEFAULT_SERVER_WAIT_MS = 30_000;
 
-/** Snapshots whose sandboxes have no `node` on PATH: Daytona's open-source default image has none (issue 33). */
+/** Snapshots whose sandboxes have no `node` on PATH: Daytona's open-source default image has none (docs/daytona.md, "The runner inside the sandbox"). */
 export const DEFAULT_SNAPSHOTS_WITHOUT_NODE = ["ubuntu:22.04"];
 
 export interface EmulatorConfig {

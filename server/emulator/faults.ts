@@ -29,7 +29,7 @@ export const faultSpecSchema = z.discriminatedUnion("kind", [
   /** Runner start fails with `runner_ingress_bind_conflict`. */
   z.object({ kind: z.literal("bind_conflict") }),
   /**
-   * The provider unavailable, as Daytona is met (issue 33): a 429 of a named throttler with its
+   * The provider unavailable, as Daytona is met (docs/daytona.md, "Errors and rate limits"): a 429 of a named throttler with its
    * headers (`Retry-After`, `X-RateLimit-*-<throttler>`, as @nestjs/throttler sends them), …
    */
   z.object({ kind: z.literal("rate_limit"), retryAfterSeconds: z.number().int().min(0).max(3600).default(2), throttler: z.string().min(1).default("sandbox-lifecycle") }),

@@ -5,7 +5,7 @@ import { startTestEmulator, type TestEmulator } from "../test/emulator";
 
 /**
  * The emulator behaves like Daytona where Runwarden's correctness depends on it
- * (RUNNER.md "The sandbox API facts that matter for correctness"), checked over plain HTTP
+ * (docs/daytona.md), checked over plain HTTP
  * and through the unmodified provider.
  */
 

@@ -5,7 +5,7 @@ import type { z } from "zod";
 
 const MAX_BODY = 64 * 1024 * 1024;
 
-/** `code` is sent only by the toolbox; Daytona's REST API errors carry none (RUNNER.md). */
+/** `code` is sent only by the toolbox; Daytona's REST API errors carry none (docs/daytona.md, "Errors and rate limits"). */
 export class HttpError extends Error {
   constructor(
     readonly status: number,

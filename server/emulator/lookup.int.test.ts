@@ -4,7 +4,7 @@ import { buildLabels, creationName } from "../providers/types";
 import { startTestEmulator, type TestEmulator } from "../test/emulator";
 
 /**
- * GET and DELETE by id or name (issue 13): with no fault rule set, a GET is one statement (due
+ * GET and DELETE by id or name (docs/decisions/0003-cost-at-scale.md): with no fault rule set, a GET is one statement (due
  * transitions settled, the row and the fault rules read) and a DELETE of a sandbox at rest one
  * conditional update, no transaction; any rule with uses left sends the call down the full
  * path, so every rule is still honoured.

@@ -5,7 +5,7 @@ import type { EmulatorContext } from "./context";
 import { SANDBOX_MARKER } from "./sandbox-host";
 
 /**
- * Auto-stop while the emulator is down (issue 33). Daytona's sandboxes stop after
+ * Auto-stop while the emulator is down (docs/daytona.md, "Auto-stop, auto-archive, auto-delete"). Daytona's sandboxes stop after
  * `autoStopInterval` minutes idle whether or not anyone watches; the emulator's sandboxes are
  * processes on this host, so when it stops (npm start's Ctrl-C) it hands its auto-stop to a
  * small detached process: at each started sandbox's deadline it kills that sandbox's processes

@@ -168,7 +168,7 @@ async function listSandboxes(ctx: EmulatorContext, url: URL) {
 async function sandboxOp(ctx: EmulatorContext, idOrName: string, op: "get" | "delete" | "start" | "stop") {
   const { store, config } = ctx;
   // A DELETE of a sandbox at rest while no fault rule is set (every teardown of a reclaim
-  // sweep) is one statement, with no lookup before it (issue 13); anything else, the paths below.
+  // sweep) is one statement, with no lookup before it (docs/decisions/0003-cost-at-scale.md); anything else, the paths below.
   const direct = op === "delete" ? await deleteNow(ctx, idOrName) : null;
   if (direct) return afterChange(ctx, "delete", direct);
   const { row: found, rules } = await store.findWithFaults(idOrName, new Date());
@@ -283,7 +283,7 @@ export function toApi(ctx: EmulatorContext, row: SandboxRow) {
     gpu: 0,
     memory: row.memory,
     disk: row.disk,
-    // A restore shows `archived` (desired `started`) until its sandbox is up (issue 33).
+    // A restore shows `archived` (desired `started`) until its sandbox is up (docs/daytona.md, "Start, stop, delete").
     state: row.state === "restoring" ? "archived" : row.state,
     desiredState: row.desired_state,
     errorReason: row.error_reason ?? undefined,

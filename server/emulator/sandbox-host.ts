@@ -6,7 +6,7 @@ import path from "node:path";
 /**
  * The emulator's sandboxes on this host: each one a directory (`<dataDir>/sandboxes/<id>`,
  * its home under `home/`), its commands real child processes the way Daytona's sandbox
- * daemon runs them (RUNNER.md). Every process started in a sandbox carries the marker
+ * daemon runs them (docs/runner.md). Every process started in a sandbox carries the marker
  * variable below, so stopping or deleting the sandbox finds and kills all of them — also
  * the detached ones, and also after an emulator restart (like a container's cgroup).
  */
@@ -31,7 +31,7 @@ export function ensureSandboxDirs(host: SandboxHost): void {
 /**
  * Written before a sandbox's first process starts (and kept across emulator restarts, like a
  * cgroup): a sandbox without it has no process to look for, and a stop or delete skips the
- * scan of every process on the host (issue 13: that scan was most of a delete's cost).
+ * scan of every process on the host (that scan was most of a delete's cost; docs/decisions/0003-cost-at-scale.md).
  */
 function processesFlag(host: SandboxHost): string {
   return path.join(host.root, ".has-processes");

@@ -6,7 +6,7 @@ import { startTestEmulator, type TestEmulator } from "../test/emulator";
 
 /**
  * Daytona's own TypeScript SDK, unmodified (@daytonaio/sdk 0.218.0), against the emulator
- * (issue 33): what a user's script or agent tooling calls must work here as on Daytona. Its
+ * (docs/daytona.md, "Daytona's SDK works unmodified against it"): what a user's script or agent tooling calls must work here as on Daytona. Its
  * websocket of sandbox events is off (`useDeprecatedPolling`): the emulator serves no socket.io.
  */
 

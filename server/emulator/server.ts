@@ -19,7 +19,7 @@ import { toolboxApi } from "./toolbox-api";
 /**
  * The provider emulator, a local Daytona: the subset of Daytona's REST API that
  * server/providers/daytona.ts uses (DAYTONA.md, `sandbox-api.ts`), the toolbox API per sandbox
- * (RUNNER.md, `toolbox-api.ts`) running real commands in a per-sandbox directory on this host,
+ * (docs/daytona.md "The toolbox", `toolbox-api.ts`) running real commands in a per-sandbox directory on this host,
  * fault injection and an admin API (`admin-api.ts`), auto-stop (`lifecycle.ts`). One
  * `node:http` server on loopback composing them; sandbox records and faults in PostgreSQL
  * (`store.ts`).
@@ -129,7 +129,7 @@ export async function startEmulator(options: EmulatorOptions): Promise<EmulatorH
     options.onRequest?.(method, `${url.pathname}${url.search}`);
 
     if (method === "GET" && url.pathname === "/health") return reply(res, 200, { ok: true });
-    // The key first: nobody without it learns anything, not even how a path is read (issue 16.8).
+    // The key first: nobody without it learns anything, not even how a path is read.
     authorize(req, apiKeys);
     const parts = url.pathname.split("/").filter(Boolean).map(decodeSegment);
     // Transitions end lazily (and by the sweeper): every answer sees the states as of now. A

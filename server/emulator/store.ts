@@ -206,13 +206,13 @@ export class EmulatorStore {
 
   /**
    * `find` and the fault rules with uses left, in one query: a GET or DELETE while no rule is
-   * set (every call of a reclaim sweep) needs nothing else (issue 13: it took 2 more queries).
+   * set (every call of a reclaim sweep) needs nothing else (it took 2 more queries; docs/decisions/0003-cost-at-scale.md).
    */
   async findWithFaults(idOrName: string, now: Date): Promise<{ row: SandboxRow | null; rules: FaultRule[] }> {
     // The rows this lookup can return are settled first, in the same statement: the rows it
     // changed are read as it left them (a statement sees its own CTE's changes only through
     // RETURNING), the others as stored. Only those rows: settling every due row on every
-    // lookup made concurrent lookups wait on each other's row locks, and deadlock (issue 13).
+    // lookup made concurrent lookups wait on each other's row locks, and deadlock.
     const { rows } = await againOnDeadlock(() => this.pool.query<SandboxRow & { fault_rules: FaultRow[] | null }>({
       // Named: prepared once per connection, so PostgreSQL plans it once, not on every request.
       name: "emulator_find_with_faults",

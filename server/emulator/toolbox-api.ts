@@ -10,7 +10,7 @@ import { ensureSandboxDirs, execute, resolveInSandbox, SANDBOX_MARKER, startSqua
 import type { SandboxRow } from "./store";
 
 /**
- * The toolbox API per sandbox (RUNNER.md), `/toolbox/{id}/…`: real commands in the sandbox's
+ * The toolbox API per sandbox (docs/daytona.md "The toolbox"), `/toolbox/{id}/…`: real commands in the sandbox's
  * directory on this host. Faults are real here: they change what runs, not the answer.
  */
 
@@ -25,7 +25,7 @@ const executeSchema = z.object({
 
 export async function toolboxApi(ctx: EmulatorContext, sandboxId: string, route: string, method: string, url: URL, req: http.IncomingMessage, res: http.ServerResponse) {
   const { store, inFlight } = ctx;
-  // The toolbox proxy resolves a sandbox by id only (RUNNER.md), never by name.
+  // The toolbox proxy resolves a sandbox by id only (docs/daytona.md "The toolbox"), never by name.
   const row = await store.byId(sandboxId);
   const now = Date.now();
   if (!row || row.visible_at.getTime() > now) throw new HttpError(404, "not_found", `sandbox container ${sandboxId} not found`);

@@ -1,7 +1,7 @@
 import { assertNever } from "./checks";
 
 /**
- * Alerts (issue 34): what an event says, and the judgements around its delivery. Pure: the
+ * Alerts (docs/rules.md §4, "Alerts"; docs/alerts.md): what an event says, and the judgements around its delivery. Pure: the
  * clock (`now`) and the jitter are arguments; the shells (server/alerts) write the outbox,
  * send and record.
  */

@@ -32,7 +32,7 @@ describe("failure catalogue (docs/rules.md §3)", () => {
   test.each(FAILURE_CODES)("%s: a retryable failure belongs to the agent and offers no Retry; a terminal one belongs to the board", (code) => {
     const row = FAILURE_CATALOGUE[code];
     if (row.outcome === "retryable_failure") expect([row.owner, row.canRetry]).toEqual(["agent", false]);
-    // A failing agent command (issue 11) and a turn past its budget (issue 31 item 6) are the terminal failures the agent owns.
+    // A failing agent command and a turn past its budget (docs/rules.md, "Turns") are the terminal failures the agent owns.
     else expect(row.owner).toBe(code === "agent_command_failed" || code === "agent_turn_timeout" ? "agent" : "board");
     // Retry is only ever offered with a next action that says so, and vice versa.
     expect(row.nextAction.includes("Retry")).toBe(row.canRetry);

@@ -84,7 +84,7 @@ export const FAILURE_CATALOGUE = {
     message: "The run was not paused cleanly before the server restarted, so its saved progress cannot be trusted.",
     nextAction: "The run was not paused cleanly: Retry to start it again",
   },
-  // The agent's own command failed a turn (issue 11): the work is the agent's to fix, and
+  // The agent's own command failed a turn (docs/rules.md, "Turns"): the work is the agent's to fix, and
   // Retry runs the task again once it is.
   agent_command_failed: {
     outcome: "terminal_failure",
@@ -93,7 +93,7 @@ export const FAILURE_CATALOGUE = {
     message: "The agent's command stopped with an error during a turn, so the run ended there.",
     nextAction: "The agent's command failed: read the turn log, fix the command or its inputs, then Retry",
   },
-  // A turn ran past its budget (issue 31 item 6): the runner killed the agent's processes (or
+  // A turn ran past its budget (docs/rules.md, "Turns"): the runner killed the agent's processes (or
   // never answered within the budget and a margin), so the paid sandbox does not stay awake
   // for ever. The agent's to fix; Retry runs the task again.
   agent_turn_timeout: {
@@ -111,7 +111,7 @@ export const FAILURE_CATALOGUE = {
     nextAction: "The sandbox was busy: nothing to do, it is tried again automatically",
   },
   // The sandbox's image has no `node` (Daytona's open-source default snapshot, ubuntu:22.04,
-  // has none): the runner cannot run there, and a Retry in the same snapshot would fail alike (issue 33).
+  // has none): the runner cannot run there, and a Retry in the same snapshot would fail alike (docs/daytona.md, "The runner inside the sandbox").
   runner_node_missing: {
     outcome: "terminal_failure",
     owner: "board",
@@ -120,7 +120,7 @@ export const FAILURE_CATALOGUE = {
     nextAction: "Use a snapshot with Node.js 18 or later (RUNWARDEN_SANDBOX_SNAPSHOT), then submit the task again",
   },
   // The sandbox stopped (Daytona's auto-stop, e.g. while the controller was down) and could
-  // not be started again: the run cannot go on in it (issue 11).
+  // not be started again: the run cannot go on in it (docs/rules.md §2.8, "A stopped sandbox").
   sandbox_not_restartable: {
     outcome: "terminal_failure",
     owner: "board",
@@ -130,7 +130,7 @@ export const FAILURE_CATALOGUE = {
   },
   // The runner process died (its sandbox stopped, or it was killed) and its own state does not
   // prove the session can go on from where it was: a turn was in flight, or the state is not
-  // this run's (resume_dead_runner, issue 11).
+  // this run's (resume_dead_runner, docs/rules.md §2.8, "A dead runner").
   runner_not_resumable: {
     outcome: "terminal_failure",
     owner: "board",

@@ -1,5 +1,5 @@
 /**
- * The sandbox's own idle policy (issue 34): what a run's sandbox is created with, Daytona's
+ * The sandbox's own idle policy (docs/rules.md §4, "The sandbox idle policy"): what a run's sandbox is created with, Daytona's
  * `autoStopInterval` and `autoDeleteInterval` in minutes (daytonaio/daytona v0.190.0,
  * apps/api/src/sandbox/dto/create-sandbox.dto.ts; semantics in entities/sandbox.entity.ts:
  * auto-stop 0 = never, auto-delete -1 = never, 0 = delete at stop).

@@ -7,7 +7,7 @@ import type { Check, RecoveryRouteResult } from "./verdicts";
 export const REATTACHABLE_LIFECYCLES: readonly string[] = ["ready", "suspended", "backpressure"];
 
 /**
- * How an interrupted run goes on (docs/rules.md §2.1, §2.2, issue 12): the routing step of
+ * How an interrupted run goes on (docs/rules.md §2.1, §2.2, §2.8 "The recovery route"): the routing step of
  * recovery as a pure function. The shell gathers the run's phase and lease, and — only when
  * the route answers `read_runner` — the runner's state on the sandbox, then routes again and
  * carries out the action:

@@ -13,7 +13,7 @@ export interface RestingFailure {
 }
 
 /**
- * Where a run rests after a run-deciding verdict (issue 12 item 10: the run never
+ * Where a run rests after a run-deciding verdict (docs/rules.md §3: the run never
  * contradicts its proof). Null when the verdict lets the run go on, and for kinds that
  * decide about processes, intents, fences or sandboxes rather than runs. A lease-binding
  * refusal rests in its continuation (§2.1), not in the refusal code.

@@ -8,7 +8,7 @@ export type { RunnerResumeEvidence } from "./schemas";
 
 /**
  * A dead runner on an admitted lease (`resume_dead_runner`, docs/rules.md §1's claim kinds;
- * issue 11): Daytona's auto-stop kills every process in a stopped sandbox, so a warm run's
+ * §2.8, "A dead runner"): Daytona's auto-stop kills every process in a stopped sandbox, so a warm run's
  * runner is gone when recovery starts the sandbox again, while its durable state — session,
  * processed commands — is still on disk. Pure: reattach to a live runner; start the runner
  * again on its own state when that state is this run's, had connected, rests in a

@@ -63,7 +63,7 @@ export function classifyStartupFailure(
   if (remoteRejected) return done("native_provider_startup_rejected", "remote_startup_rejected");
 
   // Rule 3: a sandbox that cannot run the runner at all fails alike on every try (and on a
-  // Retry in the same snapshot): it ends now, naming the snapshot (issue 33). Asked of the
+  // Retry in the same snapshot): it ends now, naming the snapshot (docs/daytona.md, "The runner inside the sandbox"). Asked of the
   // bundles that report it (the shell saw the shell's exit 127).
   if (e.runnerMissing) {
     checks.push(check("runner_can_run", false, "node on the sandbox's PATH", `no ${e.runnerMissing.program} in snapshot ${e.runnerMissing.snapshot ?? "(unknown)"}`));

@@ -7,7 +7,7 @@ export type { StoppedSandboxEvidence } from "./schemas";
 export type StoppedSandboxDecision = StoppedSandboxResult;
 
 /**
- * A run's sandbox that is not `started` during recovery (issue 11): Daytona's auto-stop
+ * A run's sandbox that is not `started` during recovery (docs/rules.md §2.8, "A stopped sandbox"): Daytona's auto-stop
  * stops an idle sandbox, e.g. while the controller was down. Pure: start it again a bounded
  * number of times, wait out a transition, or end the run with a catalogue code — never a
  * loop that reclaims the run on every tick.

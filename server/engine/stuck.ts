@@ -3,7 +3,7 @@ import { EXECUTING_RUN_STATUSES, isLiveRunStatus } from "./run-status";
 import { isSilent, silenceCutoff } from "./silence";
 
 /**
- * Stuck runs (issue 34): a live run that is not moving, and why. A run may be stuck for
+ * Stuck runs (docs/rules.md §4, "Stuck runs"): a live run that is not moving, and why. A run may be stuck for
  * several reasons at once; each is read from the run's own row (and its executor's
  * heartbeat) against limits, on the database's clock (`now` is an argument).
  */

@@ -4,7 +4,7 @@ import type { TurnResultEvidence } from "./schemas";
 import type { TurnResult } from "./verdicts";
 
 /**
- * Did an agent turn succeed? (issue 11, issue 12 item 1, issue 31 item 6) Pure: the runner's
+ * Did an agent turn succeed? (docs/rules.md, "Turns") Pure: the runner's
  * own record of the turn decides. A turn the runner processed with a non-zero exit ends the
  * run with `agent_command_failed`; a turn the runner killed at its budget, or one the runner
  * gave no record of within the controller's deadline, with `agent_turn_timeout` (both owner

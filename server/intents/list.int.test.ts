@@ -9,7 +9,7 @@ import { withTestDatabase } from "../test/context";
 import { listIntents, type IntentListInput } from "./queries";
 
 /**
- * intents.list is one SQL statement (issue 13). Over random status, company, search, scope
+ * intents.list is one SQL statement (docs/decisions/0003-cost-at-scale.md). Over random status, company, search, scope
  * and page size, walking every page must give exactly the intents Prisma finds for the same
  * filters, newest first, each with its lease and its run (a run id that is no uuid, or names
  * no run, has none), the capped total and every status's count; another instance's intents

@@ -4,7 +4,7 @@ import { readRunnerState, WORK_DIR, type RunnerClient } from "./runner";
 import { buildLabels, instanceScope, normaliseLabels } from "./types";
 
 /**
- * The provider contract (issue 11): one list of scenarios that runs unchanged against the
+ * The provider contract (docs/daytona.md, "The contract suite"): one list of scenarios that runs unchanged against the
  * emulator (`contract.int.test.ts`, in `npm test`) and against real Daytona
  * (`npm run test:daytona`). Steps run in order on a shared context; each names what it
  * checks and throws a plain Error when the provider does not hold up its end. Everything

@@ -175,7 +175,7 @@ export class DaytonaProvider implements SandboxProvider {
     if (input.cpu !== undefined) body.cpu = input.cpu;
     if (input.memory !== undefined) body.memory = input.memory;
     if (input.disk !== undefined) body.disk = input.disk;
-    // The idle policy (issue 34): daytonaio/daytona v0.190.0 apps/api/src/sandbox/dto/create-sandbox.dto.ts.
+    // The idle policy (docs/rules.md §4, "The sandbox idle policy"): daytonaio/daytona v0.190.0 apps/api/src/sandbox/dto/create-sandbox.dto.ts.
     if (input.autoStopInterval !== undefined) body.autoStopInterval = input.autoStopInterval;
     if (input.autoDeleteInterval !== undefined) body.autoDeleteInterval = input.autoDeleteInterval;
     if (input.snapshot !== undefined) body.snapshot = input.snapshot;

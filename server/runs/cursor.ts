@@ -27,7 +27,7 @@ function mac(text: string): string {
 }
 
 /**
- * `<payload>.<mac>`: cursors are tamper-evident (issue 16.4). A cursor is only ever one this
+ * `<payload>.<mac>`: cursors are tamper-evident (docs/access.md, "What the API accepts"). A cursor is only ever one this
  * server handed out, signed with the auth secret, so a forged or edited one is refused as
  * bad input before it reaches a query.
  */
@@ -81,7 +81,7 @@ export function afterCursor(cursor: string | undefined | null) {
   const k = cursor ? decodeCursor(cursor) : null;
   if (!k) return {};
   // The `lte` bound is what PostgreSQL can start an index range at; the OR alone is a filter
-  // it checks row by row from the top of the index (issue 13: 975 ms at half of 1 M runs).
+  // it checks row by row from the top of the index (975 ms at half of 1 M runs).
   return { createdAt: { lte: k.createdAt }, OR: [{ createdAt: { lt: k.createdAt } }, { createdAt: k.createdAt, id: { lt: k.id } }] };
 }
 

@@ -11,7 +11,7 @@ import { countRuns, listRuns, runWhere, type RunFilter, type RunListInput, type 
 
 /**
  * runs.list and runs.count are each one SQL statement built from `Prisma.sql` fragments
- * (issue 13). Over random filter combinations the UI offers, scopes and page sizes, walking
+ * (docs/decisions/0003-cost-at-scale.md). Over random filter combinations the UI offers, scopes and page sizes, walking
  * every page must give exactly the rows Prisma's own query over the same filters gives, in the
  * same order, each field as stored, and the count must be their exact number — and a
  * company-scoped viewer never sees nor counts another company's run.

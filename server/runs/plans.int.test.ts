@@ -13,7 +13,7 @@ import { servicesFor } from "../services";
 import { generateScaleData, OUR_INSTANCE } from "../../scripts/bench/scale-data";
 
 /**
- * Issue 13: every list query reads an index range, never the whole of `runs`,
+ * docs/decisions/0003-cost-at-scale.md: every list query reads an index range, never the whole of `runs`,
  * `run_events`, `sandbox_creation_intents` or `environment_leases`. Each read model runs with Prisma's query log on; every statement it sent is
  * then EXPLAINed with its own parameters, and the test fails on a sequential scan of either
  * table. The data is the benchmark's (realistic proportions), large enough that PostgreSQL

@@ -139,7 +139,7 @@ export function runConditions(f: RunFilter, scope: CompanyScope, now: Date): Pri
 }
 
 /**
- * The page alone, one statement (issue 13: the gap to the raw query was a fixed cost per
+ * The page alone, one statement (docs/decisions/0003-cost-at-scale.md; the gap to the raw query was a fixed cost per
  * request — Prisma's findMany compiled and interpreted each time, and then the total computed
  * with every page; the total is `countRuns`, its own request that paging does not repeat).
  * The page reads the (…, created_at, id) index from the cursor on, the row-value

@@ -33,7 +33,7 @@ export async function retryRun(db: Db, runId: string, actor: Actor, scope: Compa
     if (!isUniqueViolation(err)) throw err;
     // The unique indexes are the last word when two transactions raced past their locks: the
     // lineage index (a double Retry of this run: its one successor), or the task's one live
-    // run (a Retry of another failed run of the same task committed first, issue 31 item 7).
+    // run (a Retry of another failed run of the same task committed first: docs/rules.md §2.7).
     const successor = await db.run.findUnique({ where: { previousRunId: runId } });
     if (successor) return { run: successor, created: false, leasesQueued: [] };
     outcome = await raceRefusal(db, runId);

@@ -5,7 +5,7 @@ import { withTestDatabase } from "../test/context";
 import { countRuns, failureGroups, runFacets, runStatusCounts } from "./queries";
 
 /**
- * The run rollup (issue 13) is kept by a trigger in the transaction of every change to
+ * The run rollup (docs/decisions/0003-cost-at-scale.md) is kept by a trigger in the transaction of every change to
  * `runs`; after any mix of inserts, moves, Retries, deletes and concurrent transactions it
  * must equal a GROUP BY over the runs themselves.
  */

@@ -16,7 +16,7 @@ import { startControllerHarness, waitFor, type ControllerHarness } from "../test
 import { countStuck, listStuck, stuckCountSql, stuckListInput, stuckPageSql, type StuckListOutput } from "./stuck";
 
 /**
- * Stuck runs (issue 34) against PostgreSQL, with the waiting and back-off rows written by real
+ * Stuck runs (docs/rules.md §4) against PostgreSQL, with the waiting and back-off rows written by real
  * controllers (an unreachable provider, a provider answering garbage), a silent executor that
  * is a real controller's row that stopped heartbeating, and the SQL held to the engine's rule.
  */

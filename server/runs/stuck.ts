@@ -20,7 +20,7 @@ import { fromBeforeTo, runConditions, runFilterShape, type RunFilter } from "./q
 import { allOf } from "./sql";
 
 /**
- * Stuck runs (issue 34): live runs that wait on a provider outage, sit in recovery back-off,
+ * Stuck runs (docs/rules.md §4, "Stuck runs"): live runs that wait on a provider outage, sit in recovery back-off,
  * have a silent executor, or are past the maximum age or turn duration. `classifyStuck` (the
  * engine) says why each run is stuck; the SQL here is the same rule in a form PostgreSQL can
  * answer from the runs' status index (only live runs are read, never every run), with the

@@ -16,7 +16,7 @@ import { waitFor } from "../test/controller";
 import { listOrphans } from "./list";
 
 /**
- * The orphans page's inventory (issue 13): polls read a stored listing instead of the
+ * The orphans page's inventory (docs/decisions/0003-cost-at-scale.md): polls read a stored listing instead of the
  * provider; actions read the provider again. PostgreSQL and the in-process emulator; no
  * controller runs here.
  */

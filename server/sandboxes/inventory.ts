@@ -7,7 +7,7 @@ import { judgeSandbox } from "./ownership";
 import { loadRecords, ownSandboxPages } from "./records";
 
 /**
- * The orphans page's inventory (issue 13): an inventory pass lists this instance's sandboxes
+ * The orphans page's inventory (docs/decisions/0003-cost-at-scale.md): an inventory pass lists this instance's sandboxes
  * at the provider page by page, judges each once and stores what it saw in
  * `sandbox_inventory`; the page reads that table one page at a time and says how old it is.
  * Before, every poll of every open tab listed the provider whole and judged every sandbox.
@@ -122,7 +122,7 @@ export async function judgeInventory(db: Db, observer: Observer, instanceId: str
  * way, a `waiting` one — an instance's first, which the page waits for — waits its turn),
  * and a pass never overwrites a newer one. Returns null when it gave way.
  *
- * It streams (issue 13): each chunk of the listing is judged and upserted before the next
+ * It streams (docs/decisions/0003-cost-at-scale.md): each chunk of the listing is judged and upserted before the next
  * is fetched, inside one transaction, so a page reads the previous inventory until the pass
  * commits, and a listing that fails part-way leaves it untouched.
  */

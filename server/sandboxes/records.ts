@@ -43,7 +43,7 @@ export async function loadRecords(db: Db, instanceId: string, sandboxes: Sandbox
   const runById = new Map(runs.map((r) => [r.id, r]));
 
   const companies = [...new Set(sandboxes.map((s) => s.labels[LABEL_KEYS.company]).filter((c): c is string => !!c))];
-  // One probe per company for any record of this instance (issue 13: three GROUP BYs before).
+  // One probe per company for any record of this instance (three GROUP BYs before; docs/decisions/0003-cost-at-scale.md).
   const known = new Set(
     companies.length
       ? (
@@ -82,7 +82,7 @@ export async function loadRecords(db: Db, instanceId: string, sandboxes: Sandbox
 /**
  * This instance's sandboxes, as the provider lists them by the instance label — and, for a
  * person who sees only some companies, by each of their company labels: nothing else is
- * even fetched. One provider page at a time (issue 13: a pass at 10 k sandboxes held them
+ * even fetched. One provider page at a time (a pass at 10 k sandboxes used to hold them
  * all at once), the destroyed and the destroying left out.
  */
 export async function* ownSandboxPages(observer: Observer, scope: CompanyScope, instanceId: string, now: Date): AsyncGenerator<SandboxView[], void, undefined> {

@@ -1,7 +1,7 @@
 // No zod here: every live page imports this file (the schema is in server/live.ts).
 
 /**
- * The "changed since" rule of live pages (issue 13), pure so the browser and the tests share
+ * The "changed since" rule of live pages (ARCHITECTURE.md, "Live pages"), pure so the browser and the tests share
  * it. A page polls one cheap reading (`live.token`) and refetches its real queries only when
  * it says something the page shows may have changed.
  *

@@ -1,5 +1,5 @@
 /**
- * Who may do what (issue 8). Each role includes the one before it:
+ * Who may do what (docs/access.md). Each role includes the one before it:
  *   viewer   — support: read everything of their companies, audit waves
  *   board    — viewer, plus Retry and Cancel on their companies' runs
  *   operator — board, plus sweeps, reclaim, wave imports, submitting runs

@@ -2,7 +2,7 @@ import type { KillRecord, WaveReport } from "./wave-report";
 
 /**
  * The wave report's names and its summary: what the dashboard's wave pages import. No zod here,
- * so the report's schemas (wave-report.ts) stay out of the browser's bundle (issue 13).
+ * so the report's schemas (wave-report.ts) stay out of the browser's bundle (docs/decisions/0003-cost-at-scale.md).
  */
 
 /** The kills and faults a wave plans (server/waves/plan.ts) and its report records. */
@@ -10,7 +10,7 @@ export const KILL_KINDS = ["K1", "K2", "K4", "K5", "K15"] as const;
 export type KillKind = (typeof KILL_KINDS)[number];
 /**
  * Faults a wave injects into a task's run: the runner's own (bind, reject, unconnected), a late
- * create, and the provider's as Daytona has them (issue 33): `slow_start` (a create slower than
+ * create, and the provider's as Daytona has them (docs/daytona.md): `slow_start` (a create slower than
  * the controller waits), `rate_limit` (429s), `outage` (the provider answering 503 to every
  * call for a stretch while the first kill lands) and `archive` (the run's sandbox archived while
  * no controller runs).
@@ -18,7 +18,7 @@ export type KillKind = (typeof KILL_KINDS)[number];
 export const FAULT_NAMES = ["bind", "reject", "late", "unconnected", "slow_start", "rate_limit", "outage", "archive"] as const;
 export type FaultName = (typeof FAULT_NAMES)[number];
 
-/** R7 came later (issue 35): a report without it (stored or imported before) did not run it — shown as "not run", never as a failure. */
+/** R7 came later than the others (docs/waves.md): a report without it (stored or imported before) did not run it — shown as "not run", never as a failure. */
 export const CHECK_IDS = ["R1", "R2", "R3", "R4", "R5", "R6", "R7"] as const;
 export type CheckId = (typeof CHECK_IDS)[number];
 

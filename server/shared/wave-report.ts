@@ -46,12 +46,12 @@ export const taskReportSchema = z.object({
   runs: z.array(runRecordSchema),
   failureCodes: z.array(z.string()),
   retriesNeeded: z.number().int().min(0),
-  /** R7 "forecast held" (issue 35) is absent in reports made before it: not run. */
+  /** R7 "forecast held" (docs/rules.md §2.12) is absent in reports made before it: not run. */
   checks: z.object({ R1: checkResultSchema, R2: checkResultSchema, R3: checkResultSchema, R4: checkResultSchema, R5: checkResultSchema, R6: checkResultSchema, R7: checkResultSchema.optional() }),
 });
 export type TaskReport = z.infer<typeof taskReportSchema>;
 
-/** What became of one planned kill (issue 17: a kill counts only where it landed as planned). */
+/** What became of one planned kill (a kill counts only where it landed as planned: docs/waves.md). */
 export const killRecordSchema = z.object({
   kind: z.enum(KILL_KINDS),
   crashAt: z.enum(["after_create", "during_teardown_claim"]).optional(),

@@ -5,7 +5,7 @@ import { sealCursor } from "../runs/cursor";
 /**
  * Test support (never imported by product code): malformed inputs for a tRPC procedure,
  * derived from its own input schema, so a new procedure or field is fuzzed without
- * anyone listing it (issue 16, "Tests").
+ * anyone listing it (docs/access.md, "What the API accepts").
  */
 
 /** One malformed request: an input to serialize with superjson, or raw text sent as is. */

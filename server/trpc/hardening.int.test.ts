@@ -11,7 +11,7 @@ import { trpcHttpHandler } from "./http";
 import { createTRPCContext } from "./trpc";
 import { servicesOf } from "../services";
 
-/** Issue 16.3–16.5: control characters, forged cursors and refusals at validation, through the real router and PostgreSQL. */
+/** What the API accepts (docs/access.md): control characters, forged cursors and refusals at validation, through the real router and PostgreSQL. */
 
 let h: ControllerHarness;
 let service: ControllerContext;

@@ -6,7 +6,7 @@ import { testUser } from "../test/users";
 import { API_LIMITS, trpcHttpHandler } from "./http";
 import { servicesOf } from "../services";
 
-/** The endpoint's own limits (issue 16), through the handler the route serves, against PostgreSQL. */
+/** The endpoint's own limits (docs/access.md, "What the API accepts"), through the handler the route serves, against PostgreSQL. */
 
 let h: ControllerHarness;
 let service: ControllerContext;

@@ -10,7 +10,7 @@ import { appRouter } from "./root";
 import { createTRPCContext, type Meta } from "./trpc";
 
 /**
- * What the API accepts before any procedure runs (issue 16): a larger body is a 413, deeper
+ * What the API accepts before any procedure runs (docs/access.md, "What the API accepts"): a larger body is a 413, deeper
  * JSON a 400, both answered without parsing the input and audited when a mutation was asked.
  */
 export const API_LIMITS = {

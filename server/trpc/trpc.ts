@@ -80,7 +80,7 @@ export function sqlState(err: unknown, depth = 0): string | null {
 }
 
 /**
- * The one place a failure becomes what a client sees (issue 16.4): an AppError gets its
+ * The one place a failure becomes what a client sees (docs/access.md, "What the API accepts"): an AppError gets its
  * table's code and message; a value the database refused as data (SQLSTATE class 22, e.g.
  * NUL, a number out of range) is the caller's bad input, a 400; anything else unexpected
  * is a 500 with a fixed sentence. No Prisma or PostgreSQL text ever reaches a response —
@@ -188,8 +188,8 @@ const authorize = t.middleware(async ({ ctx, meta, path, type, next, getRawInput
     throw new AppError("FORBIDDEN", `${path} needs the ${needs} role; you are signed in as ${user.role}`);
   }
   const result = await next({ ctx: { ...ctx, user, actor, scope: user.scope as CompanyScope } });
-  // Every mutation is audited: one refused before its service ran (its input did not fit,
-  // issue 16.5) or one whose service wrote nothing is audited here, once.
+  // Every mutation is audited: one refused before its service ran (its input did not fit:
+  // docs/access.md, "What the API accepts") or one whose service wrote nothing is audited here, once.
   if (type === "mutation" && meta?.pure !== true && auditsWrittenBy(actor) === 0) {
     const failure = result.ok ? null : publicError(result.error);
     const status = failure ? getHTTPStatusCodeFromError(failure) : 200;

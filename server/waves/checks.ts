@@ -2,7 +2,7 @@ import { LIVE_RUN_STATUSES, safeDecide } from "../engine";
 import type { CheckResult, RunRecord, TaskReport } from "../shared/wave-report";
 
 /**
- * R1–R6 for one task (docs/rules.md §5), from what the wave collected at its end. The
+ * R1–R7 for one task (docs/rules.md §5), from what the wave collected at its end. The
  * recovery proofs are re-evaluated here with the reference engine, independently of the
  * controllers that made them, so a controller running a broken rule fails R2.
  */
@@ -53,7 +53,7 @@ export interface TaskInput {
    */
   markers?: Record<string, number[]>;
   /**
-   * The forecasts the wave took before its kills, of this task's runs (issue 35), each run's
+   * The forecasts the wave took before its kills, of this task's runs (docs/rules.md §2.12), each run's
    * prediction and its check after the restart; absent when the wave took none (R7 not run).
    */
   forecasts?: CollectedForecastRun[];
@@ -158,7 +158,7 @@ function selfHealed(runs: CollectedRun[], proofs: CollectedProof[], successors: 
 }
 
 /**
- * Each turn's side effect happened exactly once (issue 11), by the lines the agent wrote: a
+ * Each turn's side effect happened exactly once (docs/rules.md, "Turns"), by the lines the agent wrote: a
  * run's turns are 1, 2, … in order with none twice; a run that succeeded ran all its turns;
  * a run that ended early ran its committed turns and at most the one it was in.
  */
@@ -229,7 +229,7 @@ function ownershipSafety(decoys: TaskInput["decoys"]): CheckResult {
 }
 
 /**
- * R7 forecast held (issue 35): every forecast the wave took of this task's runs before a kill
+ * R7 forecast held (docs/rules.md §2.12, §5): every forecast the wave took of this task's runs before a kill
  * held after the restart. A differed run fails it (a defect of the forecast or of recovery);
  * a run the restart never reached (it finished first: not_restarted, or not checked) is
  * reported, not failed. A task none of whose runs a kill interrupted passes with nothing to compare.

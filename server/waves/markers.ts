@@ -4,7 +4,7 @@ import path from "node:path";
 /**
  * Each turn's side effect, outside the sandbox: the agent command appends the turn's number
  * to a file named by the run, and the count of its lines says how often each turn ran
- * (exactly once, issue 11). The waves' R3 and the hosts bench read them.
+ * (exactly once: docs/rules.md, "Turns"). The waves' R3 and the hosts bench read them.
  */
 
 /** The agent command: one line with the turn's number, in a file named by the run. */

@@ -139,7 +139,7 @@ export const waveCompareOutput = z.object({
 
 function sideOf(r: WaveReport): z.infer<typeof sideSchema> {
   const checks = Object.fromEntries(CHECK_IDS.map((c) => [c, { pass: 0, fail: 0 }]));
-  // A check the report did not run (R7 before issue 35) counts as neither.
+  // A check the report did not run (R7, in a report made before it existed) counts as neither.
   for (const t of r.tasks) for (const c of CHECK_IDS) {
     const result = t.checks[c];
     if (result) checks[c]![result.ok ? "pass" : "fail"] += 1;

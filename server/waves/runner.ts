@@ -37,7 +37,7 @@ import { servicesOf } from "../services";
  * Runs one restart-chaos wave (docs/rules.md §5) against the emulator with real controller
  * processes: plants decoys, submits the tasks with their faults, kills and restarts
  * controllers as the seeded plan says, clicks Retry (twice, like an impatient board user)
- * where the catalogue offers it, waits for everything to settle, then judges R1–R6 per
+ * where the catalogue offers it, waits for everything to settle, then judges R1–R7 per
  * task and stores the report.
  */
 
@@ -119,7 +119,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
       emuUrl = emulator.url;
     }
     // Each turn appends its number to a file named by the run, outside the sandbox: the
-    // wave counts them at its end (exactly once, issue 11). Only where the sandboxes' commands
+    // wave counts them at its end (exactly once: docs/rules.md, "Turns"). Only where the sandboxes' commands
     // run on this host (an emulator here); elsewhere R3 says the markers were not read.
     const markers = emulator !== null || isLoopback(emuUrl) ? path.join(home, "markers") : null;
     if (markers) fs.mkdirSync(markers, { recursive: true });
@@ -197,7 +197,7 @@ export async function runWave(options: WaveRunOptions): Promise<WaveReport> {
     };
 
     const effects = new KillEffects(plan, admin, db, runsByTask, t0, note);
-    // The restart forecast (issue 35), read-only, against the wave's own instance and emulator.
+    // The restart forecast (docs/rules.md §2.12), read-only, against the wave's own instance and emulator.
     const { provider: fcProvider, runner: fcRunner, target: fcTarget } = providerFromEnv({ ...options.env, DAYTONA_API_URL: undefined, EMULATOR_URL: emuUrl, EMULATOR_API_KEY: emulatorKey }, { instanceId });
     const forecaster = servicesOf({
       db,
@@ -505,7 +505,7 @@ interface KillTools {
   bystanders: LiveController[];
   /** A run in session on this controller now, if any. */
   runInFlight: (target: LiveController) => Promise<{ id: string } | null>;
-  /** K5: called once the target is stopped (the restart forecast of its runs, issue 35). */
+  /** K5: called once the target is stopped (the restart forecast of its runs, docs/rules.md §2.12). */
   afterStop?: () => Promise<void>;
 }
 

@@ -398,7 +398,7 @@ describe("import", () => {
     expect(row).toMatchObject({ imported: true, passed: true });
     expect(row.tasks).toHaveLength(report.tasks.length);
 
-    // A report made before R7 (issue 35) still imports and loads: its R7 is absent (not run).
+    // A report made before R7 (docs/waves.md) still imports and loads: its R7 is absent (not run).
     const beforeR7 = { ...report, id: "w-20200101T000000-s2", tasks: report.tasks.map((t) => ({ ...t, checks: { R1: t.checks.R1, R2: t.checks.R2, R3: t.checks.R3, R4: t.checks.R4, R5: t.checks.R5, R6: t.checks.R6 } })) };
     await importWaveReport(h.db.db, beforeR7);
     const loaded = await loadWaveReport(h.db.db, "w-20200101T000000-s2");

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { withCliDatabase } from "../database";
 import { CliFailure, EXIT_BAD_INPUT, type CliIO } from "../io";
-import { oneLine } from "../program";
+import { oneLine } from "../one-line";
 import { runForecastCheck } from "./forecast-check";
 import { FORECAST_PREDICTIONS, type Forecast, type ForecastPrediction, type RunForecast } from "../../shared/forecast";
 

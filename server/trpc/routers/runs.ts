@@ -36,7 +36,7 @@ export const runsRouter = createTRPCRouter({
   /** Values the list's filters can take. */
   facets: viewerProcedure.output(runFacetsOutput).query(({ ctx }) => runFacets(ctx.db, ctx.scope)),
 
-  /** Stuck runs (issue 34) under the list's filters and a reason, each with why and the proof behind it; counts per reason. */
+  /** Stuck runs (docs/rules.md §4) under the list's filters and a reason, each with why and the proof behind it; counts per reason. */
   stuck: viewerProcedure
     .input(stuckListInput)
     .output(stuckListOutput)

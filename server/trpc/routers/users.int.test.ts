@@ -6,7 +6,7 @@ import type { SessionUser } from "../../shared/roles";
 import { createCaller } from "../root";
 import { createTRPCContext } from "../trpc";
 
-/** Issue 16.1: a company-scoped admin grants only what they hold and sees only their people. */
+/** Company scope (docs/access.md, "People"): a company-scoped admin grants only what they hold and sees only their people. */
 
 const t = withTestDatabase();
 const adminA = testUser("admin", ["co-a"]);
