@@ -1,4 +1,4 @@
-import { expect, expectAccessible, screenshot, test } from "./support";
+import { expect, expectAccessible, hydrated, screenshot, test } from "./support";
 import type { Page } from "@playwright/test";
 import { ACCOUNTS, resetSignInLimits, stateFile, type Who } from "./accounts";
 import { e2eDb } from "./db";
@@ -10,6 +10,9 @@ const operator = ACCOUNTS.operator;
 
 /** Submits the form and waits for the server's answer (the message may be the same as the last one). */
 async function submit(page: Page, email: string, password: string) {
+  // A form filled before React hydrated it is reset by the hydration, and its Enter goes nowhere
+  // (seen under load, after the page was sent back to sign-in by a poll).
+  await hydrated(page.getByLabel("Password"));
   await page.getByLabel("Email").fill(email);
   await page.getByLabel("Password").fill(password);
   await Promise.all([page.waitForResponse((r) => r.url().endsWith("/api/auth/sign-in/email")), page.getByLabel("Password").press("Enter")]);

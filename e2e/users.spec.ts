@@ -48,6 +48,8 @@ test("an admin sees the people and adds one: the generated password is shown onc
     await resetSignInLimits(db);
     const newcomer = await newcomerContext.newPage();
     await newcomer.goto("/sign-in");
+    // Filled before hydration, the form would be reset and its click lost (e2e/support.ts).
+    await hydrated(newcomer.getByLabel("Password"));
     await newcomer.getByLabel("Email").fill(email);
     await newcomer.getByLabel("Password").fill(password);
     await newcomer.getByRole("button", { name: "Sign in" }).click();
@@ -95,6 +97,7 @@ test("an admin edits a person, disables them (their open session ends at once), 
   const personContext = await browser.newContext({ storageState: { cookies: [], origins: [] } });
   const signIn = async (page: Page, password: string) => {
     await page.goto("/sign-in");
+    await hydrated(page.getByLabel("Password"));
     await page.getByLabel("Email").fill(email);
     await page.getByLabel("Password").fill(password);
     await Promise.all([page.waitForResponse((r) => r.url().endsWith("/api/auth/sign-in/email")), page.getByRole("button", { name: "Sign in" }).click()]);
