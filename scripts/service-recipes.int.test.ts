@@ -4,13 +4,11 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { portFree } from "./lib/processes";
-import { stopCluster } from "../server/db/cluster";
 import { childEnv, readEnv } from "../server/env";
 import { READINESS_TIMEOUT_MS } from "../server/readiness";
-import { killSandboxProcessesUnder } from "../server/test/emulator-child";
 import { partsRunning, postgresRunning } from "../server/test/leftovers";
 import { withTestDatabase } from "../server/test/context";
-import { crashLines, freePort, productEnv, waitUntil } from "../server/test/product";
+import { crashLines, endInstallation, freePort, productEnv, waitUntil } from "../server/test/product";
 import {
   countsAsSuccess,
   dockerSeconds,
@@ -245,10 +243,5 @@ async function leftoversKilled(main: ChildProcess, dataRoot: string): Promise<vo
       // gone
     }
   }
-  killSandboxProcessesUnder(dataRoot);
-  const link = path.join(dataRoot, "pg");
-  if (!fs.existsSync(link)) return;
-  const dataDir = fs.realpathSync(link);
-  await stopCluster(dataDir);
-  if (fs.lstatSync(link).isSymbolicLink()) fs.rmSync(path.dirname(dataDir), { recursive: true, force: true });
+  await endInstallation(dataRoot);
 }

@@ -7,6 +7,7 @@ import { adminUrlFor, clusterPort } from "../server/db/cluster";
 import { createDb } from "../server/db/client";
 import { withDatabase } from "../server/db/url";
 import { submitRun } from "../server/runs/submit";
+import { partsRunning, postgresRunning } from "../server/test/leftovers";
 import { crashLines, productCleanup, productEnv, startProduct, waitUntil, type ProductLaunch, type ProductProcess } from "../server/test/product";
 
 /**
@@ -91,38 +92,6 @@ async function finishedByNextStart(start: () => ProductProcess, dataRoot: string
   next.interrupt();
   expect((await next.exited).code).toBe(0);
   return next.output();
-}
-
-/** This installation's processes but its PostgreSQL's: every process whose environment names its data directory. */
-function partsRunning(dataRoot: string): string[] {
-  const mark = `RUNWARDEN_DATA_DIR=${dataRoot}`;
-  const out: string[] = [];
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      if (!fs.readFileSync(`/proc/${entry}/environ`, "utf8").split("\0").includes(mark)) continue;
-      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").join(" ");
-      if (!/\bpostgres\b/.test(cmdline)) out.push(`${entry} ${cmdline.slice(0, 160)}`);
-    } catch {
-      // exited meanwhile, or not ours to read
-    }
-  }
-  return out;
-}
-
-/** Its embedded PostgreSQL, running (its postmaster.pid names a live process). */
-function postgresRunning(dataRoot: string): boolean {
-  const link = path.join(dataRoot, "pg");
-  if (!fs.existsSync(link)) return false;
-  const pidFile = path.join(fs.realpathSync(link), "postmaster.pid");
-  if (!fs.existsSync(pidFile)) return false;
-  const pid = Number(fs.readFileSync(pidFile, "utf8").split("\n")[0]);
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function nothingLeft(p: ProductProcess, dataRoot: string, ports: number[], options: { postgres: boolean }) {

@@ -4,7 +4,7 @@ import path from "node:path";
 /**
  * What is left of one installation, read by its own marks — its data directory in a process's
  * environment, its PostgreSQL's postmaster.pid — never by a process name another installation
- * shares (the same reading as scripts/stop-signals.int.test.ts).
+ * shares; read this way by scripts/stop-signals.int.test.ts and scripts/service-recipes.int.test.ts.
  */
 
 /** Every process but its PostgreSQL's whose environment names the data directory, as "pid cmdline". */

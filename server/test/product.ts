@@ -173,14 +173,19 @@ export function productCleanup(p: ProductProcess, dataRoot: string): () => Promi
       p.kill();
       await p.exited;
     }
-    // Ctrl-C suspends a run's runner on purpose, and a stopped product leaves it so: end it.
-    killSandboxProcessesUnder(dataRoot);
-    const link = path.join(dataRoot, "pg");
-    if (!fs.existsSync(link)) return;
-    const dataDir = fs.realpathSync(link);
-    await stopCluster(dataDir);
-    if (fs.lstatSync(link).isSymbolicLink()) fs.rmSync(path.dirname(dataDir), { recursive: true, force: true });
+    await endInstallation(dataRoot);
   };
+}
+
+/** What a stopped product leaves on purpose, ended: its sandboxes' processes and its embedded PostgreSQL (and a relocated cluster's directory). */
+export async function endInstallation(dataRoot: string): Promise<void> {
+  // Ctrl-C suspends a run's runner on purpose, and a stopped product leaves it so: end it.
+  killSandboxProcessesUnder(dataRoot);
+  const link = path.join(dataRoot, "pg");
+  if (!fs.existsSync(link)) return;
+  const dataDir = fs.realpathSync(link);
+  await stopCluster(dataDir);
+  if (fs.lstatSync(link).isSymbolicLink()) fs.rmSync(path.dirname(dataDir), { recursive: true, force: true });
 }
 
 /** Polls `check` every 250 ms until it holds. */
