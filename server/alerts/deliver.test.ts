@@ -72,4 +72,19 @@ describe("the sender's POST", () => {
       await new Promise<void>((resolve) => silent.close(() => resolve()));
     }
   });
+
+  it("a timeout reads as the whole budget even when the machine was slow before the request went out (the lookup's time is the budget's, not the message's)", async () => {
+    const silent = http.createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    try {
+      const answer = post(`http://127.0.0.1:${(silent.address() as AddressInfo).port}/hook`, "{}", {}, 300, { allow: ["127.0.0.1/32"] });
+      // A loaded machine: the event loop is busy between the lookup's start and its answer.
+      const busyUntil = Date.now() + 60;
+      while (Date.now() < busyUntil) { /* the loaded machine CI ran on */ }
+      expect(await answer).toEqual({ error: NO_ANSWER, detail: "timed out after 300 ms" });
+    } finally {
+      silent.closeAllConnections();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  });
 });

@@ -99,8 +99,13 @@ function pinnedLookup(addresses: readonly LookupAddress[]): net.LookupFunction {
   };
 }
 
-/** The POST itself, to `url` at exactly `addresses` (checked by the caller): no other DNS answer is ever used. */
-export function postToAddresses(url: URL, host: string, addresses: readonly LookupAddress[], body: string, headers: Record<string, string>, timeoutMs: number): Promise<PostAnswer> {
+/**
+ * The POST itself, to `url` at exactly `addresses` (checked by the caller): no other DNS answer is
+ * ever used. `timeoutMs` is what is left of the delivery's budget; a timeout is reported as the
+ * whole budget (`budgetMs`), so the detail a receiver's owner reads does not depend on how long
+ * the lookup before it took.
+ */
+export function postToAddresses(url: URL, host: string, addresses: readonly LookupAddress[], body: string, headers: Record<string, string>, timeoutMs: number, budgetMs = timeoutMs): Promise<PostAnswer> {
   return new Promise((resolve) => {
     const secure = url.protocol === "https:";
     const options: https.RequestOptions = {
@@ -123,7 +128,7 @@ export function postToAddresses(url: URL, host: string, addresses: readonly Look
       res.destroy();
     });
     req.on("error", (err: Error & { code?: string }) => {
-      resolve({ error: NO_ANSWER, detail: err.name === "AbortError" || err.name === "TimeoutError" ? `timed out after ${timeoutMs} ms` : (err.code ?? err.message) });
+      resolve({ error: NO_ANSWER, detail: err.name === "AbortError" || err.name === "TimeoutError" ? `timed out after ${budgetMs} ms` : (err.code ?? err.message) });
     });
     req.end(body);
   });
@@ -144,7 +149,7 @@ export async function post(rawUrl: string, body: string, headers: Record<string,
       detail: describeRefusal(destination),
     };
   }
-  return postToAddresses(destination.url, destination.host, destination.addresses, body, headers, Math.max(1, timeoutMs - (Date.now() - started)));
+  return postToAddresses(destination.url, destination.host, destination.addresses, body, headers, Math.max(1, timeoutMs - (Date.now() - started)), timeoutMs);
 }
 
 async function sendOne(db: Db, c: Claimed, config: AlertSenderConfig, log: Logger | undefined): Promise<DeliveryResult> {
