@@ -166,6 +166,8 @@ describe("more routes, each checked against the real restart", () => {
 
     await controller({ RUNWARDEN_RECOVERY_BACKOFF_MS: "200" });
     expect((await settled(r.id, 90_000)).status).toBe("succeeded");
+    // The restart walked what the forecast walked: its decision to start the sandbox is a proof of its own, before the start.
+    expect((await actualSteps(r.id)).slice(0, f.proofs.length)).toEqual(steps(f));
     expect(await h.db.db.runEvent.count({ where: { runId: r.id, type: "sandbox_start_attempted" } })).toBe(1);
     expect(await h.db.db.run.count({ where: { previousRunId: r.id } })).toBe(0);
   }, 180_000);

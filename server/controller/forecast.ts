@@ -1,7 +1,7 @@
 import { databaseNow } from "../db/clock";
 import type { EnvironmentLease, Run } from "../db/client";
-import { isProviderUnavailable, LIVE_RUN_STATUSES, runnerStateEvidence, type LeaseBindingEvidence } from "../engine";
-import { forecastRecovery, judgeRunnerProcess, type ForecastEvidence, type ForecastReadError, type ForecastRunnerState } from "../engine/forecast";
+import { isProviderUnavailable, LIVE_RUN_STATUSES, type LeaseBindingEvidence } from "../engine";
+import { forecastRecovery, judgeRunnerProcess, type ForecastEvidence, type ForecastReadError } from "../engine/forecast";
 import { inLanes } from "../lib/lanes";
 import { failureOf } from "../providers/breaker";
 import { PROVIDER_STATE_PATH, readRunnerState, runnerProgramDigest, type RunnerState } from "../providers/runner";
@@ -10,7 +10,7 @@ import { companyWhere, type CompanyScope } from "../shared/roles";
 import type { ControllerContext } from "./context";
 import { readRunnerRoot } from "./home";
 import { outageEvidence } from "./outage";
-import { FAILOVER_BACKUP_PATH, lastProcessedSeq, MAX_SANDBOX_START_ATTEMPTS, ROTATION_SNAPSHOT_PATH, sandboxStartAttempts } from "./recovery";
+import { FAILOVER_BACKUP_PATH, MAX_SANDBOX_START_ATTEMPTS, ROTATION_SNAPSHOT_PATH, runnerReading, sandboxStartAttempts } from "./recovery";
 import { leaseBinding } from "./rules";
 
 /**
@@ -156,17 +156,6 @@ async function forecastOne(ctx: ControllerContext, run: Run, active: Environment
     }
   }
   throw new Error(`forecast of run ${run.id}: the engine kept asking for readings`);
-}
-
-function runnerReading(s: RunnerState): ForecastRunnerState {
-  return {
-    ...runnerStateEvidence(s),
-    providerStatePresent: s.providerStatePresent,
-    inFlightSeq: s.inFlight?.seq ?? null,
-    lastProcessedSeq: lastProcessedSeq(s),
-    workDir: s.workDir ?? null,
-    programDigest: s.programDigest ?? null,
-  };
 }
 
 /** One bounded read; a failure becomes the error recovery would judge (with the provider's reachability when it says unavailable). */

@@ -1,7 +1,7 @@
 import { alertRunFailed } from "../alerts/events";
 import { databaseNow } from "../db/clock";
-import type { Prisma, RecoveryMode, Run } from "../db/client";
-import { classifyStartupFailure, restingFailure, type StartupFailureEvidence, type Verdict } from "../engine";
+import type { Prisma, RecoveryMode, RestartKind, Run } from "../db/client";
+import { classifyStartupFailure, restingFailure, type ClaimDraft, type StartupFailureEvidence, type Verdict } from "../engine";
 import type { ProviderFailure } from "../providers/runner";
 import type { ControllerContext } from "./context";
 import { removeRunnerRoot } from "./home";
@@ -11,7 +11,8 @@ import { markRunLeases, takeDownLeases } from "./teardown";
 
 /** What lands with a run's ending, in the same transaction as its fenced write (§2.10): a controller that lost the run records none of it. */
 export interface Landing {
-  proofs?: ReadonlyArray<{ verdict: Verdict; evidence: unknown; links?: ProofLinks }>;
+  /** `claim`: the recovery claim the proof decides, made with it (its disposition the verdict). */
+  proofs?: ReadonlyArray<{ verdict: Verdict; evidence: unknown; links?: ProofLinks; claim?: { draft: ClaimDraft; restartKind: RestartKind } }>;
   events?: ReadonlyArray<Omit<RunEventInput, "runId" | "bootId">>;
 }
 
@@ -93,13 +94,26 @@ export async function finishRunSucceeded(ctx: ControllerContext, run: RunFence) 
   removeRunnerRoot(ctx.config.home, ctx.config.instanceId, runId);
 }
 
-/** Writes a landing's proofs and events inside the caller's fenced transaction. */
-async function land(ctx: ControllerContext, tx: Prisma.TransactionClient, runId: string, landing: Landing | undefined): Promise<void> {
-  for (const p of landing?.proofs ?? []) await recordProof(tx, p.verdict, p.evidence, ctx.identity.bootId, { runId, ...p.links });
+/** Writes a landing's claims, proofs and events inside the caller's fenced transaction; the claims' ids by kind. */
+export async function land(ctx: ControllerContext, tx: Prisma.TransactionClient, runId: string, landing: Landing | undefined): Promise<Map<string, string>> {
+  const claims = new Map<string, string>();
+  for (const p of landing?.proofs ?? []) {
+    let claimId: string | null = null;
+    if (p.claim) {
+      const { draft, restartKind } = p.claim;
+      const made = await tx.recoveryClaim.create({
+        data: { runId, ...draft, controllerBootId: ctx.identity.bootId, restartKind, disposition: p.verdict.verdict, decidedAt: new Date() },
+      });
+      claimId = made.id;
+      claims.set(draft.kind, made.id);
+    }
+    await recordProof(tx, p.verdict, p.evidence, ctx.identity.bootId, { runId, ...p.links, ...(claimId ? { claimId } : {}) });
+  }
   await appendEvents(
     tx,
     (landing?.events ?? []).map((e) => ({ ...e, runId, bootId: ctx.identity.bootId })),
   );
+  return claims;
 }
 
 export interface StartupFailure {

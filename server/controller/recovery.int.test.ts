@@ -397,7 +397,10 @@ describe("a warm sandbox that never starts again", () => {
       const resumed = await db.environmentLease.count({ where: { runId: run.id, providerLeaseId: sandbox.id, acquisitionOutcome: "resumed" } });
       expect(resumed).toBe(2);
       const proofs = await db.proof.findMany({ where: { runId: run.id, kind: "stopped_sandbox" }, orderBy: { evaluatedAt: "asc" } });
+      // Each recovery stores its decision to start before the start, then the verdict on what the provider shows after it (docs/rules.md, "The recovery route").
       expect(proofs.map((p) => [p.verdict, (p.evidence as { startAttempts: number }).startAttempts])).toEqual([
+        ["start_sandbox", 0],
+        ["start_sandbox", 1],
         ["start_sandbox", 1],
         ["end_run", 2],
       ]);

@@ -3,7 +3,8 @@ import { startTestEmulator, type TestEmulator } from "../test/emulator";
 import type { DaytonaProvider } from "../providers/daytona";
 import { readRunnerState } from "../providers/runner";
 import { buildLabels, creationName } from "../providers/types";
-import { bringSandboxUp } from "./stopped-sandbox";
+import { decideStoppedSandbox } from "../engine";
+import { readSandbox, startSandbox, type SandboxReading } from "./stopped-sandbox";
 
 /** A lease's sandbox that auto-stopped while the controller was down is started again, or the run ends. */
 
@@ -30,7 +31,18 @@ async function autoStopped(op: string) {
   return { id: sbx.id, name };
 }
 
-describe("bringSandboxUp", () => {
+/** The sandbox readings the recovery walk takes, judged as it judges them (engine/recovery-walk.ts): a start only when the engine says so. */
+async function bringSandboxUp(p: DaytonaProvider, sbx: { id: string }, budget: { startAttempts: number; maxStartAttempts: number }) {
+  const judge = (r: SandboxReading) => ({ kind: "stopped_sandbox" as const, sandboxState: r.state, desiredState: r.desiredState, startAttempts: r.startAttempts, maxStartAttempts: budget.maxStartAttempts });
+  const seen = judge(await readSandbox(p, sbx.id, budget.startAttempts));
+  const first = decideStoppedSandbox(seen);
+  if (first.verdict !== "start_sandbox") return { attempted: false, restarted: false, error: null, decision: first, evidence: seen };
+  const started = await startSandbox(p, sbx.id, budget.startAttempts);
+  const after = judge(started);
+  return { attempted: true, restarted: started.restarted, error: started.error, decision: decideStoppedSandbox(after), evidence: after };
+}
+
+describe("the stopped-sandbox readings", () => {
   it("starts an auto-stopped sandbox again; the runner state is there to recover from", async () => {
     const sbx = await autoStopped("op-up");
     const out = await bringSandboxUp(provider, sbx, { startAttempts: 0, maxStartAttempts: 2 });

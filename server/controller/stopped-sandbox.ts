@@ -1,52 +1,46 @@
-import { decideStoppedSandbox, type StoppedSandboxDecision, type StoppedSandboxEvidence } from "../engine/stopped-sandbox";
 import { ProviderError } from "../providers/errors";
 import { waitsForProvider } from "./outage";
 import type { SandboxProvider } from "../providers/types";
 
 /**
- * The shell around `decideStoppedSandbox` (docs/rules.md §2.8, "A stopped sandbox"): gathers the sandbox's state, asks the
- * engine, and carries out its verdict — `start_sandbox` starts the sandbox again through
- * the provider (`POST /sandbox/{id}/start`, waiting for `started`). Recovery calls it before
- * it reads the runner state of a lease's sandbox, stores `decision` (with its checks) as a
- * proof, counts `attempted` towards `startAttempts`, and acts on the final verdict:
- * `proceed` → recover as usual (the runner process did not survive the stop: the engine's
- * `runner_resume` or `bootstrap_restart` proof decides what becomes of it); `wait` → look
- * again on a later tick; `end_run` → end the run with `decision.code` (terminal, Retry).
+ * The readings behind `decideStoppedSandbox` (docs/rules.md §2.8, "A stopped sandbox"), as the
+ * recovery walk asks for them (engine/recovery-walk.ts): the provider's view of the sandbox
+ * (`sandbox`), and — only when the engine said `start_sandbox`, its proof stored first — a start
+ * through the provider (`POST /sandbox/{id}/start`, waiting for `started`) and the view again,
+ * this attempt counted (`sandbox_start`). The engine judges both; `proceed` → recover as usual
+ * (the runner process did not survive the stop: `runner_resume` or `bootstrap_restart` decides
+ * what becomes of it); `wait` → look again after a back-off; `end_run` → the run ends.
  */
 
-export interface BringUpResult {
-  evidence: StoppedSandboxEvidence;
-  decision: StoppedSandboxDecision;
-  /** A start was attempted (count it, success or not). */
-  attempted: boolean;
-  restarted: boolean;
-  /** What the provider said when the start failed. */
-  error: string | null;
+export interface SandboxReading {
+  ok: true;
+  state: string | null;
+  desiredState: string | null;
+  startAttempts: number;
 }
 
-export async function bringSandboxUp(
+type View = Pick<SandboxProvider, "getById">;
+
+export async function readSandbox(provider: View, sandboxId: string, startAttempts: number): Promise<SandboxReading> {
+  // By id: the lease names the sandbox by its provider id; a name can be reused after a delete.
+  const view = await provider.getById(sandboxId);
+  return { ok: true, state: view?.state ?? null, desiredState: view?.desiredState ?? null, startAttempts };
+}
+
+/** One start attempt (counted whether it took or not), then the provider's view again. */
+export async function startSandbox(
   provider: Pick<SandboxProvider, "getById" | "ensureStarted">,
-  sandbox: { id: string },
-  budget: { startAttempts: number; maxStartAttempts: number },
-): Promise<BringUpResult> {
-  const observe = async (startAttempts: number): Promise<StoppedSandboxEvidence> => {
-    // By id: the lease names the sandbox by its provider id; a name can be reused after a delete.
-    const view = await provider.getById(sandbox.id);
-    return { kind: "stopped_sandbox", sandboxState: view?.state ?? null, desiredState: view?.desiredState ?? null, startAttempts, maxStartAttempts: budget.maxStartAttempts };
-  };
-  const evidence = await observe(budget.startAttempts);
-  const decision = decideStoppedSandbox(evidence);
-  if (decision.verdict !== "start_sandbox") return { evidence, decision, attempted: false, restarted: false, error: null };
+  sandboxId: string,
+  startAttempts: number,
+): Promise<SandboxReading & { restarted: boolean; error: string | null }> {
   let error: string | null = null;
   let restarted = false;
   try {
-    restarted = (await provider.ensureStarted(sandbox.id)).outcome === "restarted";
+    restarted = (await provider.ensureStarted(sandboxId)).outcome === "restarted";
   } catch (err) {
     // An unavailable provider is not a start attempt of this sandbox's (§2.8): judged as an outage.
     if (waitsForProvider(err)) throw err;
     error = ProviderError.is(err) ? err.message : String(err);
   }
-  // Judged again on what the provider shows now, with this attempt counted.
-  const after = await observe(budget.startAttempts + 1);
-  return { evidence: after, decision: decideStoppedSandbox(after), attempted: true, restarted, error };
+  return { ...(await readSandbox(provider, sandboxId, startAttempts + 1)), restarted, error };
 }

@@ -256,7 +256,7 @@ describe("bootstrapping (read_runner, then §2.2)", () => {
     expect(o.code).toBe(evaluateBootstrapRestart({ ...f, runnerState: { ...s, lifecycle: "recoverable_failure" }, runnerProcess: "stopped", localProof: null }).code);
   });
 
-  test("its own live runner is assumed stopped first, as recoverBootstrap stops it before judging", () => {
+  test("its own live runner is assumed stopped first, as recovery stops it before §2.2 judges", () => {
     const o = outcome(
       forecastRecovery(
         boot({ sandbox: started, runner: { ok: true, state: state({ lifecycle: "connecting", lastConnectionProtocolVersion: null, lastControllerCommandSeq: 0, processedCommands: [], lastProcessedSeq: null, providerStatePresent: false }), process: "running" }, files }),

@@ -14,7 +14,7 @@ export const FORECAST_PREDICTIONS = ["continues", "ends", "operator"] as const;
 export type ForecastPrediction = (typeof FORECAST_PREDICTIONS)[number];
 
 /**
- * How a run that continues goes on, named after what recovery (`controller/recovery.ts`)
+ * How a run that continues goes on, named after what recovery (`engine/recovery-walk.ts`)
  * would do:
  *   claim_queued       queued: any controller's tick claims it (no recovery involved)
  *   acquire_again      `restart_acquire`: nothing reached a runner, the bootstrap starts again from acquire
