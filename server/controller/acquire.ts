@@ -11,7 +11,7 @@ import { assertCurrentIn, type RunFence } from "./fence";
 import { appendEvent, json, recordProof } from "./records";
 import { judgeOwnership } from "./ownership";
 import type { SandboxView } from "../providers/types";
-import { mayTakeFoundSandbox, sandboxIdlePolicy } from "../engine";
+import { isTakeableFoundSandbox, sandboxIdlePolicy } from "../engine";
 import { turnBudgetMs } from "./turn-timeout";
 
 export class AcquireError extends Error {
@@ -154,7 +154,7 @@ async function foundByName(ctx: ControllerContext, run: Run, operationId: string
   if (!found) return null;
   const { evidence, verdict } = await judgeOwnership(ctx.db, ctx.config.instanceId, found, { type: "intent", id: operationId });
   await recordProof(ctx.db, verdict, evidence, ctx.identity.bootId, { runId: run.id, intentId: operationId, sandboxId: found.id });
-  const usable = mayTakeFoundSandbox(verdict.verdict, found.state);
+  const usable = isTakeableFoundSandbox(verdict.verdict, found.state);
   await appendEvent(ctx.db, run.id, "create_found_by_name", ctx.identity.bootId, { operationId, sandboxId: found.id, state: found.state, ownership: verdict.verdict, taken: usable });
   return usable ? found : null;
 }

@@ -1,7 +1,7 @@
 import { alertRunFailed } from "../alerts/events";
 import { databaseNow } from "../db/clock";
 import type { Prisma, RecoveryMode, RestartKind, Run } from "../db/client";
-import { classifyStartupFailure, restingFailure, type ClaimDraft, type StartupFailureEvidence, type Verdict } from "../engine";
+import { judgeStartupFailure, restingFailure, type ClaimDraft, type StartupFailureEvidence, type Verdict } from "../engine";
 import type { ProviderFailure } from "../providers/runner";
 import type { ControllerContext } from "./context";
 import { removeRunnerRoot } from "./home";
@@ -144,7 +144,7 @@ export async function handleStartupFailure(ctx: ControllerContext, run: Run, fai
     bindConflict: failure.bindConflict === true,
     ...(failure.runnerMissing ? { runnerMissing: failure.runnerMissing } : {}),
   };
-  const verdict = classifyStartupFailure(evidence, { retryAfterSeconds: ctx.config.retryDelayMs / 1000 });
+  const verdict = judgeStartupFailure(evidence, { retryAfterSeconds: ctx.config.retryDelayMs / 1000 });
   // The proof and its event land only with the fenced write they explain (§2.10).
   const landing: Landing = {
     proofs: [{ verdict, evidence }],

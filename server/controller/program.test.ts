@@ -16,7 +16,7 @@ describe("controllerProgram", () => {
     const text = [...modules(file).values()].join("\n");
     // Our code is in it (the controller's entry and the engine it decides with)…
     expect(text).toContain("function runControllerProcess(");
-    expect(text).toContain("function decideCreationIntent(");
+    expect(text).toContain("function judgeCreationIntent(");
     // …packages are imported, not copied in.
     expect(text).toMatch(/from "pino"/);
     expect(text).toMatch(/from "@prisma\/client\/runtime\/client"/);

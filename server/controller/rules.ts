@@ -1,7 +1,7 @@
 import {
-  decideCreationIntent,
-  decideTeardownFence,
-  evaluateLeaseBinding,
+  judgeCreationIntent,
+  judgeTeardownFence,
+  judgeLeaseBinding,
   failureEntry,
   type CreationIntentEvidence,
   type LeaseBindingEvidence,
@@ -19,7 +19,7 @@ import type { ControllerConfig } from "./config";
  *   keep_lost_fences — a claimer's exit does not end a teardown fence (before seed 003) → R5
  */
 export function leaseBinding(config: ControllerConfig, evidence: LeaseBindingEvidence): Verdict {
-  const verdict = evaluateLeaseBinding(evidence);
+  const verdict = judgeLeaseBinding(evidence);
   if (config.breakRule !== "staged_requires_resumed" || evidence.path !== "staged_attachment") return verdict;
   if (evidence.target.acquisitionOutcome === "resumed") return verdict;
   const code = "native_runner_staged_attachment_recovery_unproven" as const;
@@ -40,10 +40,10 @@ export function leaseBinding(config: ControllerConfig, evidence: LeaseBindingEvi
 
 export function creationIntent(config: ControllerConfig, evidence: CreationIntentEvidence): { evidence: CreationIntentEvidence; verdict: Verdict } {
   const used = config.breakRule === "skip_creator_exit" ? { ...evidence, creatorProbe: { readable: false, pidLive: false, liveStartedAt: null } } : evidence;
-  return { evidence: used, verdict: decideCreationIntent(used) };
+  return { evidence: used, verdict: judgeCreationIntent(used) };
 }
 
 export function teardownFence(config: ControllerConfig, evidence: TeardownFenceEvidence): { evidence: TeardownFenceEvidence; verdict: Verdict } {
   const used = config.breakRule === "keep_lost_fences" ? { ...evidence, claimerProbe: { readable: false, pidLive: false, liveStartedAt: null }, claimerHeartbeat: null } : evidence;
-  return { evidence: used, verdict: decideTeardownFence(used) };
+  return { evidence: used, verdict: judgeTeardownFence(used) };
 }

@@ -3,7 +3,7 @@ import { startTestEmulator, type TestEmulator } from "../test/emulator";
 import type { DaytonaProvider } from "../providers/daytona";
 import { readRunnerState } from "../providers/runner";
 import { buildLabels, creationName } from "../providers/types";
-import { decideStoppedSandbox } from "../engine";
+import { judgeStoppedSandbox } from "../engine";
 import { readSandbox, startSandbox, type SandboxReading } from "./stopped-sandbox";
 
 /** A lease's sandbox that auto-stopped while the controller was down is started again, or the run ends. */
@@ -35,11 +35,11 @@ async function autoStopped(op: string) {
 async function bringSandboxUp(p: DaytonaProvider, sbx: { id: string }, budget: { startAttempts: number; maxStartAttempts: number }) {
   const judge = (r: SandboxReading) => ({ kind: "stopped_sandbox" as const, sandboxState: r.state, desiredState: r.desiredState, startAttempts: r.startAttempts, maxStartAttempts: budget.maxStartAttempts });
   const seen = judge(await readSandbox(p, sbx.id, budget.startAttempts));
-  const first = decideStoppedSandbox(seen);
+  const first = judgeStoppedSandbox(seen);
   if (first.verdict !== "start_sandbox") return { attempted: false, restarted: false, error: null, decision: first, evidence: seen };
   const started = await startSandbox(p, sbx.id, budget.startAttempts);
   const after = judge(started);
-  return { attempted: true, restarted: started.restarted, error: started.error, decision: decideStoppedSandbox(after), evidence: after };
+  return { attempted: true, restarted: started.restarted, error: started.error, decision: judgeStoppedSandbox(after), evidence: after };
 }
 
 describe("the stopped-sandbox readings", () => {

@@ -3,7 +3,7 @@ import { waitsForProvider } from "./outage";
 import type { SandboxProvider } from "../providers/types";
 
 /**
- * The readings behind `decideStoppedSandbox` (docs/rules.md §2.8, "A stopped sandbox"), as the
+ * The readings behind `judgeStoppedSandbox` (docs/rules.md §2.8, "A stopped sandbox"), as the
  * recovery walk asks for them (engine/recovery-walk.ts): the provider's view of the sandbox
  * (`sandbox`), and — only when the engine said `start_sandbox`, its proof stored first — a start
  * through the provider (`POST /sandbox/{id}/start`, waiting for `started`) and the view again,

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { evaluateBootstrapRestart } from "./bootstrap-restart";
+import { judgeBootstrapRestart } from "./bootstrap-restart";
 import type { BootstrapRestartEvidence } from "./schemas";
 import { bootstrapRestart, runnerState, T0 } from "../test/evidence";
 
@@ -22,26 +22,26 @@ const CHECK_NAMES = [
 
 const RESUMED_CODE = "runner_harness_state_mismatch: resumed_unavailable";
 const failed = (e: BootstrapRestartEvidence) =>
-  evaluateBootstrapRestart(e)
+  judgeBootstrapRestart(e)
     .checks.filter((c) => !c.ok)
     .map((c) => c.name);
 
 describe("bootstrap_restart (docs/rules.md §2.2, seed 001)", () => {
   describe.each(["resumed", "created"] as const)("unprepared, unrecorded bootstrap on a %s lease", (acquisitionOutcome) => {
     test("a runner state that never connected, runner absent → restart_bootstrap", () => {
-      const v = evaluateBootstrapRestart(bootstrapRestart({ acquisitionOutcome }));
+      const v = judgeBootstrapRestart(bootstrapRestart({ acquisitionOutcome }));
       expect(v).toMatchObject({ verdict: "restart_bootstrap", code: null, reason: "never_connected", proofSource: "never_connected", moveRunnerRootAside: true });
       expect(v.checks.map((c) => c.name)).toEqual(CHECK_NAMES);
       expect(v.checks.every((c) => c.ok)).toBe(true);
     });
 
     test("runner stopped also proves it", () => {
-      expect(evaluateBootstrapRestart(bootstrapRestart({ acquisitionOutcome, runnerProcess: "stopped" })).verdict).toBe("restart_bootstrap");
+      expect(judgeBootstrapRestart(bootstrapRestart({ acquisitionOutcome, runnerProcess: "stopped" })).verdict).toBe("restart_bootstrap");
     });
 
     test("_connected: a runner state that connected, no local proof → refused", () => {
       const e = bootstrapRestart({ acquisitionOutcome, runnerState: runnerState({ lastConnectionProtocolVersion: 3, lastControllerCommandSeq: 2 }) });
-      const v = evaluateBootstrapRestart(e);
+      const v = judgeBootstrapRestart(e);
       expect(v.verdict).toBe("refused");
       expect(v.reason).toBe("runner_connected");
       expect(failed(e)).toEqual(["local_proof_or_never_connected"]);
@@ -51,7 +51,7 @@ describe("bootstrap_restart (docs/rules.md §2.2, seed 001)", () => {
 
     test.each(["running", "unknown"] as const)("_unproven: runner process %s → refused", (runnerProcess) => {
       const e = bootstrapRestart({ acquisitionOutcome, runnerProcess });
-      const v = evaluateBootstrapRestart(e);
+      const v = judgeBootstrapRestart(e);
       expect(v.verdict).toBe("refused");
       expect(v.reason).toBe("runner_stop_unproven");
       expect(failed(e)).toEqual(["runner_process_stopped"]);
@@ -59,12 +59,12 @@ describe("bootstrap_restart (docs/rules.md §2.2, seed 001)", () => {
   });
 
   test("a replacement lease's refusal carries native_restart_recovery_blocked", () => {
-    const v = evaluateBootstrapRestart(bootstrapRestart({ acquisitionOutcome: "replacement", runnerProcess: "running" }));
+    const v = judgeBootstrapRestart(bootstrapRestart({ acquisitionOutcome: "replacement", runnerProcess: "running" }));
     expect(v.code).toBe("native_restart_recovery_blocked");
   });
 
   test("a local restart proof admits a runner state that connected", () => {
-    const v = evaluateBootstrapRestart(
+    const v = judgeBootstrapRestart(
       bootstrapRestart({ localProof: { recordedAt: T0 }, runnerState: runnerState({ lastConnectionProtocolVersion: 3, outbox: [{ seq: 1 }] }) }),
     );
     expect(v).toMatchObject({ verdict: "restart_bootstrap", reason: "local_proof", proofSource: "local_proof" });
@@ -72,7 +72,7 @@ describe("bootstrap_restart (docs/rules.md §2.2, seed 001)", () => {
 
   test("a local restart proof does not replace the other checks", () => {
     const e = bootstrapRestart({ localProof: { recordedAt: T0 }, providerStatePresent: true });
-    expect(evaluateBootstrapRestart(e).verdict).toBe("refused");
+    expect(judgeBootstrapRestart(e).verdict).toBe("refused");
     expect(failed(e)).toEqual(["no_provider_state"]);
   });
 
@@ -87,13 +87,13 @@ describe("bootstrap_restart (docs/rules.md §2.2, seed 001)", () => {
     { trace: "pendingTerminalDelivery not recorded", state: { pendingTerminalDelivery: undefined } },
   ])("refuses a runner state with $trace", ({ state }) => {
     const e = bootstrapRestart({ runnerState: runnerState(state) });
-    const v = evaluateBootstrapRestart(e);
+    const v = judgeBootstrapRestart(e);
     expect(v).toMatchObject({ verdict: "refused", code: RESUMED_CODE, reason: "runner_connected" });
     expect(failed(e)).toEqual(["local_proof_or_never_connected"]);
   });
 
   test("pendingTerminalDelivery false counts as none", () => {
-    expect(evaluateBootstrapRestart(bootstrapRestart({ runnerState: runnerState({ pendingTerminalDelivery: false }) })).verdict).toBe(
+    expect(judgeBootstrapRestart(bootstrapRestart({ runnerState: runnerState({ pendingTerminalDelivery: false }) })).verdict).toBe(
       "restart_bootstrap",
     );
   });
@@ -117,7 +117,7 @@ describe("bootstrap_restart (docs/rules.md §2.2, seed 001)", () => {
     { name: "a failover backup", e: bootstrapRestart({ failoverBackup: true }), failing: ["no_failover_backup"], reason: "failover_backup_present" },
     { name: "an archived rotation snapshot", e: bootstrapRestart({ archivedRotationSnapshot: true }), failing: ["no_archived_rotation_snapshot"], reason: "rotation_snapshot_present" },
   ])("refuses $name (resumed → resumed_unavailable)", ({ e, failing, reason }) => {
-    const v = evaluateBootstrapRestart(e);
+    const v = judgeBootstrapRestart(e);
     expect(v).toMatchObject({ verdict: "refused", code: RESUMED_CODE, reason });
     expect(v.checks.map((c) => c.name)).toEqual(CHECK_NAMES);
     expect(v.checks.filter((c) => !c.ok).map((c) => c.name)).toEqual(failing);
@@ -126,7 +126,7 @@ describe("bootstrap_restart (docs/rules.md §2.2, seed 001)", () => {
   test.each(["connecting", "ready", "backpressure", "recoverable_failure", "unrecoverable", "stopped", "revoked"] as const)(
     "lifecycle %s is not suspended",
     (lifecycle) => {
-      expect(evaluateBootstrapRestart(bootstrapRestart({ runnerState: runnerState({ lifecycle }) })).verdict).toBe("restart_bootstrap");
+      expect(judgeBootstrapRestart(bootstrapRestart({ runnerState: runnerState({ lifecycle }) })).verdict).toBe("restart_bootstrap");
     },
   );
 });

@@ -62,7 +62,7 @@ export function connectionTraces(s: RunnerState): string[] {
  * from the sandbox's own runner state? docs/rules.md §2.2. All checks are required; all are
  * evaluated and listed.
  */
-export function evaluateBootstrapRestart(e: BootstrapRestartEvidence): BootstrapRestartResult {
+export function judgeBootstrapRestart(e: BootstrapRestartEvidence): BootstrapRestartResult {
   const { run, claim } = e;
   const state = e.runnerState ?? null;
   const localProof = e.localProof ?? null;

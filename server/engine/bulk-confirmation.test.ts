@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bulkConfirmWord, judgeBulkConfirmation, type BulkConfirmationInput } from "./bulk-confirmation";
+import { bulkConfirmWord, admitBulkConfirmation, type BulkConfirmationInput } from "./bulk-confirmation";
 
 const NOW = new Date("2026-12-06T09:00:00.000Z");
 const input = (over: Partial<BulkConfirmationInput> = {}, plan: Partial<BulkConfirmationInput["plan"]> = {}): BulkConfirmationInput => ({
@@ -11,32 +11,32 @@ const input = (over: Partial<BulkConfirmationInput> = {}, plan: Partial<BulkConf
   ...over,
 });
 
-describe("judgeBulkConfirmation", () => {
+describe("admitBulkConfirmation", () => {
   it("the word is the kind and the admitted count", () => {
     expect(bulkConfirmWord("retry", 37)).toBe("retry 37");
     expect(bulkConfirmWord("cancel", 2)).toBe("cancel 2");
   });
 
   it("proceeds on the plan's word before its expiry (surrounding spaces ignored), as the first confirmation", () => {
-    expect(judgeBulkConfirmation(input({ word: "  retry 3 " }))).toEqual({ verdict: "proceed", first: true, refusal: null });
+    expect(admitBulkConfirmation(input({ word: "  retry 3 " }))).toEqual({ verdict: "proceed", first: true, refusal: null });
   });
 
   it("refuses another word, naming the right one", () => {
-    expect(judgeBulkConfirmation(input({ word: "retry 4" }))).toMatchObject({ verdict: "refused", reason: "wrong_word", refusal: 'Type "retry 3" to retry the runs this plan admitted.' });
+    expect(admitBulkConfirmation(input({ word: "retry 4" }))).toMatchObject({ verdict: "refused", reason: "wrong_word", refusal: 'Type "retry 3" to retry the runs this plan admitted.' });
   });
 
   it("refuses an expired preview, at its expiry exactly too", () => {
-    expect(judgeBulkConfirmation(input({}, { expiresAt: NOW }))).toMatchObject({ verdict: "refused", reason: "expired" });
+    expect(admitBulkConfirmation(input({}, { expiresAt: NOW }))).toMatchObject({ verdict: "refused", reason: "expired" });
   });
 
   it("a repeat of a confirmed plan proceeds past the expiry (it only answers and finishes what is left)", () => {
-    expect(judgeBulkConfirmation(input({}, { expiresAt: new Date(0), confirmedAt: new Date(0) }))).toEqual({ verdict: "proceed", first: false, refusal: null });
+    expect(admitBulkConfirmation(input({}, { expiresAt: new Date(0), confirmedAt: new Date(0) }))).toEqual({ verdict: "proceed", first: false, refusal: null });
   });
 
   it("refuses a person whose companies do not hold every run of the plan, before anything else", () => {
     const scope = { all: false as const, companies: ["co-a"] };
-    expect(judgeBulkConfirmation(input({ scope, planCompanies: ["co-a"] })).verdict).toBe("proceed");
-    expect(judgeBulkConfirmation(input({ scope, planCompanies: ["co-a", "co-b"], word: "wrong" }))).toMatchObject({ verdict: "refused", reason: "out_of_scope" });
-    expect(judgeBulkConfirmation(input({ scope: { all: false, companies: [] }, planCompanies: ["co-a", "co-b"] })).refusal).toMatch(/^This plan holds runs of 2 companies outside yours/);
+    expect(admitBulkConfirmation(input({ scope, planCompanies: ["co-a"] })).verdict).toBe("proceed");
+    expect(admitBulkConfirmation(input({ scope, planCompanies: ["co-a", "co-b"], word: "wrong" }))).toMatchObject({ verdict: "refused", reason: "out_of_scope" });
+    expect(admitBulkConfirmation(input({ scope: { all: false, companies: [] }, planCompanies: ["co-a", "co-b"] })).refusal).toMatch(/^This plan holds runs of 2 companies outside yours/);
   });
 });

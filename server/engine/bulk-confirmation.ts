@@ -40,7 +40,7 @@ export type BulkConfirmation =
  * already started it: then a repeat (a second tab, a double click, a confirmation whose reply
  * was lost) only finishes what is left and answers the same per-run results.
  */
-export function judgeBulkConfirmation(input: BulkConfirmationInput): BulkConfirmation {
+export function admitBulkConfirmation(input: BulkConfirmationInput): BulkConfirmation {
   const { plan, scope } = input;
   if (!scope.all) {
     const mine = new Set(scope.companies);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { decideCreationIntent } from "./creation-intent";
+import { judgeCreationIntent } from "./creation-intent";
 import type { CreationIntentEvidence } from "./schemas";
 import { creationIntent, identity, MIN, observer, plus, T0 } from "../test/evidence";
 
@@ -10,7 +10,7 @@ const GOOD_LABELS = { instance: "inst-a", company: "co-1", operation: "op-1" };
 
 describe("creation_intent (docs/rules.md §2.5, order of docs/evidence.md)", () => {
   test("(1) a committed lease → commit, before anything else", () => {
-    const v = decideCreationIntent(creationIntent({ committedLease: true, creatorProbe: LIVE, inspection: null }));
+    const v = judgeCreationIntent(creationIntent({ committedLease: true, creatorProbe: LIVE, inspection: null }));
     expect(v).toMatchObject({ verdict: "commit", reason: "lease_committed", code: null, creatorVerdict: null });
     expect(v.checks).toEqual([{ name: "no_committed_lease", ok: false, expected: false, actual: true }]);
   });
@@ -25,7 +25,7 @@ describe("creation_intent (docs/rules.md §2.5, order of docs/evidence.md)", () 
     { name: "creator not probed", e: creationIntent({ creatorProbe: null }), creator: { verdict: "unknown", reason: "unreadable" } },
     { name: "live pid, start time unreadable", e: creationIntent({ creatorProbe: { readable: true, pidLive: true, liveStartedAt: null } }), creator: { verdict: "unknown", reason: "unreadable" } },
   ])("(2) not due and $name → wait", ({ e, creator }) => {
-    const v = decideCreationIntent(e);
+    const v = judgeCreationIntent(e);
     expect(v).toMatchObject({ verdict: "wait", reason: "not_due", creatorVerdict: creator });
     expect(v.checks.map((c) => [c.name, c.ok])).toEqual([
       ["no_committed_lease", true],
@@ -39,7 +39,7 @@ describe("creation_intent (docs/rules.md §2.5, order of docs/evidence.md)", () 
     { name: "pid gone", probe: { readable: true, pidLive: false, liveStartedAt: null }, reason: "pid_gone" },
     { name: "pid recycled", probe: { readable: true, pidLive: true, liveStartedAt: plus(T0, 2 * MIN) }, reason: "pid_recycled" },
   ])("(2) a creator proven exited ($name) makes the intent due now", ({ probe, reason }) => {
-    const v = decideCreationIntent(creationIntent({ creatorProbe: probe }));
+    const v = judgeCreationIntent(creationIntent({ creatorProbe: probe }));
     expect(v).toMatchObject({ verdict: "reclaim", creatorVerdict: { verdict: "exited", reason } });
   });
 
@@ -47,20 +47,20 @@ describe("creation_intent (docs/rules.md §2.5, order of docs/evidence.md)", () 
     { name: "exactly at nextAttemptAt", now: plus(T0, 30 * MIN) },
     { name: "after nextAttemptAt", now: plus(T0, 31 * MIN) },
   ])("(2) due by time ($name) even with a live creator; the creator is not judged", ({ now }) => {
-    const v = decideCreationIntent(creationIntent({ now, creatorProbe: LIVE }));
+    const v = judgeCreationIntent(creationIntent({ now, creatorProbe: LIVE }));
     expect(v.verdict).toBe("reclaim");
     expect(v.creatorVerdict).toBeNull();
     expect(v.checks.map((c) => c.name)).not.toContain("creator_exited");
   });
 
   test("(3) due, no inspection yet → inspect", () => {
-    const v = decideCreationIntent(creationIntent({ ...due, inspection: null }));
+    const v = judgeCreationIntent(creationIntent({ ...due, inspection: null }));
     expect(v).toMatchObject({ verdict: "inspect", reason: "not_inspected" });
     expect(v.checks.map((c) => c.name)).toEqual(["no_committed_lease", "next_attempt_reached", "inspected"]);
   });
 
   test("(4) found with the exact name and all three labels → reclaim", () => {
-    const v = decideCreationIntent(creationIntent(due));
+    const v = judgeCreationIntent(creationIntent(due));
     expect(v).toMatchObject({ verdict: "reclaim", reason: "labels_match" });
     expect(v.checks.map((c) => c.name)).toEqual([
       "no_committed_lease",
@@ -83,13 +83,13 @@ describe("creation_intent (docs/rules.md §2.5, order of docs/evidence.md)", () 
     { name: "no instance label", e: found("rw-create-op-1", { company: "co-1", operation: "op-1" }), failing: "instance_label_matches", reason: "labels_mismatch" },
     { name: "a null operation label", e: found("rw-create-op-1", { ...GOOD_LABELS, operation: null }), failing: "operation_label_matches", reason: "labels_mismatch" },
   ])("(5) found with $name → manual_reconciliation, nothing destroyed", ({ e, failing, reason }) => {
-    const v = decideCreationIntent(creationIntent({ ...due, ...e }));
+    const v = judgeCreationIntent(creationIntent({ ...due, ...e }));
     expect(v).toMatchObject({ verdict: "manual_reconciliation", reason });
     expect(v.checks.filter((c) => !c.ok).map((c) => c.name)).toEqual([failing]);
   });
 
   test("(6) not found before settleDeadline → stay_pending (the provider may still materialise it)", () => {
-    const v = decideCreationIntent(creationIntent({ now: plus(T0, 3 * MIN), creatorProbe: { readable: true, pidLive: false, liveStartedAt: null }, inspection: { found: false } }));
+    const v = judgeCreationIntent(creationIntent({ now: plus(T0, 3 * MIN), creatorProbe: { readable: true, pidLive: false, liveStartedAt: null }, inspection: { found: false } }));
     expect(v).toMatchObject({ verdict: "stay_pending", reason: "not_found_before_settle_deadline" });
     expect(v.checks.at(-1)).toEqual({ name: "settle_deadline_passed", ok: false, expected: `at or after ${plus(T0, 5 * MIN)}`, actual: plus(T0, 3 * MIN) });
   });
@@ -98,13 +98,13 @@ describe("creation_intent (docs/rules.md §2.5, order of docs/evidence.md)", () 
     { name: "exactly at settleDeadline", now: plus(T0, 5 * MIN) },
     { name: "after settleDeadline", now: plus(T0, 10 * MIN) },
   ])("(7) not found $name → resolve_absent", ({ now }) => {
-    const v = decideCreationIntent(creationIntent({ now, inspection: { found: false } }));
+    const v = judgeCreationIntent(creationIntent({ now, inspection: { found: false } }));
     expect(v).toMatchObject({ verdict: "resolve_absent", reason: "not_found_after_settle_deadline" });
   });
 
   test("a late materialisation: stays pending first, a later sweep finds and reclaims it", () => {
-    const first = decideCreationIntent(creationIntent({ now: plus(T0, 2 * MIN), inspection: { found: false } }));
-    const later = decideCreationIntent(creationIntent({ now: plus(T0, 4 * MIN) }));
+    const first = judgeCreationIntent(creationIntent({ now: plus(T0, 2 * MIN), inspection: { found: false } }));
+    const later = judgeCreationIntent(creationIntent({ now: plus(T0, 4 * MIN) }));
     expect([first.verdict, later.verdict]).toEqual(["stay_pending", "reclaim"]);
   });
 });

@@ -11,7 +11,7 @@ function describeJudgement(j: ProcessJudgement): string {
  * What a recovery sweep does with one pending sandbox-creation intent (docs/rules.md §2.5, in
  * the order of docs/evidence.md). Only a creator proven `exited` makes an intent due early.
  */
-export function decideCreationIntent(e: CreationIntentEvidence): CreationIntentResult {
+export function judgeCreationIntent(e: CreationIntentEvidence): CreationIntentResult {
   const { intent } = e;
   const checks: Check[] = [];
   let creatorVerdict: ProcessJudgement | null = null;

@@ -1,17 +1,17 @@
-import { evaluateBootstrapRestart } from "./bootstrap-restart";
+import { judgeBootstrapRestart } from "./bootstrap-restart";
 import { assertNever } from "./checks";
-import { decideCreationIntent } from "./creation-intent";
+import { judgeCreationIntent } from "./creation-intent";
 import { EvidenceError, evidenceErrorFromZod } from "./errors";
-import { evaluateLeaseBinding } from "./lease-binding";
+import { judgeLeaseBinding } from "./lease-binding";
 import { judgeProcessExit } from "./process-exit";
 import { evidenceSchema, type Evidence } from "./schemas";
-import { classifyStartupFailure, STARTUP_RETRY_AFTER_SECONDS } from "./startup-failure";
+import { judgeStartupFailure, STARTUP_RETRY_AFTER_SECONDS } from "./startup-failure";
 import { judgeSandboxOwnership } from "./sandbox-ownership";
-import { decideTeardownFence } from "./teardown-fence";
+import { judgeTeardownFence } from "./teardown-fence";
 import { judgeRecoveryAttempt } from "./recovery-attempt";
-import { decideStoppedSandbox } from "./stopped-sandbox";
-import { decideRunnerResume } from "./runner-resume";
-import { routeRecovery } from "./recovery-route";
+import { judgeStoppedSandbox } from "./stopped-sandbox";
+import { judgeRunnerResume } from "./runner-resume";
+import { judgeRecoveryRoute } from "./recovery-route";
 import { judgeTurnResult } from "./turn-result";
 import type { Verdict } from "./verdicts";
 
@@ -34,20 +34,20 @@ export function parseEvidence(bundle: unknown): ParseResult {
 }
 
 /** Run the proof of a validated bundle. */
-export function evaluate(evidence: Evidence, config: EngineConfig = DEFAULT_ENGINE_CONFIG): Verdict {
+export function judgeEvidence(evidence: Evidence, config: EngineConfig = DEFAULT_ENGINE_CONFIG): Verdict {
   switch (evidence.kind) {
     case "lease_binding":
-      return evaluateLeaseBinding(evidence);
+      return judgeLeaseBinding(evidence);
     case "bootstrap_restart":
-      return evaluateBootstrapRestart(evidence);
+      return judgeBootstrapRestart(evidence);
     case "startup_failure":
-      return classifyStartupFailure(evidence, { retryAfterSeconds: config.retryAfterSeconds });
+      return judgeStartupFailure(evidence, { retryAfterSeconds: config.retryAfterSeconds });
     case "process_exit":
       return judgeProcessExit(evidence);
     case "creation_intent":
-      return decideCreationIntent(evidence);
+      return judgeCreationIntent(evidence);
     case "teardown_fence":
-      return decideTeardownFence(evidence);
+      return judgeTeardownFence(evidence);
     case "sandbox_ownership":
       return judgeSandboxOwnership(evidence);
     case "turn_result":
@@ -55,11 +55,11 @@ export function evaluate(evidence: Evidence, config: EngineConfig = DEFAULT_ENGI
     case "recovery_attempt":
       return judgeRecoveryAttempt(evidence);
     case "stopped_sandbox":
-      return decideStoppedSandbox(evidence);
+      return judgeStoppedSandbox(evidence);
     case "runner_resume":
-      return decideRunnerResume(evidence);
+      return judgeRunnerResume(evidence);
     case "recovery_route":
-      return routeRecovery(evidence);
+      return judgeRecoveryRoute(evidence);
     default:
       return assertNever(evidence);
   }
@@ -69,7 +69,7 @@ export function evaluate(evidence: Evidence, config: EngineConfig = DEFAULT_ENGI
 export function safeDecide(bundle: unknown, config: EngineConfig = DEFAULT_ENGINE_CONFIG): DecideResult {
   const parsed = parseEvidence(bundle);
   if (!parsed.ok) return parsed;
-  return { ok: true, verdict: evaluate(parsed.evidence, config) };
+  return { ok: true, verdict: judgeEvidence(parsed.evidence, config) };
 }
 
 /** Validate and decide; throws EvidenceError naming the first bad field. */

@@ -2,9 +2,9 @@ import { describe, expect, test } from "vitest";
 import stagedCreated from "./fixtures/lease-binding-staged-created.json";
 import neverConnected from "./fixtures/bootstrap-restart-never-connected.json";
 import connected from "./fixtures/bootstrap-restart-connected.json";
-import { evaluateBootstrapRestart } from "./bootstrap-restart";
+import { judgeBootstrapRestart } from "./bootstrap-restart";
 import { forecastRecovery, judgeRunnerProcess, type ForecastAnswer, type ForecastEvidence, type ForecastOutcome, type ForecastRunnerState } from "./forecast";
-import { evaluateLeaseBinding } from "./lease-binding";
+import { judgeLeaseBinding } from "./lease-binding";
 import { bootstrapRestartEvidenceSchema, leaseBindingEvidenceSchema } from "./schemas";
 
 /** The restart forecast's walk (§2.12): recovery's proofs, in recovery's order, on evidence read without changing anything. */
@@ -131,7 +131,7 @@ describe("lease binding (§2.1) in the forecast", () => {
     );
     const binding = o.steps.find((s) => s.verdict.kind === "lease_binding")!;
     expect(binding.evidence).toEqual(f);
-    expect(binding.verdict).toEqual(evaluateLeaseBinding(f));
+    expect(binding.verdict).toEqual(judgeLeaseBinding(f));
     expect(o).toMatchObject({ prediction: "continues", path: "reattach" });
   });
 
@@ -143,7 +143,7 @@ describe("lease binding (§2.1) in the forecast", () => {
   test("a lease binding handed in by the caller is the one used (the controller's break rule)", () => {
     const o = outcome(
       forecastRecovery(evidence({ sandbox: started, runner: { ok: true, state: state(), process: "running" } }), {
-        leaseBinding: (e) => ({ ...evaluateLeaseBinding(e), verdict: "refused", code: "native_remote_recovery_lease_mismatch" }),
+        leaseBinding: (e) => ({ ...judgeLeaseBinding(e), verdict: "refused", code: "native_remote_recovery_lease_mismatch" }),
       }),
     );
     expect(o).toMatchObject({ prediction: "ends", code: "native_remote_recovery_lease_mismatch" });
@@ -236,7 +236,7 @@ describe("bootstrapping (read_runner, then §2.2)", () => {
     const o = outcome(forecastRecovery({ ...e, files }));
     const step = o.steps.find((x) => x.verdict.kind === "bootstrap_restart")!;
     expect(step.evidence).toEqual(f);
-    expect(step.verdict).toEqual(evaluateBootstrapRestart(f));
+    expect(step.verdict).toEqual(judgeBootstrapRestart(f));
     expect(o).toMatchObject({ prediction: "continues", path: "bootstrap_restart" });
   });
 
@@ -253,7 +253,7 @@ describe("bootstrapping (read_runner, then §2.2)", () => {
     e.run = { ...e.run, id: f.run.id, runnerInstanceId: f.run.runnerInstanceId, sessionId: f.run.sessionId };
     const o = outcome(forecastRecovery(e));
     expect(o.prediction).toBe("ends");
-    expect(o.code).toBe(evaluateBootstrapRestart({ ...f, runnerState: { ...s, lifecycle: "recoverable_failure" }, runnerProcess: "stopped", localProof: null }).code);
+    expect(o.code).toBe(judgeBootstrapRestart({ ...f, runnerState: { ...s, lifecycle: "recoverable_failure" }, runnerProcess: "stopped", localProof: null }).code);
   });
 
   test("its own live runner is assumed stopped first, as recovery stops it before §2.2 judges", () => {

@@ -8,6 +8,6 @@ import type { SandboxOwnershipResult } from "./verdicts";
  */
 export const TAKEABLE_SANDBOX_STATES = ["started", "creating", "starting", "pulling_snapshot", "pending_build", "building_snapshot"] as const;
 
-export function mayTakeFoundSandbox(ownership: SandboxOwnershipResult["verdict"], state: string): boolean {
+export function isTakeableFoundSandbox(ownership: SandboxOwnershipResult["verdict"], state: string): boolean {
   return ownership === "owned" && (TAKEABLE_SANDBOX_STATES as readonly string[]).includes(state);
 }

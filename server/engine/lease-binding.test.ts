@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { evaluateLeaseBinding } from "./lease-binding";
+import { judgeLeaseBinding } from "./lease-binding";
 import type { LeaseBindingEvidence } from "./schemas";
 import { leaseBinding } from "../test/evidence";
 
@@ -23,7 +23,7 @@ describe("lease_binding (docs/rules.md §2.1, seed 000)", () => {
     { name: "created lease on the remote-reattach path", e: withTarget({ acquisitionOutcome: "created" }, { path: "remote_reattach" }) },
     { name: "resumed lease on the remote-reattach path", e: withTarget({ acquisitionOutcome: "resumed" }, { path: "remote_reattach" }) },
   ])("admits: $name", ({ e }) => {
-    const v = evaluateLeaseBinding(e);
+    const v = judgeLeaseBinding(e);
     expect(v).toMatchObject({ kind: "lease_binding", verdict: "admitted", code: null, reason: "lease_bound", continuation: null });
     expect(v.canRetry).toBe(false);
     expect(v.checks.every((c) => c.ok)).toBe(true);
@@ -42,7 +42,7 @@ describe("lease_binding (docs/rules.md §2.1, seed 000)", () => {
     { path: "remote_reattach", code: "native_remote_recovery_lease_mismatch" },
   ] as const)("on the $path path", ({ path, code }) => {
     test.each(refusals)("refuses $name with $failed failing", ({ e, failed, reason }) => {
-      const v = evaluateLeaseBinding({ ...e, path });
+      const v = judgeLeaseBinding({ ...e, path });
       expect(v.verdict).toBe("refused");
       expect(v.code).toBe(code);
       expect(v.reason).toBe(reason);
@@ -55,7 +55,7 @@ describe("lease_binding (docs/rules.md §2.1, seed 000)", () => {
   test.each(STAGED_CHECKS.map((name, i) => ({ name, key: Object.keys(ALL_STAGED)[i] as keyof typeof ALL_STAGED })))(
     "a false $name refuses with the staged code",
     ({ name, key }) => {
-      const v = evaluateLeaseBinding(withTarget({}, { staged: { ...ALL_STAGED, [key]: false } }));
+      const v = judgeLeaseBinding(withTarget({}, { staged: { ...ALL_STAGED, [key]: false } }));
       expect(v.verdict).toBe("refused");
       expect(v.code).toBe("native_runner_staged_attachment_recovery_unproven");
       expect(v.checks.filter((c) => !c.ok).map((c) => c.name)).toEqual([name]);
@@ -66,7 +66,7 @@ describe("lease_binding (docs/rules.md §2.1, seed 000)", () => {
     ["no staged evidence at all", null],
     ["the template digest missing", { headerReadable: true, sourceRunMatches: true, runnerIdentityMatches: true }],
   ] as const)("on the staged path, %s is a refusal, never a skipped check (§2.1)", (_name, staged) => {
-    const v = evaluateLeaseBinding(withTarget({}, { path: "staged_attachment", staged }));
+    const v = judgeLeaseBinding(withTarget({}, { path: "staged_attachment", staged }));
     expect(v.verdict).toBe("refused");
     expect(v.code).toBe("native_runner_staged_attachment_recovery_unproven");
     expect(v.checks.map((c) => c.name)).toEqual([...CHECKS, ...STAGED_CHECKS]);
@@ -74,13 +74,13 @@ describe("lease_binding (docs/rules.md §2.1, seed 000)", () => {
   });
 
   test("on the remote-reattach path, staged checks that are absent are not evaluated", () => {
-    const v = evaluateLeaseBinding(withTarget({}, { path: "remote_reattach", staged: { headerReadable: true } }));
+    const v = judgeLeaseBinding(withTarget({}, { path: "remote_reattach", staged: { headerReadable: true } }));
     expect(v.checks.map((c) => c.name)).toEqual([...CHECKS, "staged_header_readable"]);
     expect(v.verdict).toBe("admitted");
   });
 
   test("lists every check even after the first failure, with expected and actual", () => {
-    const v = evaluateLeaseBinding(
+    const v = judgeLeaseBinding(
       withTarget({ runId: "r9", providerLeaseId: "sbx-9", remoteCwd: "/x", acquisitionOutcome: "replacement" }, { staged: { ...ALL_STAGED, headerReadable: false } }),
     );
     expect(v.checks).toEqual([
@@ -102,20 +102,20 @@ describe("a claim that names nothing (§2.1: never filled in from the target)", 
     { name: "no provider lease in the checkpoint", remote: { providerLeaseId: null, remoteCwd: base.claim.remote.remoteCwd }, reason: "provider_lease_mismatch" },
     { name: "no remote directory in the checkpoint", remote: { providerLeaseId: base.claim.remote.providerLeaseId, remoteCwd: null }, reason: "remote_cwd_mismatch" },
   ])("refuses: $name", ({ remote, reason }) => {
-    const v = evaluateLeaseBinding(leaseBinding({ claim: { ...base.claim, remote } }));
+    const v = judgeLeaseBinding(leaseBinding({ claim: { ...base.claim, remote } }));
     expect(v).toMatchObject({ verdict: "refused", reason, continuation: { code: "native_continuation_requires_reconciliation" } });
   });
 });
 
 describe("the remote directory is the runner's own report (§2.1)", () => {
   test("a runner that reports no directory is refused: unknown proves nothing", () => {
-    const v = evaluateLeaseBinding(withTarget({ remoteCwd: null }));
+    const v = judgeLeaseBinding(withTarget({ remoteCwd: null }));
     expect(v).toMatchObject({ verdict: "refused", reason: "remote_cwd_unknown" });
     expect(v.checks.find((c) => c.name === "same_remote_cwd")).toMatchObject({ ok: false, expected: base.claim.remote.remoteCwd, actual: "not reported" });
   });
 
   test("nothing recorded and nothing reported is not a match", () => {
-    const v = evaluateLeaseBinding(leaseBinding({ claim: { ...base.claim, remote: { ...base.claim.remote, remoteCwd: null } }, target: { ...base.target, remoteCwd: null } }));
+    const v = judgeLeaseBinding(leaseBinding({ claim: { ...base.claim, remote: { ...base.claim.remote, remoteCwd: null } }, target: { ...base.target, remoteCwd: null } }));
     expect(v).toMatchObject({ verdict: "refused", reason: "remote_cwd_mismatch" });
   });
 });

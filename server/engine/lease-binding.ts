@@ -26,7 +26,7 @@ function refusalCode(path: LeaseBindingEvidence["path"]): FailureCode {
  * lease the claim names? docs/rules.md §2.1. Every check is evaluated and listed, even after
  * the first failure, so an operator sees all that is wrong at once.
  */
-export function evaluateLeaseBinding(e: LeaseBindingEvidence): LeaseBindingResult {
+export function judgeLeaseBinding(e: LeaseBindingEvidence): LeaseBindingResult {
   const { claim, target } = e;
   const evaluated: { check: Check; reason: string }[] = [
     { check: check("same_run", claim.runId === target.runId, target.runId, claim.runId), reason: "run_mismatch" },

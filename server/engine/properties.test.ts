@@ -1,13 +1,13 @@
 import { fc, test } from "@fast-check/vitest";
 import { describe, expect } from "vitest";
 import { connectionTraces } from "./bootstrap-restart";
-import { decideCreationIntent } from "./creation-intent";
+import { judgeCreationIntent } from "./creation-intent";
 import { decide, safeDecide } from "./decide";
-import { evaluateBootstrapRestart } from "./bootstrap-restart";
-import { evaluateLeaseBinding } from "./lease-binding";
+import { judgeBootstrapRestart } from "./bootstrap-restart";
+import { judgeLeaseBinding } from "./lease-binding";
 import { judgeProcessExit } from "./process-exit";
 import type { Identity, LeaseBindingEvidence, PartialIdentity, Probe } from "./schemas";
-import { decideTeardownFence } from "./teardown-fence";
+import { judgeTeardownFence } from "./teardown-fence";
 import {
   bootstrapRestart,
   creationIntent,
@@ -100,13 +100,13 @@ const mutation: fc.Arbitrary<{ name: string; apply: Mutation }> = fc.oneof(
 
 describe("properties", () => {
   test.prop([matchingBinding], { numRuns: 200 })("a fully matching lease binding is admitted", (e) => {
-    const v = evaluateLeaseBinding(e);
+    const v = judgeLeaseBinding(e);
     expect(v.verdict).toBe("admitted");
     expect(v.checks.every((c) => c.ok)).toBe(true);
   });
 
   test.prop([matchingBinding, mutation], { numRuns: 500 })("any single mismatch in a lease binding is refused", (e, m) => {
-    const v = evaluateLeaseBinding(m.apply(e));
+    const v = judgeLeaseBinding(m.apply(e));
     expect(v.verdict).toBe("refused");
     expect(v.code).toBe(e.path === "staged_attachment" ? "native_runner_staged_attachment_recovery_unproven" : "native_remote_recovery_lease_mismatch");
     expect(v.checks.filter((c) => !c.ok).map((c) => c.name)).toEqual([m.name]);
@@ -162,7 +162,7 @@ describe("properties", () => {
         creatorProbe,
         inspection: found ? undefined : { found: false },
       });
-      const v = decideCreationIntent(e);
+      const v = judgeCreationIntent(e);
       expect(v.creatorVerdict).not.toBeNull();
       if (v.creatorVerdict?.verdict !== "exited") expect(v.verdict).toBe("wait");
       else expect(v.verdict).not.toBe("wait");
@@ -173,7 +173,7 @@ describe("properties", () => {
     "teardown_fence: a fenced current claim is released early only when its claimer exited; unknown keeps it",
     (claimer, observer, claimerProbe, now) => {
       const e = teardownFence({ now, lease: { fencedUntil: plus(T0, 61 * MIN) }, claimRecord: { attemptId: "att-1", claimer }, observer, claimerProbe });
-      const v = decideTeardownFence(e);
+      const v = judgeTeardownFence(e);
       if (v.claimerVerdict?.verdict === "exited") expect(v).toMatchObject({ verdict: "release", reason: "claimer_exited" });
       else expect(v.verdict).toBe("keep");
       if (v.claimerVerdict?.verdict === "unknown") expect(v.reason).toBe("claimer_unknown");
@@ -185,7 +185,7 @@ describe("properties", () => {
     { numRuns: 1000 },
   )("a teardown_fence with a superseded attempt id is never released before its fence expires", (claimer, observer, claimerProbe, now, fencedUntil, current, recorded) => {
     fc.pre(current !== recorded && Date.parse(now) < Date.parse(fencedUntil));
-    const v = decideTeardownFence(
+    const v = judgeTeardownFence(
       teardownFence({ now, lease: { claimAttemptId: current, fencedUntil }, claimRecord: { attemptId: recorded, claimer }, observer, claimerProbe }),
     );
     expect(v.verdict).toBe("keep");
@@ -212,7 +212,7 @@ describe("properties", () => {
     numRuns: 300,
   })("without a local proof, a runner state that ever connected is always refused", (state, acquisitionOutcome, runnerProcess) => {
     expect(connectionTraces(state).length).toBeGreaterThan(0);
-    const v = evaluateBootstrapRestart(bootstrapRestart({ runnerState: state, acquisitionOutcome, runnerProcess }));
+    const v = judgeBootstrapRestart(bootstrapRestart({ runnerState: state, acquisitionOutcome, runnerProcess }));
     expect(v.verdict).toBe("refused");
     expect(v.code).toBe(acquisitionOutcome === "resumed" ? "runner_harness_state_mismatch: resumed_unavailable" : "native_restart_recovery_blocked");
   });

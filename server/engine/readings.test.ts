@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { judgeProcessExit } from "./process-exit";
 import { readChecks } from "./readings";
-import { decideCreationIntent } from "./creation-intent";
-import { evaluateLeaseBinding } from "./lease-binding";
+import { judgeCreationIntent } from "./creation-intent";
+import { judgeLeaseBinding } from "./lease-binding";
 import { parseEvidence } from "./decide";
 import creationExited from "./fixtures/creation-intent-creator-exited.json";
 import leaseReplacement from "./fixtures/lease-binding-replacement.json";
@@ -34,7 +34,7 @@ describe("readChecks", () => {
   it("reads a gate's unmet condition as a refusal and its met ones as held", () => {
     const parsed = parseEvidence(fixture("lease-binding-replacement.json"));
     if (!parsed.ok || parsed.evidence.kind !== "lease_binding") throw new Error("fixture does not parse");
-    const v = evaluateLeaseBinding(parsed.evidence);
+    const v = judgeLeaseBinding(parsed.evidence);
     expect(v.verdict).toBe("refused");
     const readings = readChecks(v, v.checks);
     v.checks.forEach((c, i) => expect(readings[i]!.kind).toBe(c.ok ? "held" : "refused"));
@@ -46,7 +46,7 @@ describe("readChecks", () => {
     if (!parsed.ok || parsed.evidence.kind !== "creation_intent") throw new Error("fixture does not parse");
     const e = parsed.evidence;
     const intentId = e.intent.id;
-    const v = decideCreationIntent({
+    const v = judgeCreationIntent({
       ...e,
       inspection: { found: true, sandbox: { name: e.intent.creationName, labels: { instance: e.intent.instanceId, company: "someone-else", operation: intentId } } },
     } as typeof e);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { routeRecovery } from "./recovery-route";
+import { judgeRecoveryRoute } from "./recovery-route";
 import { recoveryRouteEvidenceSchema, type RecoveryRouteEvidence } from "./schemas";
 import { recoveryRoute } from "../test/evidence";
 import { verdictSchema } from "./verdicts";
@@ -28,14 +28,14 @@ describe("recovery_route (recovery routing as a pure step)", () => {
     { name: "no state but a process of unknown state", e: { phase: "bootstrapping", runner: { state: null, process: "unknown" } }, verdict: "recover_bootstrap" },
     { name: "unrecoverable lifecycle", e: { phase: "bootstrapping", runner: { ...connected, state: { ...connected.state!, lifecycle: "unrecoverable" } } }, verdict: "recover_bootstrap" },
   ])("$name → $verdict", ({ e, verdict, mode }) => {
-    const v = routeRecovery(recoveryRoute(e));
+    const v = judgeRecoveryRoute(recoveryRoute(e));
     expect(v).toMatchObject({ kind: "recovery_route", verdict, code: null, canRetry: false });
     if (mode !== undefined) expect(v.recoveryMode).toBe(mode);
     expect(verdictSchema.parse(v)).toEqual(v);
   });
 
   it("a warm run past session.open without a sandbox is refused: it rests in native_continuation_requires_reconciliation with Retry", () => {
-    const v = routeRecovery(recoveryRoute({ phase: "session_open", sandboxBound: false, sandboxMode: "warm" }));
+    const v = judgeRecoveryRoute(recoveryRoute({ phase: "session_open", sandboxBound: false, sandboxMode: "warm" }));
     expect(v).toMatchObject({
       verdict: "refused",
       code: "native_continuation_requires_reconciliation",
@@ -51,7 +51,7 @@ describe("recovery_route (recovery routing as a pure step)", () => {
       for (const phase of [null, "acquiring", "session_open", "finishing", "done"] as const) {
         for (const sandboxBound of [true, false]) {
           const asks = sandboxMode === "per_turn" && phase === "session_open" && sandboxBound;
-          expect(routeRecovery(recoveryRoute({ sandboxMode, phase, sandboxBound, runner: null })).verdict === "read_runner").toBe(asks);
+          expect(judgeRecoveryRoute(recoveryRoute({ sandboxMode, phase, sandboxBound, runner: null })).verdict === "read_runner").toBe(asks);
         }
       }
     }
@@ -65,7 +65,7 @@ describe("recovery_route: a per-turn sandbox whose runner was stopped on purpose
   const withState = (over: Partial<NonNullable<Runner["state"]>>, process: Runner["process"] = "absent"): Runner => ({ state: { ...stopped.state!, ...over }, process });
 
   it("is given back: the next turn gets a fresh sandbox (next_turn_sandbox), not a runner that cannot be resumed", () => {
-    const v = routeRecovery(perTurn(stopped));
+    const v = judgeRecoveryRoute(perTurn(stopped));
     expect(v).toMatchObject({ verdict: "next_turn_sandbox", reason: "turn_sandbox_stopped", recoveryMode: "exact_checkpoint_resume", code: null });
     expect(v.checks.at(-1)).toMatchObject({ name: "turn_sandbox_given_back", ok: true });
     expect(verdictSchema.parse(v)).toEqual(v);
@@ -85,17 +85,17 @@ describe("recovery_route: a per-turn sandbox whose runner was stopped on purpose
     { name: "another run's state", runner: withState({ ownedByRun: false }), verdict: "recover_session" },
     { name: "no runner state", runner: { state: null, process: "absent" }, verdict: "recover_session" },
   ])("$name → $verdict", ({ runner, turnsDone, verdict }) => {
-    const v = routeRecovery(perTurn(runner, turnsDone === undefined ? {} : { turnsDone }));
+    const v = judgeRecoveryRoute(perTurn(runner, turnsDone === undefined ? {} : { turnsDone }));
     expect(v.verdict).toBe(verdict);
     expect(v.checks.at(-1)).toMatchObject({ name: "turn_sandbox_given_back", ok: verdict === "next_turn_sandbox" });
   });
 
   it("a warm run's stopped runner is never given back: §2.1 and runner_resume decide", () => {
-    expect(routeRecovery(perTurn(stopped, { sandboxMode: "warm" })).verdict).toBe("recover_session");
+    expect(judgeRecoveryRoute(perTurn(stopped, { sandboxMode: "warm" })).verdict).toBe("recover_session");
   });
 
   it("evidence recorded before the new fields parses, and reads as not given back", () => {
     const old = recoveryRouteEvidenceSchema.parse({ ...perTurn(stopped), runner: { state: { ownedByRun: true, lastConnectionProtocolVersion: 1, lifecycle: "stopped" }, process: "absent" } });
-    expect(routeRecovery(old).verdict).toBe("recover_session");
+    expect(judgeRecoveryRoute(old).verdict).toBe("recover_session");
   });
 });

@@ -23,7 +23,7 @@ export const REATTACHABLE_LIFECYCLES: readonly string[] = ["ready", "suspended",
  *   refused                  a warm run past session.open holds no sandbox: it rests in
  *                            `native_continuation_requires_reconciliation` with Retry
  */
-export function routeRecovery(e: RecoveryRouteEvidence): RecoveryRouteResult {
+export function judgeRecoveryRoute(e: RecoveryRouteEvidence): RecoveryRouteResult {
   const checks: Check[] = [];
   const phase = e.phase ?? "acquiring";
   const go = (verdict: RecoveryRouteResult["verdict"], reason: string, recoveryMode: RecoveryRouteResult["recoveryMode"] = null): RecoveryRouteResult => ({

@@ -1,7 +1,7 @@
-import { evaluateBootstrapRestart, runnerStateEvidence } from "./bootstrap-restart";
-import { evaluateLeaseBinding } from "./lease-binding";
-import { routeRecovery } from "./recovery-route";
-import { decideRunnerResume } from "./runner-resume";
+import { judgeBootstrapRestart, runnerStateEvidence } from "./bootstrap-restart";
+import { judgeLeaseBinding } from "./lease-binding";
+import { judgeRecoveryRoute } from "./recovery-route";
+import { judgeRunnerResume } from "./runner-resume";
 import {
   RUN_PHASES,
   RUNNER_LIFECYCLES,
@@ -13,7 +13,7 @@ import {
   type RunnerResumeEvidence,
   type StoppedSandboxEvidence,
 } from "./schemas";
-import { decideStoppedSandbox } from "./stopped-sandbox";
+import { judgeStoppedSandbox } from "./stopped-sandbox";
 import type { Check, Verdict } from "./verdicts";
 
 /**
@@ -25,10 +25,10 @@ import type { Check, Verdict } from "./verdicts";
  * (a lease taken up again, this run's own runner stopped) and stops where it cannot (a sandbox
  * started again). A forecast therefore cannot walk an order recovery does not.
  *
- * The order: `routeRecovery`; a warm run's lease taken up again (`resume_lease`); the
- * sandbox brought up (`decideStoppedSandbox`, a start counted per sandbox); the runner read
- * and routed again; then §2.2 (`evaluateBootstrapRestart`, after this run's own runner is
- * stopped) or §2.1 (`leaseBinding`) and `decideRunnerResume`. Every verdict on the way is a
+ * The order: `judgeRecoveryRoute`; a warm run's lease taken up again (`resume_lease`); the
+ * sandbox brought up (`judgeStoppedSandbox`, a start counted per sandbox); the runner read
+ * and routed again; then §2.2 (`judgeBootstrapRestart`, after this run's own runner is
+ * stopped) or §2.1 (`leaseBinding`) and `judgeRunnerResume`. Every verdict on the way is a
  * step, in order: the proofs recovery stores. The walk is pure and prefix-stable — evidence
  * only grows, so the steps of an earlier answer are the first steps of every later one; the
  * shell stores the steps it has not stored yet before it acts (an act is never without its
@@ -162,7 +162,7 @@ export interface RecoveryRules {
   leaseBinding: (e: LeaseBindingEvidence) => Verdict;
 }
 
-const DEFAULT_RULES: RecoveryRules = { leaseBinding: evaluateLeaseBinding };
+const DEFAULT_RULES: RecoveryRules = { leaseBinding: judgeLeaseBinding };
 
 export function walkRecovery(e: RecoveryWalkEvidence, rules: RecoveryRules = DEFAULT_RULES): RecoveryWalkAnswer {
   const steps: WalkStep[] = [];
@@ -190,7 +190,7 @@ export function walkRecovery(e: RecoveryWalkEvidence, rules: RecoveryRules = DEF
     sandboxBound: bound !== null,
     runner: null,
   };
-  let route = step(routeRecovery(base), base, bound);
+  let route = step(judgeRecoveryRoute(base), base, bound);
   const reads = route.verdict === "read_runner" || route.verdict === "recover_session";
 
   // A warm run's lease is taken up again as `resumed` before its runner is read or reattached to.
@@ -206,13 +206,13 @@ export function walkRecovery(e: RecoveryWalkEvidence, rules: RecoveryRules = DEF
     if (!e.sandbox) return need("sandbox");
     if (!e.sandbox.ok) return outcome({ kind: "read_failed", error: e.sandbox.error, what: `The provider's view of sandbox ${target.providerLeaseId} could not be read (${e.sandbox.error.message})` });
     const seen: StoppedSandboxEvidence = { kind: "stopped_sandbox", sandboxState: e.sandbox.state, desiredState: e.sandbox.desiredState, startAttempts: e.sandbox.startAttempts, maxStartAttempts: e.limits.maxSandboxStartAttempts };
-    let up = step(decideStoppedSandbox(seen), seen, target);
+    let up = step(judgeStoppedSandbox(seen), seen, target);
     let startError: string | null = null;
     if (up.verdict === "start_sandbox") {
       if (!e.sandboxStart) return need("sandbox_start");
       if (!e.sandboxStart.ok) return outcome({ kind: "read_failed", error: e.sandboxStart.error, what: `Sandbox ${target.providerLeaseId} could not be started (${e.sandboxStart.error.message})` });
       const after: StoppedSandboxEvidence = { ...seen, sandboxState: e.sandboxStart.state, desiredState: e.sandboxStart.desiredState, startAttempts: e.sandboxStart.startAttempts };
-      up = step(decideStoppedSandbox(after), after, target);
+      up = step(judgeStoppedSandbox(after), after, target);
       startError = e.sandboxStart.error;
     }
     switch (up.verdict) {
@@ -249,7 +249,7 @@ export function walkRecovery(e: RecoveryWalkEvidence, rules: RecoveryRules = DEF
         process: e.runner.process,
       },
     };
-    route = step(routeRecovery(routed), routed, target);
+    route = step(judgeRecoveryRoute(routed), routed, target);
   }
 
   switch (route.verdict) {
@@ -319,7 +319,7 @@ export function walkRecovery(e: RecoveryWalkEvidence, rules: RecoveryRules = DEF
       archivedRotationSnapshot: e.files.archivedRotationSnapshot,
       runnerProcess: stopped.process,
     };
-    const v = step(evaluateBootstrapRestart(evidence), evidence, t, claim);
+    const v = step(judgeBootstrapRestart(evidence), evidence, t, claim);
     if (v.verdict === "restart_bootstrap") return go("bootstrap_restart", "bootstrapping", "bootstrap_retry", `proven by ${v.proofSource ?? "?"}`, t);
     return end(v, `bootstrap restart refused: ${failedChecks(v.checks)}`, t);
   }
@@ -361,7 +361,7 @@ export function walkRecovery(e: RecoveryWalkEvidence, rules: RecoveryRules = DEF
         : null,
       process: r.process,
     };
-    const resumeDecision = decideRunnerResume(resume);
+    const resumeDecision = judgeRunnerResume(resume);
     // A live runner is reattached to on the lease's own proof; a dead one is resumed (or refused) under a claim of its own.
     const resumeClaim: ClaimDraft | null =
       resumeDecision.verdict === "reattach" ? null : { kind: "resume_dead_runner", providerLeaseId: t.providerLeaseId, remoteCwd: t.remoteCwd ?? null, runnerInstanceId: e.run.runnerInstanceId, sessionId: e.run.sessionId };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { evaluate, parseEvidence } from "./decide";
+import { judgeEvidence, parseEvidence } from "./decide";
 import { describeFailure } from "./catalogue";
 import { restingCode, restingFailure, RUN_DECIDING_KINDS } from "./resting-code";
 import {
@@ -19,7 +19,7 @@ import bootstrapConnected from "./fixtures/bootstrap-restart-connected.json";
 const verdictOf = (bundle: EvidenceInput) => {
   const parsed = parseEvidence(bundle);
   if (!parsed.ok) throw parsed.error;
-  return evaluate(parsed.evidence);
+  return judgeEvidence(parsed.evidence);
 };
 
 describe("restingFailure (the run says what its proof says)", () => {

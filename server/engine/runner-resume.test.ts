@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describeFailure } from "./catalogue";
 import { decide } from "./decide";
 import { restingCode } from "./resting-code";
-import { decideRunnerResume, type RunnerResumeEvidence } from "./runner-resume";
+import { judgeRunnerResume, type RunnerResumeEvidence } from "./runner-resume";
 import { RUNNER_LIFECYCLES, RUNNER_PROCESS_STATES } from "./schemas";
 
 const ids = { runId: "run-1", runnerInstanceId: "ri-1", sessionId: "s-1" };
@@ -15,19 +15,19 @@ const evidence = (over: Partial<RunnerResumeEvidence> = {}, state: Partial<NonNu
   ...over,
 });
 
-describe("decideRunnerResume (resume_dead_runner)", () => {
+describe("judgeRunnerResume (resume_dead_runner)", () => {
   test("a live runner: reattach, nothing started", () => {
-    expect(decideRunnerResume(evidence({ process: "running" }))).toMatchObject({ verdict: "reattach", reason: "runner_alive", code: null });
+    expect(judgeRunnerResume(evidence({ process: "running" }))).toMatchObject({ verdict: "reattach", reason: "runner_alive", code: null });
   });
 
   test.each(["absent", "stopped"] as const)("a runner process %s on its own connected, suspended state: resume it", (process) => {
-    const d = decideRunnerResume(evidence({ process }));
+    const d = judgeRunnerResume(evidence({ process }));
     expect(d).toMatchObject({ verdict: "resume", reason: "runner_dead_resumable", code: null });
     expect(d.checks.every((c) => c.name === "runner_process_running" || c.ok)).toBe(true);
   });
 
   test("a turn in flight when the runner died is never run again: the run ends with Retry", () => {
-    const d = decideRunnerResume(evidence({}, { turnInFlight: 3 }));
+    const d = judgeRunnerResume(evidence({}, { turnInFlight: 3 }));
     expect(d).toMatchObject({ verdict: "refused", reason: "turn_in_flight", code: "runner_not_resumable" });
     expect(d.checks.find((c) => c.name === "no_turn_in_flight")).toMatchObject({ ok: false, actual: 3 });
     expect(describeFailure(d.code)).toMatchObject({ outcome: "terminal_failure", owner: "board", canRetry: true });
@@ -43,11 +43,11 @@ describe("decideRunnerResume (resume_dead_runner)", () => {
     ["a stopped runner", evidence({}, { lifecycle: "stopped" }), "lifecycle_not_resumable"],
     ["a revoked runner", evidence({}, { lifecycle: "revoked" }), "lifecycle_not_resumable"],
   ] as const)("refused: %s", (_what, e, reason) => {
-    expect(decideRunnerResume(e)).toMatchObject({ verdict: "refused", reason, code: "runner_not_resumable" });
+    expect(judgeRunnerResume(e)).toMatchObject({ verdict: "refused", reason, code: "runner_not_resumable" });
   });
 
   test("decide() takes the bundle and gives the same verdict", () => {
-    expect(decide(evidence())).toEqual(decideRunnerResume(evidence()));
+    expect(decide(evidence())).toEqual(judgeRunnerResume(evidence()));
   });
 
   test("property: resume only when every resume check holds; reattach only on a running process", () => {
@@ -59,7 +59,7 @@ describe("decideRunnerResume (resume_dead_runner)", () => {
         fc.boolean(),
         fc.boolean(),
         (process, lifecycle, turnInFlight, connected, own) => {
-          const d = decideRunnerResume(
+          const d = judgeRunnerResume(
             evidence({ process }, { lifecycle, turnInFlight, lastConnectionProtocolVersion: connected ? "1" : null, sessionId: own ? "s-1" : "s-other" }),
           );
           const resumable = own && (process === "absent" || process === "stopped") && connected && ["ready", "suspended", "backpressure"].includes(lifecycle) && turnInFlight === null;

@@ -16,7 +16,7 @@ export type { RunnerResumeEvidence } from "./schemas";
  * is never run again), and the process is proven gone; otherwise end the run with
  * `runner_not_resumable` and Retry.
  */
-export function decideRunnerResume(e: RunnerResumeEvidence): RunnerResumeResult {
+export function judgeRunnerResume(e: RunnerResumeEvidence): RunnerResumeResult {
   const checks: Check[] = [];
   const go = (verdict: "reattach" | "resume", reason: RunnerResumeResult["reason"]): RunnerResumeResult => ({
     kind: "runner_resume",

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import type { StartupFailureEvidence } from "./schemas";
 import { decide } from "./decide";
-import { classifyStartupFailure } from "./startup-failure";
+import { judgeStartupFailure } from "./startup-failure";
 import { startupFailure } from "../test/evidence";
 
 type PF = StartupFailureEvidence["providerFailure"];
@@ -36,7 +36,7 @@ const EXHAUSTED = {
 describe("startup_failure (docs/rules.md §2.3, seed 004)", () => {
   describe.each(["local", "remote"] as const)("definite requires_action on a %s target", (target) => {
     test.each(["authentication", "permission", "invalid_request"])("category %s → native_provider_startup_rejected", (category) => {
-      const v = classifyStartupFailure(startupFailure({ target, providerFailure: pf("requires_action", category) }));
+      const v = judgeStartupFailure(startupFailure({ target, providerFailure: pf("requires_action", category) }));
       expect(v).toMatchObject({ ...REJECTED, reason: "provider_rejected" });
       expect(v.checks.map((c) => c.name)).toEqual(["provider_rejected_request"]);
     });
@@ -45,7 +45,7 @@ describe("startup_failure (docs/rules.md §2.3, seed 004)", () => {
   test.each(["requires_action", "transient", "rate_limit", "quota", "model", "unknown"] as const)(
     "remote, definite, provider failure %s → native_provider_startup_rejected by the remote rule",
     (kind) => {
-      const v = classifyStartupFailure(startupFailure({ target: "remote", providerFailure: pf(kind, kind === "requires_action" ? "billing" : null) }));
+      const v = judgeStartupFailure(startupFailure({ target: "remote", providerFailure: pf(kind, kind === "requires_action" ? "billing" : null) }));
       expect(v).toMatchObject({ ...REJECTED, reason: "remote_startup_rejected" });
       expect(v.checks.map((c) => [c.name, c.ok])).toEqual([
         ["provider_rejected_request", false],
@@ -68,7 +68,7 @@ describe("startup_failure (docs/rules.md §2.3, seed 004)", () => {
     { name: "remote, non-definite transient", e: { target: "remote", definite: false, providerFailure: pf("transient") } },
     { name: "remote, definite, no provider failure", e: { target: "remote", providerFailure: null } },
   ])("$name → retryable native_session_interrupted, retried after 30 s", ({ e }) => {
-    const v = classifyStartupFailure(startupFailure({ attempt: 1, ...e }));
+    const v = judgeStartupFailure(startupFailure({ attempt: 1, ...e }));
     expect(v).toMatchObject({ ...INTERRUPTED, reason: "session_interrupted" });
     expect(v.checks.map((c) => c.name)).toEqual(["provider_rejected_request", "remote_definite_provider_failure", "attempts_left", "runner_ingress_free"]);
     // A startup failure never becomes an ownership hold.
@@ -76,7 +76,7 @@ describe("startup_failure (docs/rules.md §2.3, seed 004)", () => {
   });
 
   test("local transient: attempts 1 and 2 retry, attempt 3 exhausts the budget", () => {
-    const at = (attempt: number) => classifyStartupFailure(startupFailure({ target: "local", providerFailure: pf("transient"), attempt }));
+    const at = (attempt: number) => judgeStartupFailure(startupFailure({ target: "local", providerFailure: pf("transient"), attempt }));
     expect(at(1)).toMatchObject(INTERRUPTED);
     expect(at(2)).toMatchObject(INTERRUPTED);
     expect(at(3)).toMatchObject({ ...EXHAUSTED, reason: "retries_exhausted" });
@@ -85,25 +85,25 @@ describe("startup_failure (docs/rules.md §2.3, seed 004)", () => {
   });
 
   test("the rejection rules are tried before the budget", () => {
-    expect(classifyStartupFailure(startupFailure({ attempt: 3 }))).toMatchObject(REJECTED);
+    expect(judgeStartupFailure(startupFailure({ attempt: 3 }))).toMatchObject(REJECTED);
   });
 
   test("maxAttempts comes from the bundle", () => {
     const e = startupFailure({ target: "local", providerFailure: pf("transient"), attempt: 4, maxAttempts: 5 });
-    expect(classifyStartupFailure(e)).toMatchObject(INTERRUPTED);
+    expect(judgeStartupFailure(e)).toMatchObject(INTERRUPTED);
   });
 
   test("the retry delay is configuration", () => {
     const e = startupFailure({ target: "local", providerFailure: pf("transient") });
-    expect(classifyStartupFailure(e, { retryAfterSeconds: 5 }).retryAfterSeconds).toBe(5);
+    expect(judgeStartupFailure(e, { retryAfterSeconds: 5 }).retryAfterSeconds).toBe(5);
   });
 
   test("a runner ingress bind conflict is retried under its own code, owner and Retry from the catalogue (item 10)", () => {
-    const v = classifyStartupFailure(startupFailure({ target: "remote", definite: false, providerFailure: null, attempt: 1, bindConflict: true }));
+    const v = judgeStartupFailure(startupFailure({ target: "remote", definite: false, providerFailure: null, attempt: 1, bindConflict: true }));
     expect(v).toMatchObject({ verdict: "retryable_failure", code: "runner_ingress_bind_conflict", reason: "ingress_bind_conflict", owner: "agent", canRetry: false, retryAfterSeconds: 30 });
     expect(v.checks.at(-1)).toMatchObject({ name: "runner_ingress_free", ok: false });
     // The budget still bounds it.
-    const last = classifyStartupFailure(startupFailure({ target: "remote", definite: false, providerFailure: null, attempt: 3, bindConflict: true }));
+    const last = judgeStartupFailure(startupFailure({ target: "remote", definite: false, providerFailure: null, attempt: 3, bindConflict: true }));
     expect(last).toMatchObject(EXHAUSTED);
   });
 
@@ -113,7 +113,7 @@ describe("startup_failure (docs/rules.md §2.3, seed 004)", () => {
   });
 
   test("a sandbox without node (exit 127) ends at once with runner_node_missing, naming the snapshot; no Retry in the same snapshot", () => {
-    const v = classifyStartupFailure({ kind: "startup_failure", target: "remote", phase: "session.open", definite: false, providerFailure: null, attempt: 1, maxAttempts: 3, bindConflict: false, runnerMissing: { program: "node", snapshot: "ubuntu:22.04" } });
+    const v = judgeStartupFailure({ kind: "startup_failure", target: "remote", phase: "session.open", definite: false, providerFailure: null, attempt: 1, maxAttempts: 3, bindConflict: false, runnerMissing: { program: "node", snapshot: "ubuntu:22.04" } });
     expect(v).toMatchObject({ verdict: "terminal_failure", code: "runner_node_missing", reason: "runner_node_missing", owner: "board", canRetry: false, retryAfterSeconds: null });
     expect(v.checks.at(-1)).toEqual({ name: "runner_can_run", ok: false, expected: "node on the sandbox's PATH", actual: "no node in snapshot ubuntu:22.04" });
   });

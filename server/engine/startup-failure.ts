@@ -23,7 +23,7 @@ function describeFailure(e: StartupFailureEvidence): string {
  * rejection rules first, then the bounded same-run retry. A startup rejection never becomes
  * an ownership hold.
  */
-export function classifyStartupFailure(
+export function judgeStartupFailure(
   e: StartupFailureEvidence,
   config: StartupFailureConfig = { retryAfterSeconds: STARTUP_RETRY_AFTER_SECONDS },
 ): StartupFailureResult {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { describeFailure } from "./catalogue";
-import { decideStoppedSandbox, type StoppedSandboxEvidence } from "./stopped-sandbox";
+import { judgeStoppedSandbox, type StoppedSandboxEvidence } from "./stopped-sandbox";
 
 const evidence = (over: Partial<StoppedSandboxEvidence>): StoppedSandboxEvidence => ({
   kind: "stopped_sandbox",
@@ -11,9 +11,9 @@ const evidence = (over: Partial<StoppedSandboxEvidence>): StoppedSandboxEvidence
   ...over,
 });
 
-describe("decideStoppedSandbox (auto-stop while the controller was down)", () => {
+describe("judgeStoppedSandbox (auto-stop while the controller was down)", () => {
   test("a started sandbox: recovery proceeds", () => {
-    expect(decideStoppedSandbox(evidence({ sandboxState: "started", desiredState: "started" })).verdict).toBe("proceed");
+    expect(judgeStoppedSandbox(evidence({ sandboxState: "started", desiredState: "started" })).verdict).toBe("proceed");
   });
 
   // Daytona's start() takes all three (sandbox.service.ts at v0.190.0), archiving included.
@@ -22,23 +22,23 @@ describe("decideStoppedSandbox (auto-stop while the controller was down)", () =>
     ["archived", "archived"],
     ["archiving", "archived"],
   ])("a %s sandbox (desired %s) is started again while attempts are left", (state, desired) => {
-    const d = decideStoppedSandbox(evidence({ sandboxState: state, desiredState: desired }));
+    const d = judgeStoppedSandbox(evidence({ sandboxState: state, desiredState: desired }));
     expect(d).toMatchObject({ verdict: "start_sandbox", code: null });
     expect(d.checks.find((c) => c.name === "start_attempts_left")).toMatchObject({ ok: true, expected: 2, actual: 0 });
   });
 
   test("never a loop: once the attempts are spent the run ends with a catalogue code and Retry", () => {
-    const d = decideStoppedSandbox(evidence({ startAttempts: 2 }));
+    const d = judgeStoppedSandbox(evidence({ startAttempts: 2 }));
     expect(d).toMatchObject({ verdict: "end_run", code: "sandbox_not_restartable" });
     expect(describeFailure(d.code)).toMatchObject({ outcome: "terminal_failure", canRetry: true });
   });
 
   test.each(["creating", "starting", "stopping", "restoring"])("%s: the provider is already acting, look again", (state) => {
-    expect(decideStoppedSandbox(evidence({ sandboxState: state, desiredState: "started" })).verdict).toBe("wait");
+    expect(judgeStoppedSandbox(evidence({ sandboxState: state, desiredState: "started" })).verdict).toBe("wait");
   });
 
   test("an archived sandbox whose start was asked (Daytona shows archived, desired started, while it restores): look again, no second start", () => {
-    expect(decideStoppedSandbox(evidence({ sandboxState: "archived", desiredState: "started" })).verdict).toBe("wait");
+    expect(judgeStoppedSandbox(evidence({ sandboxState: "archived", desiredState: "started" })).verdict).toBe("wait");
   });
 
   test.each([
@@ -48,6 +48,6 @@ describe("decideStoppedSandbox (auto-stop while the controller was down)", () =>
     ["error", "started"],
     ["build_failed", "started"],
   ])("state %s (desired %s): cannot be started, the run ends", (state, desired) => {
-    expect(decideStoppedSandbox(evidence({ sandboxState: state, desiredState: desired }))).toMatchObject({ verdict: "end_run", code: "sandbox_not_restartable" });
+    expect(judgeStoppedSandbox(evidence({ sandboxState: state, desiredState: desired }))).toMatchObject({ verdict: "end_run", code: "sandbox_not_restartable" });
   });
 });

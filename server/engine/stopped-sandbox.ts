@@ -18,7 +18,7 @@ const TRANSITIONAL = new Set(["creating", "starting", "stopping", "restoring", "
 /** States Daytona's `POST /sandbox/{id}/start` takes a sandbox out of (sandbox.service.ts start(), v0.190.0). */
 const STARTABLE = new Set(["stopped", "archived", "archiving"]);
 
-export function decideStoppedSandbox(e: StoppedSandboxEvidence): StoppedSandboxResult {
+export function judgeStoppedSandbox(e: StoppedSandboxEvidence): StoppedSandboxResult {
   const state = e.sandboxState;
   const go = (verdict: "proceed" | "wait" | "start_sandbox", reason: StoppedSandboxResult["reason"]): StoppedSandboxResult => ({
     kind: "stopped_sandbox",

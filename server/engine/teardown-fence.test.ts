@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import type { TeardownFenceEvidence } from "./schemas";
-import { decideTeardownFence } from "./teardown-fence";
+import { judgeTeardownFence } from "./teardown-fence";
 import { identity, MIN, observer, plus, T0, teardownFence } from "../test/evidence";
 
 const LIVE = { readable: true, pidLive: true, liveStartedAt: plus(T0, -5 * MIN) };
@@ -44,21 +44,21 @@ const cases: { name: string; e: TeardownFenceEvidence; verdict: "release" | "kee
 
 describe("teardown_fence (docs/rules.md §2.6, order of docs/evidence.md)", () => {
   test.each(cases)("$name → $verdict / $reason", ({ e, verdict, reason, steps }) => {
-    const v = decideTeardownFence(e);
+    const v = judgeTeardownFence(e);
     expect(v).toMatchObject({ kind: "teardown_fence", verdict, reason, code: null });
     expect(v.checks.map((c) => c.name)).toEqual(STEPS.slice(0, steps));
     expect(v.claimerVerdict === null).toBe(steps < 5);
   });
 
   test("the claimer's process_exit reason is reported", () => {
-    const v = decideTeardownFence(teardownFence({ claimRecord: { attemptId: "att-1", claimer: identity({ pidSpace: "ps-other" }) } }));
+    const v = judgeTeardownFence(teardownFence({ claimRecord: { attemptId: "att-1", claimer: identity({ pidSpace: "ps-other" }) } }));
     expect(v.claimerVerdict).toEqual({ verdict: "unknown", reason: "foreign_pid_space" });
     expect(v.checks.find((c) => c.name === "claimer_exited")).toEqual({ name: "claimer_exited", ok: false, expected: "exited", actual: "unknown (foreign_pid_space)" });
     expect(v.checks.at(-1)).toEqual({ name: "claimer_heartbeat", ok: false, expected: "b-1", actual: "no heartbeat row" });
   });
 
   test("same_attempt shows both attempt ids", () => {
-    const v = decideTeardownFence(teardownFence({ lease: { claimAttemptId: "att-2" } }));
+    const v = judgeTeardownFence(teardownFence({ lease: { claimAttemptId: "att-2" } }));
     expect(v.checks.at(-1)).toEqual({ name: "same_attempt", ok: false, expected: "att-2", actual: "att-1" });
   });
 });

@@ -9,7 +9,7 @@ import type { Check, ProcessJudgement, TeardownFenceResult } from "./verdicts";
  * A fence ends early only for the lease's current attempt whose claimer provably exited, or,
  * on another host, whose controller stopped or fell silent past the window.
  */
-export function decideTeardownFence(e: TeardownFenceEvidence): TeardownFenceResult {
+export function judgeTeardownFence(e: TeardownFenceEvidence): TeardownFenceResult {
   const { lease } = e;
   const checks: Check[] = [];
   let claimerVerdict: ProcessJudgement | null = null;

@@ -1,6 +1,6 @@
 import { writeAudit, type Actor } from "../audit/write";
 import { Prisma, type Db } from "../db/client";
-import { assertNever, judgeBulkConfirmation, type BulkConfirmation, type BulkPlanKind } from "../engine";
+import { assertNever, admitBulkConfirmation, type BulkConfirmation, type BulkPlanKind } from "../engine";
 import { AppError, type AppErrorCode } from "../errors";
 import type { CancelTaken, LeaseTeardown } from "../services";
 import type { BulkResult } from "../shared/bulk";
@@ -94,7 +94,7 @@ export async function confirmBulkPlan(db: Db, instanceId: string, scope: Company
   if (!plan) throw new AppError("NOT_FOUND", `no bulk plan ${input.planId}: preview the set first`);
   const action = `run.bulk_${plan.kind}`;
   const companies = await db.$queryRaw<Array<{ company_id: string }>>`SELECT DISTINCT r.company_id FROM bulk_plan_items i JOIN runs r ON r.id = i.run_id WHERE i.plan_id = ${plan.id}::uuid`;
-  const judgement = judgeBulkConfirmation({ plan, word: input.confirm, planCompanies: companies.map((c) => c.company_id), scope, now });
+  const judgement = admitBulkConfirmation({ plan, word: input.confirm, planCompanies: companies.map((c) => c.company_id), scope, now });
   if (judgement.verdict === "refused") {
     await writeAudit(db, actor, { action, targetType: "bulk_plan", targetId: plan.id, outcome: "refused", detail: { reason: judgement.reason, refusal: judgement.refusal } });
     throw new AppError(refusalCode(judgement.reason), judgement.refusal);

@@ -1,7 +1,7 @@
 import type { ControllerContext } from "../controller/context";
 import { intentEvidence, judgeExit } from "../controller/observe";
 import type { SandboxCreationIntent } from "../db/client";
-import { decideCreationIntent, type CreationIntentResult, type PartialIdentity, type Verdict } from "../engine";
+import { judgeCreationIntent, type CreationIntentResult, type PartialIdentity, type Verdict } from "../engine";
 import type { SandboxProvider } from "../providers/types";
 
 /**
@@ -27,6 +27,6 @@ export function observerOf(ctx: ControllerContext): Observer {
     listPagesByLabels: (labels, options) => ctx.provider.listPagesByLabels(labels, options),
     getById: (id, options) => ctx.provider.getById(id, options),
     judgeExit: (record) => judgeExit(ctx, record).verdict,
-    judgePendingIntent: (intent, committedLease, now) => decideCreationIntent(intentEvidence(ctx, intent, committedLease, now)),
+    judgePendingIntent: (intent, committedLease, now) => judgeCreationIntent(intentEvidence(ctx, intent, committedLease, now)),
   };
 }
