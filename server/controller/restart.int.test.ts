@@ -151,12 +151,12 @@ describe("a graceful drain during a per-turn follow-up (seed 000, K2)", () => {
     expect(binding.verdict).toBe("admitted");
     expect((binding.evidence as { target: { acquisitionOutcome: string }; path: string }).target.acquisitionOutcome).toBe("created");
     expect((binding.evidence as { path: string }).path).toBe("staged_attachment");
-    // Every staged check was proven, the runner's program digest among them (§2.1).
+    // Every staged check was proven, the runner's program among the released ones (§2.1).
     const checks = binding.checks as { name: string; ok: boolean }[];
     expect(checks.filter((c) => c.name.startsWith("staged_")).map((c) => [c.name, c.ok])).toEqual([
       ["staged_header_readable", true],
       ["staged_source_run_matches", true],
-      ["staged_template_digest_matches", true],
+      ["staged_runner_program_supported", true],
       ["staged_runner_identity_matches", true],
     ]);
     const claim = await h.db.db.recoveryClaim.findFirstOrThrow({ where: { runId: r.id } });
@@ -408,11 +408,14 @@ describe("a warm run whose controller was SIGKILLed after its first turn", () =>
     it("the next controller starts it again (a stopped_sandbox proof) and resumes the runner that died with the stop on its own state (resume_dead_runner): the run goes on, each turn once", async () => {
       const { r, marker } = stopped();
       const done = await settled(r.id, 90_000);
-      // Started again once (counted per sandbox), proven by the engine's verdict on what the provider showed after.
+      // Started again once (counted per sandbox): the engine's decision to start it is a proof before
+      // the start, and its verdict on what the provider showed after is the next one.
       expect(await h.db.db.runEvent.count({ where: { runId: r.id, type: "sandbox_start_attempted" } })).toBe(1);
-      const up = await h.db.db.proof.findFirstOrThrow({ where: { runId: r.id, kind: "stopped_sandbox" }, orderBy: { evaluatedAt: "asc" } });
-      expect(up).toMatchObject({ verdict: "proceed" });
-      expect((up.evidence as { startAttempts: number }).startAttempts).toBe(1);
+      const ups = await h.db.db.proof.findMany({ where: { runId: r.id, kind: "stopped_sandbox" }, orderBy: { evaluatedAt: "asc" } });
+      expect(ups.map((p) => [p.verdict, (p.evidence as { startAttempts: number }).startAttempts])).toEqual([
+        ["start_sandbox", 0],
+        ["proceed", 1],
+      ]);
       // The runner process died with the stop; its state did not: the engine proves it may go on
       // from there (its own session, connected, no turn in flight) and it is resumed, not restarted.
       expect(done).toMatchObject({ status: "succeeded", turnsDone: 3, failureCode: null });
@@ -434,8 +437,11 @@ describe("a warm run whose controller was SIGKILLed after its first turn", () =>
       const done = await settled(r.id, 90_000);
       expect({ status: done.status, code: done.failureCode, turns: done.turnsDone }).toEqual({ status: "succeeded", code: null, turns: 3 });
       const proofs = await h.db.db.proof.findMany({ where: { runId: r.id, kind: "stopped_sandbox" }, orderBy: { evaluatedAt: "asc" } });
-      // Judged on what the provider showed after the one start: up.
-      expect(proofs.map((p) => [p.verdict, (p.evidence as { sandboxState: string }).sandboxState])).toEqual([["proceed", "started"]]);
+      // Decided on the archive, then judged on what the provider showed after the one start: up.
+      expect(proofs.map((p) => [p.verdict, (p.evidence as { sandboxState: string }).sandboxState])).toEqual([
+        ["start_sandbox", "archived"],
+        ["proceed", "started"],
+      ]);
       expect(await h.db.db.runEvent.findMany({ where: { runId: r.id, type: "sandbox_start_attempted" }, select: { data: true } })).toEqual([
         { data: expect.objectContaining({ sandboxId, restarted: true, error: null }) },
       ]);

@@ -176,8 +176,9 @@ describe("the provider's own faults with K1", () => {
 
   it("the archived sandbox was started again from the archive by the restarted controller, once", async () => {
     const archivedRun = report.tasks.find((t) => t.id === "t01")!.runs[0]!.id;
-    const up = await h.db.db.proof.findFirst({ where: { runId: archivedRun, kind: "stopped_sandbox" } });
-    expect(up?.verdict).toBe("proceed");
+    // The decision to start it (a proof before the start), then the verdict on what the provider showed after.
+    const ups = await h.db.db.proof.findMany({ where: { runId: archivedRun, kind: "stopped_sandbox" }, orderBy: { evaluatedAt: "asc" } });
+    expect(ups.map((p) => p.verdict)).toEqual(["start_sandbox", "proceed"]);
     expect(await h.db.db.runEvent.count({ where: { runId: archivedRun, type: "sandbox_start_attempted" } })).toBe(1);
   });
 });
