@@ -85,6 +85,22 @@ export function planWave(options: WaveOptions): WavePlan {
   return { seed: options.seed, tasks, kills, concurrency: options.concurrency };
 }
 
+/**
+ * The tasks a wave holds back at its start (docs/rules.md §5): a kill lands only on work in
+ * flight on the controller it targets, so a wave keeps one task in reserve for each kill after
+ * the first (the first lands on the tasks submitted at the start) and one more for a K4, whose
+ * armed controller must still create or tear down a sandbox after it fires. Each is released
+ * when a kill is due, or a K4 armed, and its target has no work (`server/waves/step.ts`); all
+ * are released once every kill has fired. Taken from the end of the plan, never the task an
+ * `archive` lands on (it lands with the first kill), and never every task.
+ */
+export function tasksHeldBack(plan: Pick<WavePlan, "tasks" | "kills">): string[] {
+  const wanted = Math.max(0, plan.kills.length - 1) + (plan.kills.some((k) => k.kind === "K4") ? 1 : 0);
+  const holdable = plan.tasks.filter((t) => !t.faults.includes("archive")).map((t) => t.key);
+  const count = Math.min(wanted, holdable.length, plan.tasks.length - 1);
+  return count > 0 ? holdable.slice(-count) : [];
+}
+
 function shuffle<T>(xs: T[], random: () => number): T[] {
   for (let i = xs.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
