@@ -26,6 +26,12 @@ import os from "node:os";
 import path from "node:path";
 
 const RESULT_PREFIX = "RUNWARDEN_RESULT ";
+/**
+ * The protocol this program speaks (its `ctl` operations, answers and state file; docs/runner.md,
+ * "Versions"). Raised only by a change an older controller cannot drive; runner/releases.json
+ * records it for every released program (`npm run runner:release`).
+ */
+const PROTOCOL_VERSION = 1;
 const DEFAULT_PORT = 43127;
 const OUTPUT_TAIL_BYTES = 4096;
 const BIND_CONFLICT_EXIT = 3;
@@ -499,7 +505,7 @@ function serveWith(initial, port, sessionCommand) {
         }
       }
       writeDurable(PROVIDER_STATE, { sessionId: state.sessionId, openedAt: new Date().toISOString() });
-      Object.assign(state, { lifecycle: "ready", lastConnectionProtocolVersion: 1, providerStatePresent: true });
+      Object.assign(state, { lifecycle: "ready", lastConnectionProtocolVersion: PROTOCOL_VERSION, providerStatePresent: true });
       writeState(state);
       return { ok: true, state };
     })().finally(() => {

@@ -40,6 +40,8 @@ function runwarden(args: string[], stdin?: string, env?: NodeJS.ProcessEnv, thro
 const EXPECTED: Record<string, Record<string, unknown>> = {
   "lease-binding-staged-created.json": { kind: "lease_binding", verdict: "admitted", code: null },
   "lease-binding-replacement.json": { kind: "lease_binding", verdict: "refused", code: "native_remote_recovery_lease_mismatch" },
+  "lease-binding-staged-older-release.json": { kind: "lease_binding", verdict: "admitted", code: null },
+  "lease-binding-staged-unknown-program.json": { kind: "lease_binding", verdict: "refused", reason: "staged_runner_program_unsupported", code: "native_runner_staged_attachment_recovery_unproven" },
   "bootstrap-restart-never-connected.json": { kind: "bootstrap_restart", verdict: "restart_bootstrap", code: null },
   "bootstrap-restart-connected.json": { kind: "bootstrap_restart", verdict: "refused", code: "runner_harness_state_mismatch: resumed_unavailable" },
   "startup-failure-remote-permission.json": {

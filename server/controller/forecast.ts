@@ -1,10 +1,10 @@
 import { databaseNow } from "../db/clock";
 import type { EnvironmentLease, Run } from "../db/client";
-import { isProviderUnavailable, LIVE_RUN_STATUSES, type LeaseBindingEvidence } from "../engine";
+import { isProviderUnavailable, LIVE_RUN_STATUSES, type LeaseBindingEvidence, type RunnerReleases } from "../engine";
 import { forecastRecovery, judgeRunnerProcess, type ForecastEvidence, type ForecastReadError } from "../engine/forecast";
 import { inLanes } from "../lib/lanes";
 import { failureOf } from "../providers/breaker";
-import { PROVIDER_STATE_PATH, readRunnerState, runnerProgramDigest, type RunnerState } from "../providers/runner";
+import { PROVIDER_STATE_PATH, readRunnerState, runnerReleases, type RunnerState } from "../providers/runner";
 import { countForecast, type Forecast, type RunForecast } from "../shared/forecast";
 import { companyWhere, type CompanyScope } from "../shared/roles";
 import type { ControllerContext } from "./context";
@@ -60,18 +60,18 @@ export async function takeForecast(ctx: ControllerContext, scope: CompanyScope, 
     const page = await ctx.db.environmentLease.findMany({ where: { runId: { in: ids.slice(i, i + 1000) }, status: "active" }, orderBy: { createdAt: "asc" } });
     for (const l of page) if (l.runId) leases.set(l.runId, l);
   }
-  const digest = runnerProgramDigest();
+  const releases = runnerReleases();
   const out: RunForecast[] = new Array<RunForecast>(runs.length);
   let done = 0;
   await inLanes(runs, options.lanes ?? FORECAST_LANES, async (run, i) => {
-    out[i] = await forecastOne(ctx, run, leases.get(run.id) ?? null, { now, digest, readTimeoutMs: options.readTimeoutMs ?? FORECAST_READ_TIMEOUT_MS });
+    out[i] = await forecastOne(ctx, run, leases.get(run.id) ?? null, { now, releases, readTimeoutMs: options.readTimeoutMs ?? FORECAST_READ_TIMEOUT_MS });
     done += 1;
     options.onProgress?.(done, runs.length);
   });
   return { takenAt: now.toISOString(), durationMs: Math.round(performance.now() - started), runs: out, counts: countForecast(out) };
 }
 
-async function forecastOne(ctx: ControllerContext, run: Run, active: EnvironmentLease | null, at: { now: Date; digest: string; readTimeoutMs: number }): Promise<RunForecast> {
+async function forecastOne(ctx: ControllerContext, run: Run, active: EnvironmentLease | null, at: { now: Date; releases: RunnerReleases; readTimeoutMs: number }): Promise<RunForecast> {
   const head = {
     runId: run.id,
     companyId: run.companyId,
@@ -102,7 +102,7 @@ async function forecastOne(ctx: ControllerContext, run: Run, active: Environment
     },
     limits: { recoveryMaxAttempts: ctx.config.recoveryMaxAttempts, recoveryBackoffMs: ctx.config.recoveryBackoffMs, maxSandboxStartAttempts: MAX_SANDBOX_START_ATTEMPTS },
     lease: lease ? { id: lease.id, runId: lease.runId, providerLeaseId: lease.providerLeaseId!, acquisitionOutcome: lease.acquisitionOutcome } : null,
-    runnerProgramDigest: at.digest,
+    runnerReleases: at.releases,
   };
   const rules = { leaseBinding: (e: LeaseBindingEvidence) => leaseBinding(ctx.config, e) };
   const sandboxId = lease?.providerLeaseId ?? "";

@@ -40,6 +40,11 @@ export interface LaunchOptions {
    * judges it by its pid and it judges no one by theirs. Signals go to the controller itself.
    */
   pidNamespace?: boolean;
+  /**
+   * Its working directory: the runner programs it ships are read from `runner/` there when the
+   * bundle has none beside it (providers/runner.ts) — how a test runs the next build's runner.
+   */
+  cwd?: string;
 }
 
 /** Starts a controller with exactly `env` on top of this process's child environment. */
@@ -51,6 +56,7 @@ export function launchController(env: Record<string, string | undefined>, option
     : [process.execPath, controllerArgs()];
   const child = spawn(command, args, {
     env: childEnv(env),
+    ...(options.cwd ? { cwd: options.cwd } : {}),
     stdio: ["ignore", "pipe", "pipe"],
   });
   // unshare's one child is the controller; until it is known, signals go to unshare.

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import stagedCreated from "./fixtures/lease-binding-staged-created.json";
+import stagedOlderRelease from "./fixtures/lease-binding-staged-older-release.json";
 import neverConnected from "./fixtures/bootstrap-restart-never-connected.json";
 import connected from "./fixtures/bootstrap-restart-connected.json";
 import { judgeBootstrapRestart } from "./bootstrap-restart";
@@ -32,7 +32,7 @@ function evidence(over: Partial<ForecastEvidence> = {}, run: Partial<ForecastEvi
     },
     limits: { recoveryMaxAttempts: 3, recoveryBackoffMs: 1000, maxSandboxStartAttempts: 2 },
     lease: { id: "lease-1", runId: RUN, providerLeaseId: SANDBOX, acquisitionOutcome: "created" },
-    runnerProgramDigest: DIGEST,
+    runnerReleases: { releases: { [DIGEST]: 1 }, speaks: { min: 1, max: 1 } },
     ...over,
   };
 }
@@ -116,14 +116,16 @@ describe("lease binding (§2.1) in the forecast", () => {
   });
 
   test("the staged fixture: the forecast gives the binding exactly the fixture's evidence and gets the engine's verdict", () => {
-    const f = leaseBindingEvidenceSchema.parse(stagedCreated);
+    const f = leaseBindingEvidenceSchema.parse(stagedOlderRelease);
+    const program = f.staged!.runnerProgram!;
     const o = outcome(
       forecastRecovery(
         evidence(
           {
             lease: { id: "l", runId: f.target.runId, providerLeaseId: f.target.providerLeaseId, acquisitionOutcome: f.target.acquisitionOutcome },
             sandbox: started,
-            runner: { ok: true, state: state({ runId: f.claim.runId, workDir: f.target.remoteCwd }), process: "running" },
+            runner: { ok: true, state: state({ runId: f.claim.runId, workDir: f.target.remoteCwd, programDigest: program.digest }), process: "running" },
+            runnerReleases: { releases: { [program.digest!]: program.protocol!, [DIGEST]: 1 }, speaks: program.speaks },
           },
           { id: f.claim.runId, sandboxMode: "per_turn", checkpoint: f.claim.remote },
         ),

@@ -35,7 +35,7 @@ export interface ForecastEvidence {
   sandbox?: RecoveryWalkEvidence["sandbox"];
   runner?: RecoveryWalkEvidence["runner"];
   files?: RecoveryWalkEvidence["files"];
-  runnerProgramDigest: string;
+  runnerReleases: RecoveryWalkEvidence["runnerReleases"];
 }
 
 export type ForecastPath =
@@ -96,7 +96,7 @@ export function forecastRecovery(e: ForecastEvidence, rules?: ForecastRules): Fo
     // Supposed: this run's own runner, asked to stop, stops (its state as read).
     ...(e.runner?.ok ? { runnerStop: { ok: true as const, state: e.runner.state, process: e.runner.process === "running" ? ("stopped" as const) : e.runner.process } } : {}),
     ...(e.files ? { files: e.files } : {}),
-    runnerProgramDigest: e.runnerProgramDigest,
+    runnerReleases: e.runnerReleases,
   };
   const answer = walkRecovery(walked, rules);
   const steps: ForecastStep[] = answer.steps.map((s) => ({ verdict: s.verdict, evidence: s.evidence }));

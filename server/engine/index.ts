@@ -33,7 +33,7 @@ export { judgeTurnResult } from "./turn-result";
 export { isProviderUnavailable, judgeRecoveryAttempt, recoveryBackoffMs, RECOVERY_BACKOFF_CAP_MS } from "./recovery-attempt";
 export { judgeRecoveryRoute, REATTACHABLE_LIFECYCLES } from "./recovery-route";
 export { walkRecovery, failedChecks, RECOVERY_ACTS, RECOVERY_NEEDS } from "./recovery-walk";
-export type { ClaimDraft, RecoveryNeed, RecoveryOutcome, RecoveryRules, RecoveryWalkAnswer, RecoveryWalkEvidence, WalkLease, WalkRunnerState, WalkStep } from "./recovery-walk";
+export type { ClaimDraft, RunnerReleases, RecoveryNeed, RecoveryOutcome, RecoveryRules, RecoveryWalkAnswer, RecoveryWalkEvidence, WalkLease, WalkRunnerState, WalkStep } from "./recovery-walk";
 export { restingFailure, restingCode, RUN_DECIDING_KINDS } from "./resting-code";
 export type { RestingFailure } from "./resting-code";
 export { admitBulkConfirmation, bulkConfirmWord, BULK_PLAN_KINDS, BULK_PLAN_MAX_RUNS, BULK_PLAN_TTL_MS } from "./bulk-confirmation";

@@ -2,6 +2,8 @@ import { describe, expect, test } from "vitest";
 import { judgeLeaseBinding } from "./lease-binding";
 import type { LeaseBindingEvidence } from "./schemas";
 import { leaseBinding } from "../test/evidence";
+import olderRelease from "./fixtures/lease-binding-staged-older-release.json";
+import unknownProgram from "./fixtures/lease-binding-staged-unknown-program.json";
 
 const CHECKS = ["same_run", "same_provider_lease", "same_remote_cwd", "not_replacement"];
 const STAGED_CHECKS = [
@@ -94,6 +96,44 @@ describe("lease_binding (docs/rules.md §2.1, seed 000)", () => {
       { name: "staged_runner_identity_matches", ok: true, expected: true, actual: true },
     ]);
     expect(v.reason).toBe("run_mismatch");
+  });
+});
+
+describe("the runner program on a staged sandbox: a released program this controller drives (§2.1, docs/runner.md Versions)", () => {
+  const program = (p: { digest: string | null; protocol: number | null; min?: number; max?: number }) => ({
+    headerReadable: true,
+    sourceRunMatches: true,
+    runnerIdentityMatches: true,
+    runnerProgram: { digest: p.digest, protocol: p.protocol, speaks: { min: p.min ?? 1, max: p.max ?? 2 } },
+  });
+  const programCheck = (v: ReturnType<typeof judgeLeaseBinding>) => v.checks.find((c) => c.name === "staged_runner_program_supported");
+
+  test("an older released program whose protocol this controller speaks is admitted (a deploy changed runnerd.mjs)", () => {
+    const v = judgeLeaseBinding(withTarget({}, { staged: program({ digest: "aaaaaaaaaaaaaaaa", protocol: 1 }) }));
+    expect(v.verdict).toBe("admitted");
+    expect(programCheck(v)).toEqual({ name: "staged_runner_program_supported", ok: true, expected: "a released runner program speaking protocol 1–2", actual: "aaaaaaaaaaaaaaaa: protocol 1" });
+    expect(v.checks.map((c) => c.name)).not.toContain("staged_template_digest_matches");
+  });
+
+  test.each([
+    ["a program that is not released (unknown digest)", { digest: "bbbbbbbbbbbbbbbb", protocol: null }, "bbbbbbbbbbbbbbbb: not a released program"],
+    ["a runner that does not say which program it runs", { digest: null, protocol: null }, "not reported"],
+    ["a released program older than the window", { digest: "cccccccccccccccc", protocol: 1, min: 2, max: 3 }, "cccccccccccccccc: protocol 1"],
+    ["a released program newer than this controller", { digest: "dddddddddddddddd", protocol: 3, min: 1, max: 2 }, "dddddddddddddddd: protocol 3"],
+  ] as const)("%s is refused, and the run rests with Retry", (_name, p, actual) => {
+    const v = judgeLeaseBinding(withTarget({}, { staged: program(p) }));
+    expect(v).toMatchObject({ verdict: "refused", code: "native_runner_staged_attachment_recovery_unproven", reason: "staged_runner_program_unsupported" });
+    expect(programCheck(v)).toMatchObject({ ok: false, actual });
+  });
+
+  test("a bundle with the older digest equality is judged as before (stored proofs keep their meaning)", () => {
+    const v = judgeLeaseBinding(withTarget({}, { staged: { ...ALL_STAGED, templateDigestMatches: false } }));
+    expect(v).toMatchObject({ verdict: "refused", reason: "staged_template_digest_mismatch" });
+  });
+
+  test("the docs' fixtures: an older release admitted, an unknown program refused", () => {
+    expect(judgeLeaseBinding(olderRelease as LeaseBindingEvidence)).toMatchObject({ verdict: "admitted" });
+    expect(judgeLeaseBinding(unknownProgram as LeaseBindingEvidence)).toMatchObject({ verdict: "refused", reason: "staged_runner_program_unsupported" });
   });
 });
 

@@ -21,6 +21,20 @@ function refusalCode(path: LeaseBindingEvidence["path"]): FailureCode {
   }
 }
 
+type RunnerProgram = NonNullable<NonNullable<LeaseBindingEvidence["staged"]>["runnerProgram"]>;
+
+/**
+ * The runner program on the sandbox is a released one (runner/releases.json) whose protocol this
+ * controller drives (docs/rules.md §2.1, docs/runner.md "Versions"): a runner changed by a
+ * deploy is still driven; an unknown program, or one outside the window, proves nothing.
+ */
+function programCheck(p: RunnerProgram): Check {
+  const expected = `a released runner program speaking protocol ${p.speaks.min === p.speaks.max ? p.speaks.min : `${p.speaks.min}–${p.speaks.max}`}`;
+  const actual = p.digest === null ? "not reported" : p.protocol === null ? `${p.digest}: not a released program` : `${p.digest}: protocol ${p.protocol}`;
+  const ok = p.digest !== null && p.protocol !== null && p.protocol >= p.speaks.min && p.protocol <= p.speaks.max;
+  return check("staged_runner_program_supported", ok, expected, actual);
+}
+
 /**
  * May a restarted controller reattach (or verify a staged attachment's restart) on the
  * lease the claim names? docs/rules.md §2.1. Every check is evaluated and listed, even after
@@ -62,7 +76,13 @@ export function judgeLeaseBinding(e: LeaseBindingEvidence): LeaseBindingResult {
     },
   ];
   const staged = e.staged ?? {};
+  const program = staged.runnerProgram;
   for (const s of STAGED_CHECKS) {
+    // A program judged against the released programs stands for the older digest equality.
+    if (s.key === "templateDigestMatches" && program && staged.templateDigestMatches === undefined) {
+      evaluated.push({ check: programCheck(program), reason: "staged_runner_program_unsupported" });
+      continue;
+    }
     const value = staged[s.key];
     if (value === undefined) {
       // On the staged path every staged check is required: missing evidence is a refusal,

@@ -22,7 +22,7 @@ function base(run: Partial<RecoveryWalkEvidence["run"]> = {}, lease: WalkLease |
     run: { id: RUN, phase: "session_open", sandboxMode: "warm", turnsDone: 1, runnerInstanceId: "ri-1", sessionId: "s-1", checkpoint: { providerLeaseId: SANDBOX, remoteCwd: CWD }, ...run },
     limits: { maxSandboxStartAttempts: 2 },
     lease,
-    runnerProgramDigest: DIGEST,
+    runnerReleases: { releases: { [DIGEST]: 1 }, speaks: { min: 1, max: 1 } },
   };
 }
 

@@ -109,8 +109,13 @@ export interface RecoveryWalkEvidence {
   runnerStop?: Reading<{ state: WalkRunnerState | null; process: RunnerProcessReading }>;
   /** `files`: §2.2's files beside the state, and the local restart proof from this controller's home. */
   files?: Reading<{ providerStatePresent: boolean; failoverBackup: boolean; archivedRotationSnapshot: boolean; localProof: { recordedAt: string } | null }>;
-  /** sha of the runner program this code runs (the staged template digest, §2.1). */
-  runnerProgramDigest: string;
+  /** The released runner programs (runner/releases.json: digest → protocol) and the protocols this controller drives (§2.1). */
+  runnerReleases: RunnerReleases;
+}
+
+export interface RunnerReleases {
+  releases: Readonly<Record<string, number>>;
+  speaks: { min: number; max: number };
 }
 
 type ClaimKind = (typeof CLAIM_KINDS)[number];
@@ -343,8 +348,13 @@ export function walkRecovery(e: RecoveryWalkEvidence, rules: RecoveryRules = DEF
         ? {
             headerReadable: s !== null,
             sourceRunMatches: s?.runId === e.run.id,
-            // A runner that does not say which program it runs proves nothing: missing is a refusal.
-            ...(s?.programDigest ? { templateDigestMatches: s.programDigest === e.runnerProgramDigest } : {}),
+            // A runner that does not say which program it runs proves nothing; a released program
+            // whose protocol this controller drives is driven, whichever release shipped it.
+            runnerProgram: {
+              digest: s?.programDigest ?? null,
+              protocol: s?.programDigest ? (e.runnerReleases.releases[s.programDigest] ?? null) : null,
+              speaks: e.runnerReleases.speaks,
+            },
             runnerIdentityMatches: s?.runnerInstanceId === e.run.runnerInstanceId,
           }
         : null,

@@ -106,6 +106,19 @@ export const leaseBindingEvidenceSchema = z.object({
       sourceRunMatches: z.boolean().optional(),
       templateDigestMatches: z.boolean().optional(),
       runnerIdentityMatches: z.boolean().optional(),
+      /**
+       * The runner program on the sandbox against the released programs (runner/releases.json):
+       * its digest as its state says, the protocol the manifest gives that digest (null: not a
+       * released program), and the protocols this controller drives. Given, it stands for
+       * `templateDigestMatches` (docs/rules.md §2.1).
+       */
+      runnerProgram: z
+        .object({
+          digest: z.string().nullable(),
+          protocol: z.number().int().positive().nullable(),
+          speaks: z.object({ min: z.number().int().positive(), max: z.number().int().positive() }),
+        })
+        .optional(),
     })
     .nullish(),
 });

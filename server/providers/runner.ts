@@ -5,6 +5,8 @@ import { setTimeout } from "node:timers/promises";
 import { z } from "zod";
 import { ProviderError } from "./errors";
 import { decodeJson, httpFailure, send, SKIP_ACTIVITY_HEADERS, validate, type HttpResponse } from "./http";
+import { parseRunnerReleases, protocolOf, RELEASES_FILE, releasesFor } from "./runner-releases";
+import type { RunnerReleases } from "../engine/recovery-walk";
 
 /**
  * The agent runner inside a sandbox (`runner/runnerd.mjs`), reached only through Daytona's
@@ -233,6 +235,8 @@ interface Program {
   name: string;
   text: Buffer;
   sha: string;
+  /** The file it was read from. */
+  file: string;
 }
 
 /** runner/*.mjs, read once; found from this module or from the working directory. */
@@ -244,15 +248,30 @@ function loadProgram(name: string): Program {
   for (const file of candidates) {
     if (fs.existsSync(file)) {
       const text = fs.readFileSync(file);
-      return { name, text, sha: crypto.createHash("sha256").update(text).digest("hex").slice(0, 16) };
+      return { name, text, sha: crypto.createHash("sha256").update(text).digest("hex").slice(0, 16), file };
     }
   }
   throw new Error(`runner program ${name} not found (looked in ${candidates.join(", ")})`);
 }
 
-/** The digest of the runnerd program this controller uploads (what a runner's `programDigest` must equal). */
+/** The digest of the runnerd program this controller uploads (the name a runner's state gives as its `programDigest`). */
 export function runnerProgramDigest(): string {
   return runnerPrograms().runnerd.sha;
+}
+
+let releases: RunnerReleases | null = null;
+/**
+ * The runner programs this controller drives (§2.1): runner/releases.json beside the runnerd.mjs
+ * it ships, and its protocol window. A manifest that is missing or malformed stops the caller
+ * with the file named; the program shipped is always its own release.
+ */
+export function runnerReleases(): RunnerReleases {
+  if (releases) return releases;
+  const { runnerd } = runnerPrograms();
+  const file = path.join(path.dirname(runnerd.file), RELEASES_FILE);
+  const manifest = parseRunnerReleases(fs.readFileSync(file, "utf8"), file);
+  releases = releasesFor(manifest, { digest: runnerd.sha, protocol: protocolOf(runnerd.text.toString("utf8")) });
+  return releases;
 }
 
 let programs: { runnerd: Program; demo: Program } | null = null;

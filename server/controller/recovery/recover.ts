@@ -1,6 +1,6 @@
 import type { Run } from "../../db/client";
 import { RECOVERY_ACTS, walkRecovery, type LeaseBindingEvidence } from "../../engine";
-import { runnerProgramDigest } from "../../providers/runner";
+import { runnerReleases } from "../../providers/runner";
 import type { ControllerContext } from "../context";
 import { activeLease } from "../execute";
 import { appendEvent } from "../records";
@@ -42,7 +42,7 @@ export async function recoverRun(ctx: ControllerContext, run: Run, status: Execu
       },
       limits: { maxSandboxStartAttempts: MAX_SANDBOX_START_ATTEMPTS },
       lease: bound ? walkLease(bound) : null,
-      runnerProgramDigest: runnerProgramDigest(),
+      runnerReleases: runnerReleases(),
     },
     leases: new Map(bound ? [[bound.id, bound]] : []),
     runnerState: null,

@@ -1,0 +1,109 @@
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { submitRun } from "../runs/submit";
+import { parseRunnerReleases, RELEASES_FILE } from "../providers/runner-releases";
+import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
+import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
+import { tempDirs } from "../test/temp";
+
+/**
+ * A deploy that changes runnerd.mjs (docs/runner.md, "Versions"; docs/rules.md §2.1): a per-turn
+ * run's controller is SIGKILLed mid-run, and the next build's controller — another runnerd.mjs,
+ * released beside the old one in its runner/releases.json — takes it over. The sandbox still runs
+ * the old program: a released program whose protocol the new controller speaks, so the staged
+ * attachment is admitted and the run goes on, each turn once. A program the new build does not
+ * list is refused as before.
+ */
+
+let h: ControllerHarness;
+const dirs = tempDirs("rw-next-build-");
+const live: ControllerProcessHandle[] = [];
+const actor = { id: "test", role: "board" };
+
+beforeAll(async () => {
+  h = await startControllerHarness();
+});
+// Each test's controllers end with it: a controller of one build left running would take the next test's run.
+afterEach(async () => {
+  for (const p of live.splice(0)) {
+    p.kill("SIGKILL");
+    await p.exited;
+  }
+});
+afterAll(() => h.close());
+
+/** The next build's runner directory: this runnerd.mjs with one line more, released beside this one (or not). */
+function nextBuild(releaseOld: boolean): string {
+  const root = dirs();
+  const here = path.resolve(import.meta.dirname, "..", "..", "runner");
+  const runner = path.join(root, "runner");
+  fs.mkdirSync(runner, { recursive: true });
+  const program = `${fs.readFileSync(path.join(here, "runnerd.mjs"), "utf8")}\n// the next build\n`;
+  fs.writeFileSync(path.join(runner, "runnerd.mjs"), program);
+  fs.copyFileSync(path.join(here, "demo-agent.mjs"), path.join(runner, "demo-agent.mjs"));
+  const manifest = parseRunnerReleases(fs.readFileSync(path.join(here, RELEASES_FILE), "utf8"), RELEASES_FILE);
+  const digest = crypto.createHash("sha256").update(program).digest("hex").slice(0, 16);
+  const releases = [...(releaseOld ? manifest.releases : []), { digest, protocol: 1, added: "next" }];
+  fs.writeFileSync(path.join(runner, RELEASES_FILE), JSON.stringify({ releases }));
+  return root;
+}
+
+async function controller(env: Record<string, string> = {}, cwd?: string) {
+  const p = spawnController({ DATABASE_URL: h.db.url, EMULATOR_URL: h.emu.emulator.url, RUNWARDEN_INSTANCE_ID: "inst-a", RUNWARDEN_CONTROLLER_HOME: dirs(), ...env }, cwd ? { cwd } : {});
+  live.push(p);
+  await p.ready;
+  return p;
+}
+
+/** A 3-turn per-turn run, its controller SIGKILLed with the second turn's sandbox in session (the staged path). */
+async function killedOnTheStagedPath(taskId: string) {
+  const marker = path.join(dirs(), "turns");
+  const r = await submitRun(
+    h.db.db,
+    "inst-a",
+    { companyId: "co-1", taskId, agent: "a", provider: "codex", sandboxMode: "per_turn", turns: 3, agentCommand: `sleep 1; printf '%s\\n' "$RUNWARDEN_TURN" >> '${marker}'` },
+    actor,
+  );
+  const a = await controller();
+  await waitFor("the second turn's session", async () => {
+    const x = await h.db.db.run.findUniqueOrThrow({ where: { id: r.id } });
+    const lease = await h.db.db.environmentLease.findFirst({ where: { runId: r.id, status: "active", turn: 2 } });
+    return x.turnsDone === 1 && x.phase === "session_open" && lease ? x : null;
+  });
+  a.kill("SIGKILL");
+  await a.exited;
+  return { run: r, marker };
+}
+
+async function settled(runId: string) {
+  return waitFor(`run ${runId} to settle`, async () => {
+    const r = await h.db.db.run.findUniqueOrThrow({ where: { id: runId } });
+    return r.status === "succeeded" || r.status === "failed" ? r : null;
+  }, 60_000);
+}
+
+describe("the next build's controller takes over a per-turn run whose sandbox runs this build's runner", () => {
+  it("a released older program is driven: the run succeeds without Retry, each turn once", async () => {
+    const { run, marker } = await killedOnTheStagedPath("upgrade-released");
+    await controller({}, nextBuild(true));
+    const done = await settled(run.id);
+    expect(done).toMatchObject({ status: "succeeded", turnsDone: 3 });
+    expect(fs.readFileSync(marker, "utf8").trim().split("\n")).toEqual(["1", "2", "3"]);
+    const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: run.id, kind: "lease_binding" } });
+    expect(binding.verdict).toBe("admitted");
+    const program = (binding.checks as { name: string; ok: boolean; actual: string }[]).find((c) => c.name === "staged_runner_program_supported");
+    expect(program).toMatchObject({ ok: true, actual: expect.stringMatching(/^[0-9a-f]{16}: protocol 1$/) });
+    expect(await h.db.db.run.count({ where: { previousRunId: run.id } })).toBe(0);
+  }, 120_000);
+
+  it("a program the next build does not list is refused: the run rests with Retry", async () => {
+    const { run } = await killedOnTheStagedPath("upgrade-unlisted");
+    await controller({}, nextBuild(false));
+    const done = await settled(run.id);
+    expect(done).toMatchObject({ status: "failed", failureCode: "native_continuation_requires_reconciliation", canRetry: true });
+    const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: run.id, kind: "lease_binding" } });
+    expect(binding).toMatchObject({ verdict: "refused", reason: "staged_runner_program_unsupported" });
+  }, 120_000);
+});
