@@ -40,7 +40,8 @@ test("the overview says what needs attention, each a link to the filtered page; 
     await expect(page.getByTestId("attention-intents")).toBeVisible();
     // The product's own controller heartbeats, and its provider answers.
     const health = page.getByTestId("attention-health");
-    await expect(health.getByTestId("controllers-live")).toContainText(/\d+ controllers? running\./);
+    // With the build it runs and the runner program it ships (docs/operations.md, "Upgrades and migrations").
+    await expect(health.getByTestId("controllers-live")).toContainText(/\d+ controllers? running \(\d+\.\d+\.\d+(\+[0-9a-f]{7})?, runner [0-9a-f]{8} \(protocol 1\)\)\./);
     await expect(health).toContainText("The provider answers.");
 
     // Status counts read from PostgreSQL, each a link to its runs.

@@ -31,6 +31,12 @@ export const healthOutput = z.object({
     live: z.number().int(),
     /** With none live: when the last one was last seen (null: none ever ran). */
     noneSince: z.date().nullable(),
+    /**
+     * The builds the live controllers run, each with its runner program and how many run it
+     * (docs/operations.md, "Upgrades and migrations"): two during a rolling deploy, more is a
+     * deploy gone wrong (the overview warns). `unknown` for a controller that recorded none.
+     */
+    versions: z.array(z.object({ version: z.string(), runnerDigest: z.string().nullable(), runnerProtocol: z.number().int().nullable(), controllers: z.number().int() })),
   }),
   /** Null while every live controller reaches its provider. */
   providerOutage: z
@@ -49,8 +55,9 @@ export type Health = z.infer<typeof healthOutput>;
 
 export async function readHealth(db: Db, scope: CompanyScope, instanceId: string): Promise<Health> {
   const [live, lastSeen, waiting] = await Promise.all([
-    db.$queryRaw<Array<{ since: Date | null; last_error: string | null; next_probe_at: Date | null }>>`
-      SELECT provider_unavailable_since AS since, provider_last_error AS last_error, provider_next_probe_at AS next_probe_at
+    db.$queryRaw<Array<{ since: Date | null; last_error: string | null; next_probe_at: Date | null; version: string | null; runner_digest: string | null; runner_protocol: number | null }>>`
+      SELECT provider_unavailable_since AS since, provider_last_error AS last_error, provider_next_probe_at AS next_probe_at,
+        version, runner_digest, runner_protocol
       FROM controller_processes
       WHERE ${liveControllerWhere(instanceId)}`,
     db.controllerProcess.aggregate({ where: { instanceId }, _max: { lastSeenAt: true } }),
@@ -59,8 +66,20 @@ export async function readHealth(db: Db, scope: CompanyScope, instanceId: string
   const out = live.filter((c) => c.since !== null);
   const earliest = out.reduce<(typeof out)[number] | null>((a, c) => (a === null || c.since! < a.since! ? c : a), null);
   return {
-    controllers: { live: live.length, noneSince: live.length === 0 ? lastSeen._max.lastSeenAt : null },
+    controllers: { live: live.length, noneSince: live.length === 0 ? lastSeen._max.lastSeenAt : null, versions: versionsOf(live) },
     providerOutage: earliest ? { since: earliest.since!, lastError: earliest.last_error, nextProbeAt: earliest.next_probe_at, controllers: out.length } : null,
     runsWaiting: waiting,
   };
+}
+
+/** Live controllers grouped by the build they run, the most common first. */
+function versionsOf(live: ReadonlyArray<{ version: string | null; runner_digest: string | null; runner_protocol: number | null }>): Health["controllers"]["versions"] {
+  const by = new Map<string, Health["controllers"]["versions"][number]>();
+  for (const c of live) {
+    const key = `${c.version ?? "unknown"}\u0000${c.runner_digest ?? ""}`;
+    const seen = by.get(key);
+    if (seen) seen.controllers += 1;
+    else by.set(key, { version: c.version ?? "unknown", runnerDigest: c.runner_digest, runnerProtocol: c.runner_protocol, controllers: 1 });
+  }
+  return [...by.values()].sort((a, b) => b.controllers - a.controllers || a.version.localeCompare(b.version));
 }

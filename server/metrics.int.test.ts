@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { sweepSummarySchema } from "./controller/sweeps";
+import { readHealth } from "./health";
 import { metricsResponse, renderMetrics, SWEEP_PASS_KINDS } from "./metrics";
 import { createTestDatabase, type TestDatabase } from "./test/db";
 
@@ -50,6 +51,14 @@ async function seed({ db }: TestDatabase) {
     },
   });
   await db.environmentLease.create({ data: { runId: run.id, instanceId: "inst-m", companyId: "co-1", provider: "emulator", acquisitionOutcome: "created", status: "released" } });
+  // Two live controllers of two builds (a rolling deploy), and one that recorded no version (the build before these columns).
+  const controller = (bootId: string, version: string | null, runnerDigest: string | null) =>
+    // Seen an hour ahead: live however slowly this file runs (the window is 10 s on the database's clock).
+    db.controllerProcess.create({ data: { bootId, instanceId: "inst-m", pid: 1, startedAt: new Date(), hostname: "h", pidSpace: "p", lastSeenAt: new Date(Date.now() + 3_600_000), version, runnerDigest, runnerProtocol: runnerDigest ? 1 : null } });
+  await controller("b-old", "0.1.0+aaaaaaa", "14d16f8849eae6b5");
+  await controller("b-new", "0.1.0+bbbbbbb", "fc6ee72338af611f");
+  await controller("b-new-2", "0.1.0+bbbbbbb", "fc6ee72338af611f");
+  await controller("b-older", null, null);
 }
 
 /** `promtool check metrics` on `text`: its exit code and what it said. Missing promtool fails, saying how to install it. */
@@ -99,6 +108,21 @@ describe("/api/metrics through promtool", () => {
       expect({ name, type: found.get(name)?.type }).toEqual({ name, type: "counter" });
     }
     for (const [name, f] of found) expect({ name, type: f.type }).toEqual({ name, type: name.endsWith("_total") ? "counter" : "gauge" });
+  });
+});
+
+describe("the builds running side by side (docs/operations.md, Upgrades and migrations)", () => {
+  it("each live controller's build and runner program, counted; one that recorded none is unknown", async () => {
+    const { body } = await renderMetrics(t.db);
+    expect(sample(body, 'runwarden_controller_versions{version="0.1.0+aaaaaaa",runner_digest="14d16f8849eae6b5"}')).toBe(1);
+    expect(sample(body, 'runwarden_controller_versions{version="0.1.0+bbbbbbb",runner_digest="fc6ee72338af611f"}')).toBe(2);
+    expect(sample(body, 'runwarden_controller_versions{version="unknown",runner_digest="unknown"}')).toBe(1);
+    const health = await readHealth(t.db, { all: true }, "inst-m");
+    expect(health.controllers.versions).toEqual([
+      { version: "0.1.0+bbbbbbb", runnerDigest: "fc6ee72338af611f", runnerProtocol: 1, controllers: 2 },
+      { version: "0.1.0+aaaaaaa", runnerDigest: "14d16f8849eae6b5", runnerProtocol: 1, controllers: 1 },
+      { version: "unknown", runnerDigest: null, runnerProtocol: null, controllers: 1 },
+    ]);
   });
 });
 

@@ -113,6 +113,14 @@ export async function renderMetrics(db: Db): Promise<{ body: string; contentType
   breakers.set(Number(live?.open ?? 0));
   outageFor.set(Math.max(0, live?.down_s ?? 0));
   waiting.set(await db.run.count({ where: { providerWaitSince: { not: null }, status: { in: ["starting", "running", "suspended"] } } }));
+  // The builds live side by side (docs/operations.md, "Upgrades and migrations"): more than two is a deploy gone wrong.
+  const versions = gauge("runwarden_controller_versions", "Live controllers by the build they run and the runner program they ship", ["version", "runner_digest"]);
+  for (const v of await db.$queryRaw<Array<{ version: string | null; runner_digest: string | null; n: bigint }>>`
+    SELECT version, runner_digest, count(*) AS n FROM controller_processes
+    WHERE stopped_at IS NULL AND last_seen_at > now() - make_interval(secs => ${LIVE_CONTROLLER_WINDOW_SECONDS})
+    GROUP BY version, runner_digest`) {
+    versions.set({ version: v.version ?? "unknown", runner_digest: v.runner_digest ?? "unknown" }, Number(v.n));
+  }
   // One statement over live runs (docs/rules.md §4, "Stuck runs"); a run stuck for several reasons counts under each.
   const stuck = gauge("runwarden_runs_stuck", "Live runs that are not moving, by reason (any: stuck for at least one)", ["reason"]);
   for (const [reason, n] of Object.entries(await countStuck(db, { all: true }))) stuck.set({ reason }, n);

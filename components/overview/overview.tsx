@@ -170,6 +170,11 @@ export function Overview() {
 
 type HealthData = RouterOutputs["overview"]["get"]["health"];
 
+/** A build as people read it: its version, and the runner program it ships. */
+function versionText(v: HealthData["controllers"]["versions"][number]): string {
+  return `${v.version}${v.runnerDigest ? `, runner ${v.runnerDigest.slice(0, 8)} (protocol ${v.runnerProtocol ?? "?"})` : ""}`;
+}
+
 /** Whether controllers run, and whether they reach the provider (docs/rules.md §2.8). */
 function Health({ health }: { health: HealthData }) {
   const { controllers, providerOutage, runsWaiting } = health;
@@ -185,9 +190,23 @@ function Health({ health }: { health: HealthData }) {
           : queued runs wait and interrupted runs are not recovered until one starts.
         </p>
       ) : (
-        <p data-testid="controllers-live">
-          {controllers.live} controller{controllers.live === 1 ? "" : "s"} running.
-        </p>
+        <>
+          <p data-testid="controllers-live">
+            {controllers.live} controller{controllers.live === 1 ? "" : "s"} running
+            {controllers.versions.length === 1 ? <> ({versionText(controllers.versions[0]!)})</> : null}.
+          </p>
+          {controllers.versions.length > 1 ? (
+            // Two builds side by side is a rolling deploy; more is one gone wrong (docs/operations.md).
+            <ul className="mt-1 text-sm" data-testid="controller-versions" {...(controllers.versions.length > 2 ? { role: "alert" } : {})}>
+              {controllers.versions.length > 2 ? <li className="font-semibold">{controllers.versions.length} builds run side by side: a deploy supports two.</li> : null}
+              {controllers.versions.map((v) => (
+                <li key={`${v.version} ${v.runnerDigest ?? ""}`}>
+                  {v.controllers} on {versionText(v)}
+                </li>
+              ))}
+            </ul>
+          ) : null}
+        </>
       )}
       {providerOutage ? (
         <p role="alert" className="mt-1" data-testid="provider-outage">

@@ -1,3 +1,5 @@
+import { buildVersion } from "../lib/build-version";
+import { shippedRunnerProgram } from "../providers/runner";
 import { deliverDueAlerts } from "../alerts/deliver";
 import { upsertEnvEndpoint } from "../alerts/endpoints";
 import type { Run } from "../db/client";
@@ -88,6 +90,7 @@ export class Controller {
   async boot(): Promise<void> {
     const { db, identity, config } = this.ctx;
     await ensureInstance(db, config.instanceId, config.sandboxPrefix);
+    const shipped = shippedRunnerProgram();
     await db.controllerProcess.create({
       data: {
         bootId: identity.bootId,
@@ -98,13 +101,17 @@ export class Controller {
         hostname: identity.hostname,
         pidSpace: identity.pidSpace,
         home: config.home,
+        // Versions side by side are facts (docs/operations.md, "Upgrades and migrations").
+        version: buildVersion(),
+        runnerDigest: shipped.digest,
+        runnerProtocol: shipped.protocol,
       },
     });
     if (config.alertWebhook) {
       const { id, created } = await upsertEnvEndpoint(db, config.instanceId, config.alertWebhook.url, config.alertWebhook.secret, { id: `controller:${identity.bootId}`, role: "controller" });
       this.ctx.log.info({ endpoint: id, created }, "alert endpoint from RUNWARDEN_ALERT_WEBHOOK_URL");
     }
-    this.ctx.log.info({ bootId: identity.bootId, pid: identity.pid, pidSpace: identity.pidSpace }, "controller booted");
+    this.ctx.log.info({ bootId: identity.bootId, pid: identity.pid, pidSpace: identity.pidSpace, version: buildVersion(), runner: `${shipped.digest} (protocol ${shipped.protocol})` }, "controller booted");
   }
 
   start(): void {

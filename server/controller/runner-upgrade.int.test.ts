@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { submitRun } from "../runs/submit";
+import { shippedRunnerProgram } from "../providers/runner";
 import { parseRunnerReleases, RELEASES_FILE } from "../providers/runner-releases";
 import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
@@ -36,6 +37,10 @@ afterAll(() => h.close());
 
 /** The next build's runner directory: this runnerd.mjs with one line more, released beside this one (or not). */
 function nextBuild(releaseOld: boolean): string {
+  return nextBuildWithDigest(releaseOld).root;
+}
+
+function nextBuildWithDigest(releaseOld: boolean): { root: string; digest: string } {
   const root = dirs();
   const here = path.resolve(import.meta.dirname, "..", "..", "runner");
   const runner = path.join(root, "runner");
@@ -47,7 +52,7 @@ function nextBuild(releaseOld: boolean): string {
   const digest = crypto.createHash("sha256").update(program).digest("hex").slice(0, 16);
   const releases = [...(releaseOld ? manifest.releases : []), { digest, protocol: 1, added: "next" }];
   fs.writeFileSync(path.join(runner, RELEASES_FILE), JSON.stringify({ releases }));
-  return root;
+  return { root, digest };
 }
 
 async function controller(env: Record<string, string> = {}, cwd?: string) {
@@ -87,7 +92,15 @@ async function settled(runId: string) {
 describe("the next build's controller takes over a per-turn run whose sandbox runs this build's runner", () => {
   it("a released older program is driven: the run succeeds without Retry, each turn once", async () => {
     const { run, marker } = await killedOnTheStagedPath("upgrade-released");
-    await controller({}, nextBuild(true));
+    const next = nextBuildWithDigest(true);
+    await controller({}, next.root);
+    // Each controller's row says which runner program it ships, and which build it is (the next one, outside a checkout: unknown).
+    const rows = await h.db.db.controllerProcess.findMany({ where: { instanceId: "inst-a" }, orderBy: { bootedAt: "asc" } });
+    expect(rows.map((r) => [r.runnerDigest, r.runnerProtocol])).toEqual([
+      [shippedRunnerProgram().digest, 1],
+      [next.digest, 1],
+    ]);
+    expect(rows.map((r) => r.version)).toEqual([expect.stringMatching(/^\d+\.\d+\.\d+(\+[0-9a-f]{7})?$/), "unknown"]);
     const done = await settled(run.id);
     expect(done).toMatchObject({ status: "succeeded", turnsDone: 3 });
     expect(fs.readFileSync(marker, "utf8").trim().split("\n")).toEqual(["1", "2", "3"]);

@@ -9,6 +9,9 @@ import type { Db, Prisma } from "./client";
  */
 export async function resolveInstanceId(db: Db, explicit?: string | null): Promise<string> {
   if (explicit) return explicit;
+  // Read first: a reader on read-only credentials (`runwarden forecast --no-store`) writes nothing.
+  const existing = await db.installation.findUnique({ where: { id: 1 } });
+  if (existing) return existing.instanceId;
   const generated = `inst-${crypto.randomBytes(6).toString("hex")}`;
   // ON CONFLICT: several processes booting on one new database agree on the first id.
   await db.$executeRaw`INSERT INTO installation (id, instance_id) VALUES (1, ${generated}) ON CONFLICT (id) DO NOTHING`;

@@ -80,6 +80,28 @@ describe("migrate", () => {
   });
 });
 
+describe("a migration outside a transaction (-- runwarden:no-transaction)", () => {
+  it("builds an index concurrently, its SETs first; a later one that fails stops the next start until repaired", async () => {
+    const url = await emptyDatabase();
+    const dir = migrationsDir();
+    const write = (name: string, sql: string) => {
+      fs.mkdirSync(path.join(dir, name));
+      fs.writeFileSync(path.join(dir, name, "migration.sql"), sql);
+    };
+    write("001_table", "CREATE TABLE t (id int, note text);");
+    write("002_index", "-- runwarden:no-transaction\nSET lock_timeout = '5s';\nCREATE INDEX CONCURRENTLY t_note_idx ON t (note);\n");
+    expect((await migrate(url, { dir })).applied).toEqual(["001_table", "002_index"]);
+    const [idx] = await query<{ valid: boolean }>(url, `SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = 't_note_idx'::regclass`);
+    expect(idx?.valid).toBe(true);
+
+    // A unique index over duplicates fails half-way, leaving an INVALID index: recorded, never finished.
+    await query(url, "INSERT INTO t VALUES (1, 'a'), (2, 'a')");
+    write("003_unique", "-- runwarden:no-transaction\nCREATE UNIQUE INDEX CONCURRENTLY t_note_key ON t (note);\n");
+    await expect(migrate(url, { dir })).rejects.toThrow(/003_unique failed outside a transaction: .*repair the database/);
+    await expect(migrate(url, { dir })).rejects.toThrow(/migration 003_unique failed earlier and was never finished/);
+  });
+});
+
 describe("schema.prisma", () => {
   it("has no changes that lack a migration (run npm run db:migrate:create -- NAME)", async () => {
     const current = fs.readFileSync("prisma/schema.prisma", "utf8");

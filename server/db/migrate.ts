@@ -17,7 +17,12 @@ export interface MigrationFile {
   name: string;
   sql: string;
   checksum: string;
+  /** Marked `-- runwarden:no-transaction` on its first line: run outside a transaction, one statement at a time (its `SET`s, then e.g. CREATE INDEX CONCURRENTLY). */
+  noTransaction: boolean;
 }
+
+/** The first-line marker of a migration that must run outside a transaction (docs/operations.md, "Upgrades and migrations"). */
+export const NO_TRANSACTION_MARKER = "-- runwarden:no-transaction";
 
 export class MigrationError extends Error {
   override name = "MigrationError";
@@ -32,7 +37,7 @@ export function listMigrations(dir = MIGRATIONS_DIR): MigrationFile[] {
     .sort()
     .map((name) => {
       const sql = fs.readFileSync(path.join(dir, name, "migration.sql"), "utf8");
-      return { name, sql, checksum: crypto.createHash("sha256").update(sql).digest("hex") };
+      return { name, sql, checksum: crypto.createHash("sha256").update(sql).digest("hex"), noTransaction: sql.split("\n", 1)[0]?.trim() === NO_TRANSACTION_MARKER };
     });
 }
 
@@ -78,6 +83,22 @@ export async function migrate(url: string, options: { dir?: string; log?: (line:
           continue;
         }
         const id = crypto.randomUUID();
+        if (m.noTransaction) {
+          // Recorded as started first: one that fails half-way (an index left INVALID) stops every
+          // later start, as a failed migration does, until it is repaired (docs/operations.md).
+          await client.query(`INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, applied_steps_count) VALUES ($1, $2, $3, now(), 0)`, [id, m.checksum, m.name]);
+          try {
+            // One statement each: several in one query would share an implicit transaction.
+            for (const statement of splitStatements(m.sql)) await client.query(statement);
+          } catch (err) {
+            await client.query(`UPDATE "_prisma_migrations" SET logs = $2 WHERE id = $1`, [id, (err as Error).message]).catch(() => {});
+            throw new MigrationError(`migration ${m.name} failed outside a transaction: ${(err as Error).message}; repair the database, then mark it rolled back`);
+          }
+          await client.query(`UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1`, [id]);
+          applied.push(m.name);
+          log(`applied migration ${m.name} (outside a transaction)`);
+          continue;
+        }
         try {
           await client.query("BEGIN");
           await client.query(m.sql);
@@ -101,6 +122,22 @@ export async function migrate(url: string, options: { dir?: string; log?: (line:
   } finally {
     await client.end().catch(() => {});
   }
+}
+
+/**
+ * A no-transaction migration's statements (its `SET`s, then the one statement it exists for):
+ * split at each `;` ending a line, comments dropped. Only such migrations are split; they hold
+ * nothing with a `;` inside a line (scripts/lib/migration-lint.ts holds them to one statement
+ * besides `SET`s).
+ */
+export function splitStatements(sql: string): string[] {
+  return sql
+    .split("\n")
+    .map((l) => l.replace(/--.*$/, ""))
+    .join("\n")
+    .split(/;\s*(?:\n|$)/)
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
 }
 
 /**

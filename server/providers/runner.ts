@@ -259,6 +259,12 @@ export function runnerProgramDigest(): string {
   return runnerPrograms().runnerd.sha;
 }
 
+/** The runnerd program this controller ships: its digest and the protocol it declares (what its `controller_processes` row records). */
+export function shippedRunnerProgram(): { digest: string; protocol: number } {
+  const { runnerd } = runnerPrograms();
+  return { digest: runnerd.sha, protocol: protocolOf(runnerd.text.toString("utf8")) };
+}
+
 let releases: RunnerReleases | null = null;
 /**
  * The runner programs this controller drives (§2.1): runner/releases.json beside the runnerd.mjs
@@ -270,7 +276,7 @@ export function runnerReleases(): RunnerReleases {
   const { runnerd } = runnerPrograms();
   const file = path.join(path.dirname(runnerd.file), RELEASES_FILE);
   const manifest = parseRunnerReleases(fs.readFileSync(file, "utf8"), file);
-  releases = releasesFor(manifest, { digest: runnerd.sha, protocol: protocolOf(runnerd.text.toString("utf8")) });
+  releases = releasesFor(manifest, shippedRunnerProgram());
   return releases;
 }
 

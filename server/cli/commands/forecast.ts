@@ -18,6 +18,8 @@ interface ForecastOptions {
   readTimeoutMs?: string;
   check?: boolean;
   forecast?: string;
+  /** `--no-store`: take it and print it, storing nothing (read-only credentials, a deploy gate). */
+  store: boolean;
 }
 
 /**
@@ -40,6 +42,7 @@ export function registerForecast(program: Command, io: CliIO): void {
     .option("--read-timeout-ms <ms>", "the bound on each provider or runner read (default 10000)")
     .option("--check", "check the stored forecasts against the restarts since: held, or what differed (exit 4 when any differed)")
     .option("--forecast <id>", "with --check: only this stored forecast")
+    .option("--no-store", "store nothing (no forecast row, no audit entry): runs on read-only credentials, and against a schema this version is ahead of")
     .action(async (opts: ForecastOptions) => {
       if (opts.check) return runForecastCheck(io, { json: opts.json, forecast: opts.forecast });
       const failOn = parseFailOn(opts.failOn);
@@ -63,16 +66,20 @@ export function registerForecast(program: Command, io: CliIO): void {
             }
           },
         });
-        // Every forecast taken is stored (checked after the next restart: `--check`), audited as forecast.take.
-        const [{ storeForecast }, { machineActor }] = await Promise.all([import("../../forecasts/store"), import("../actor")]);
-        const stored = await storeForecast(db, forecast, { instanceId: services.instanceId, actor: machineActor("operator"), source: "cli", scope });
+        // A forecast taken is stored (checked after the next restart: `--check`), audited as forecast.take — unless --no-store.
+        let storedLine = "not stored (--no-store)\n";
+        if (opts.store) {
+          const [{ storeForecast }, { machineActor }] = await Promise.all([import("../../forecasts/store"), import("../actor")]);
+          const stored = await storeForecast(db, forecast, { instanceId: services.instanceId, actor: machineActor("operator"), source: "cli", scope });
+          storedLine = `stored as forecast ${stored.id} (\`runwarden forecast --check\` compares it with the next restart)\n`;
+        }
         if (opts.json) io.stdout(`${JSON.stringify(forecast)}\n`);
-        else io.stdout(`${render(forecast, opts.verbose === true)}stored as forecast ${stored.id} (\`runwarden forecast --check\` compares it with the next restart)\n`);
+        else io.stdout(`${render(forecast, opts.verbose === true)}${storedLine}`);
         const failing = forecast.runs.filter((r) => failOn.includes(r.prediction));
         if (failing.length > 0) {
           throw new CliFailure(`runwarden forecast: ${failing.length} run(s) forecast ${failOn.filter((c) => failing.some((r) => r.prediction === c)).join(" or ")} (--fail-on ${failOn.join(",")})`, EXIT_FORECAST_FAILED);
         }
-      });
+      }, { reads: !opts.store });
     });
 }
 

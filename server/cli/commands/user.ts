@@ -46,7 +46,7 @@ export function registerUser(program: Command, io: CliIO): void {
         const users = await db.user.findMany({ where: peopleWhere(scope), orderBy: { createdAt: "asc" } });
         for (const u of users) io.stdout(`${u.email.padEnd(36)} ${u.role.padEnd(9)} ${u.companies.join(",")}${u.disabledAt ? "  (disabled)" : ""}\n`);
         if (users.length === 0) io.stdout("nobody yet: npm start creates a first operator on an empty database\n");
-      });
+      }, { reads: true });
     });
 
   user
