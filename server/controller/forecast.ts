@@ -35,6 +35,11 @@ export interface ForecastOptions {
   lanes?: number;
   /** The bound on each provider or runner read (ms). */
   readTimeoutMs?: number;
+  /**
+   * The runner programs to judge with, when not this build's (`runnerReleases()`): a wave's
+   * forecast for a restart by the next build (server/waves/run/forecast-at-kill.ts).
+   */
+  releases?: RunnerReleases;
 }
 
 export const FORECAST_LANES = 8;
@@ -60,7 +65,7 @@ export async function takeForecast(ctx: ControllerContext, scope: CompanyScope, 
     const page = await ctx.db.environmentLease.findMany({ where: { runId: { in: ids.slice(i, i + 1000) }, status: "active" }, orderBy: { createdAt: "asc" } });
     for (const l of page) if (l.runId) leases.set(l.runId, l);
   }
-  const releases = runnerReleases();
+  const releases = options.releases ?? runnerReleases();
   const out: RunForecast[] = new Array<RunForecast>(runs.length);
   let done = 0;
   await inLanes(runs, options.lanes ?? FORECAST_LANES, async (run, i) => {

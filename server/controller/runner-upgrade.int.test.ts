@@ -1,13 +1,12 @@
-import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { submitRun } from "../runs/submit";
 import { shippedRunnerProgram } from "../providers/runner";
-import { parseRunnerReleases, RELEASES_FILE } from "../providers/runner-releases";
 import { spawnController, type ControllerProcessHandle } from "../test/controller-process";
 import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
 import { tempDirs } from "../test/temp";
+import { makeNextBuild } from "../waves/run/next-build";
 
 /**
  * A deploy that changes runnerd.mjs (docs/runner.md, "Versions"; docs/rules.md §2.1): a per-turn
@@ -41,18 +40,7 @@ function nextBuild(releaseOld: boolean): string {
 }
 
 function nextBuildWithDigest(releaseOld: boolean): { root: string; digest: string } {
-  const root = dirs();
-  const here = path.resolve(import.meta.dirname, "..", "..", "runner");
-  const runner = path.join(root, "runner");
-  fs.mkdirSync(runner, { recursive: true });
-  const program = `${fs.readFileSync(path.join(here, "runnerd.mjs"), "utf8")}\n// the next build\n`;
-  fs.writeFileSync(path.join(runner, "runnerd.mjs"), program);
-  fs.copyFileSync(path.join(here, "demo-agent.mjs"), path.join(runner, "demo-agent.mjs"));
-  const manifest = parseRunnerReleases(fs.readFileSync(path.join(here, RELEASES_FILE), "utf8"), RELEASES_FILE);
-  const digest = crypto.createHash("sha256").update(program).digest("hex").slice(0, 16);
-  const releases = [...(releaseOld ? manifest.releases : []), { digest, protocol: 1, added: "next" }];
-  fs.writeFileSync(path.join(runner, RELEASES_FILE), JSON.stringify({ releases }));
-  return { root, digest };
+  return makeNextBuild(dirs(), { releaseOld, migrations: false });
 }
 
 async function controller(env: Record<string, string> = {}, cwd?: string) {

@@ -1,3 +1,6 @@
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
 import { z } from "zod";
 
 /**
@@ -53,4 +56,12 @@ export function releasesFor(manifest: RunnerReleaseManifest, program: { digest: 
   // The program this controller ships is always its own release.
   releases[program.digest] = program.protocol;
   return { releases, speaks: { min: Math.max(1, program.protocol - 1), max: program.protocol } };
+}
+
+/** What a controller shipping the runner programs in `dir` (a `runner/` directory) drives: its manifest, its runnerd's digest and protocol. */
+export function releasesIn(dir: string): { releases: Record<string, number>; speaks: { min: number; max: number } } {
+  const program = fs.readFileSync(path.join(dir, "runnerd.mjs"));
+  const file = path.join(dir, RELEASES_FILE);
+  const manifest = parseRunnerReleases(fs.readFileSync(file, "utf8"), file);
+  return releasesFor(manifest, { digest: crypto.createHash("sha256").update(program).digest("hex").slice(0, 16), protocol: protocolOf(program.toString("utf8")) });
 }

@@ -5,8 +5,12 @@ import type { KillRecord, WaveReport } from "./wave-report";
  * so the report's schemas (wave-report.ts) stay out of the browser's bundle (docs/decisions/0003-cost-at-scale.md).
  */
 
-/** The kills and faults a wave plans (server/waves/plan.ts) and its report records. */
-export const KILL_KINDS = ["K1", "K2", "K4", "K5", "K15"] as const;
+/**
+ * The kills and faults a wave plans (server/waves/plan.ts) and its report records. KD is a
+ * rolling deploy to the next build (docs/rules.md §5): named with a letter, it is no
+ * numbered failure mode of its own.
+ */
+export const KILL_KINDS = ["K1", "K2", "K4", "K5", "K15", "KD"] as const;
 export type KillKind = (typeof KILL_KINDS)[number];
 /**
  * Faults a wave injects into a task's run: the runner's own (bind, reject, unconnected), a late

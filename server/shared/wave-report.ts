@@ -62,13 +62,13 @@ export const killRecordSchema = z.object({
   firedAtMs: z.number().nullable(),
   /** The controller it stopped. */
   targetPid: z.number().int().nullable(),
-  /** The run it interrupted: a run in flight (K1, K2, K5, K15), or the run at the crash point (K4). */
+  /** The run it interrupted: a run in flight (K1, K2, K5, K15, KD: the one in session on the old build when it was stopped), or the run at the crash point (K4). */
   interruptedRunId: z.string().nullable(),
   /** K4: when the armed controller reached its crash point. */
   crashPointAtMs: z.number().nullable(),
-  /** K5: when the other host's controller took the stalled one's run over (absent before K5 existed). */
+  /** K5, KD: when the other host's (KD: the next build's) controller took the stopped one's run over (absent before K5 existed). */
   takeoverAtMs: z.number().nullable().optional(),
-  /** K5: how the taker judged the stalled executor (its recovery's `executorWas`, e.g. `silent_for_7s`). */
+  /** K5, KD: how the taker judged the stopped executor (its recovery's `executorWas`, e.g. `silent_for_7s`). */
   takeoverReason: z.string().nullable().optional(),
   /** The controller started after it. */
   restartPid: z.number().int().nullable(),

@@ -55,7 +55,8 @@ export function restart(state: WaveState, actions: WaveAction[], atMs = 4000) {
  * A small world for the step: a controller runs up to `concurrency` runs, each a few 200 ms polls
  * of turns; a restart takes 1 s; the armed K4 controller dies when it creates (a run starts on it)
  * or tears down (a run ends on it); a woken K5 controller still running claims queued runs before
- * the target does. Shaped like seed 4817's wave: its tasks end before its kills.
+ * the target does; a KD's old build runs its runs until it is stopped. Shaped like seed 4817's
+ * wave: its tasks end before its kills.
  */
 export function simulate(p: WavePlan, initial: WaveState): WaveState {
   let now = 0;
@@ -121,8 +122,10 @@ export function simulate(p: WavePlan, initial: WaveState): WaveState {
     const planned = state.armed !== null ? p.kills[state.armed]!.crashAt : null;
     // A woken K5 controller still running claims queued runs first (the worst case for the wave).
     const awake = state.bystanders.filter((b) => alive.has(b.pid));
+    // A KD's old build runs on beside the next one until it is stopped: its runs are its own.
+    const deploying = state.deploy && alive.has(state.deploy.old.pid) ? [state.deploy.old] : [];
     const runsOf = (bootId: string | null) => [...runs.values()].filter((r) => r.view.status === "running" && r.view.executorBootId === bootId);
-    for (const boot of [target.bootId, ...awake.map((b) => b.bootId)]) {
+    for (const boot of [target.bootId, ...awake.map((b) => b.bootId), ...deploying.map((d) => d.bootId)]) {
       for (const r of runsOf(boot)) {
         r.left -= 1;
         r.view.turnsDone = Math.min(r.view.turnsPlanned, Math.floor((r.view.turnsPlanned * 2 - r.left) / 2));
@@ -134,7 +137,7 @@ export function simulate(p: WavePlan, initial: WaveState): WaveState {
     }
     for (const r of runs.values()) {
       // A run whose executor is gone (killed, drained) is the target's to recover.
-      const executing = r.view.executorBootId === target.bootId || awake.some((b) => b.bootId === r.view.executorBootId);
+      const executing = r.view.executorBootId === target.bootId || [...awake, ...deploying].some((b) => b.bootId === r.view.executorBootId);
       if ((r.view.status === "running" || r.view.status === "suspended") && !executing) {
         r.view.status = "running";
         r.view.executorBootId = target.bootId;

@@ -55,15 +55,21 @@ export type StartReason =
   /** K4: the controller after the crash point. */
   | { as: "after_crash"; kill: number }
   /** K5: the other host's controller, up before the stall. */
-  | { as: "other_host"; kill: number };
+  | { as: "other_host"; kill: number }
+  /** KD: the next build's controller, up beside the target before the old one is stopped. */
+  | { as: "next_build"; kill: number };
+
+/** Which build a controller runs: this checkout, or the next one a KD deploys (server/waves/run/next-build.ts). */
+export type Build = "current" | "next";
 
 export type WaveAction =
   /** An event for the report (docs/waves.md): what the wave decided and why. */
   | { type: "note"; kind: string; detail: string }
   /** Submit a task's run with its faults (at the start, or a held-back task released). */
   | { type: "submit"; key: string }
-  | { type: "start"; why: string; generation: number; reason: StartReason; crashAt?: CrashAt; freshHome?: boolean; pidNamespace?: boolean }
-  /** Signal the controller and wait for its exit (SIGKILL: K1, K4, K15; SIGTERM: K2's drain and the end). */
+  /** Start a controller; `build: "next"` once a KD has deployed the next build (every later start is of it). */
+  | { type: "start"; why: string; generation: number; reason: StartReason; crashAt?: CrashAt; freshHome?: boolean; pidNamespace?: boolean; build?: "next" }
+  /** Signal the controller and wait for its exit (SIGKILL: K1, K4, K15, KD's old build; SIGTERM: K2's drain and the end). */
   | { type: "stop"; pid: number; signal: "SIGKILL" | "SIGTERM" }
   /** K5: SIGSTOP. */
   | { type: "stall"; pid: number }
@@ -71,14 +77,18 @@ export type WaveAction =
   | { type: "wake"; pid: number }
   /** The first kill's provider-wide faults (outage, archive), between its stop and the next start; once. */
   | { type: "land_faults" }
-  /** The restart forecast (docs/rules.md §2.12) of the runs the stopped controller executes, for R7. */
-  | { type: "forecast"; kill: KillKind; bootId: string | null }
+  /** The restart forecast (docs/rules.md §2.12) of the runs the stopped controller executes, for R7; `build: "next"`: as the next build judges (the one that recovers them after a KD). */
+  | { type: "forecast"; kill: KillKind; bootId: string | null; build?: "next" }
   /** K2: whether the drained run was suspended since the kill fired. */
   | { type: "check_drain"; kill: number; runId: string; sinceMs: number }
-  /** K5: a run in session on the controller about to be stalled (the other host took seconds to come up). */
+  /** K5, KD: a run in session on the controller about to be stalled (KD: stopped), the other host (KD: the next build) up beside it. */
   | { type: "find_run_in_flight"; kill: number; bootId: string | null; pid: number }
-  /** K5: wait until another controller took the stalled one's run over (or gave up). */
-  | { type: "watch_takeover"; kill: number; runId: string; stalledBootId: string | null; pid: number }
+  /**
+   * K5, KD: wait until another controller took the stalled (KD: stopped) one's run over (or gave
+   * up); with `sinceMs`, a run that ended first counts as taken over by the boot whose
+   * `recovery_started` event since then names it.
+   */
+  | { type: "watch_takeover"; kill: number; runId: string; stalledBootId: string | null; pid: number; sinceMs?: number }
   /** Retry clicks at once on a failed run (two: an impatient board user's double click; R3 wants one successor). */
   | { type: "retry"; key: string; runId: string; failureCode: string | null; clicks: number }
   /** Settled (or out of time): stop the controllers, collect, judge R1–R7, store. */
@@ -157,6 +167,15 @@ export interface WaveState {
   armed: number | null;
   /** A K5 between its other host's start and the wake: the controller being stalled. */
   stalling: { kill: number; target: ControllerView; runId: string | null } | null;
+  /**
+   * A KD in progress (server/waves/step-deploy.ts): the old build's controller, the next
+   * build's once it is up, and how far the deploy got — the next build starting beside the
+   * old one, both live (until DEPLOY_OVERLAP_MS after it is ready), a run in session on the
+   * old one looked for, the old one stopped and its run's takeover watched.
+   */
+  deploy: { kill: number; old: ControllerView; next: ControllerView | null; phase: "starting" | "overlap" | "finding" | "watching" } | null;
+  /** The build every controller started from now on runs: the next one once a KD fired. */
+  build: Build;
   retried: Record<string, number>;
   settledSinceMs: number | null;
 }
@@ -164,4 +183,11 @@ export interface WaveState {
 export interface WaveStep {
   state: WaveState;
   actions: WaveAction[];
+}
+
+/** The record of the wave's planned kill #index (thrown when there is none: a step bug). */
+export function killAt(state: WaveState, index: number): KillRecord {
+  const kill = state.kills[index];
+  if (!kill) throw new Error(`no planned kill #${index}`);
+  return kill;
 }

@@ -11,9 +11,11 @@
  */
 
 import { assertNever, isLiveRunStatus } from "../engine";
-import type { KillRecord } from "../shared/wave-report";
 import type { PlannedKill, WavePlan } from "./plan";
 import { tasksHeldBack } from "./plan";
+import { deployFires, deployOverlapOver, deployStarted, deployStop, deployTakeover } from "./step-deploy";
+import { killAt } from "./step-state";
+import { judgeTakeover, stallOrMiss } from "./step-stall";
 import type { ControllerView, CrashAt, StartReason, TaskView, WaveAction, WaveConfig, WaveObservation, WaveState, WaveStep } from "./step-state";
 
 export type * from "./step-state";
@@ -40,13 +42,15 @@ export function initialWaveState(plan: WavePlan, config: WaveConfig): WaveState 
       targetPid: null,
       interruptedRunId: null,
       crashPointAtMs: null,
-      ...(k.kind === "K5" ? { takeoverAtMs: null, takeoverReason: null } : {}),
+      ...(k.kind === "K5" || k.kind === "KD" ? { takeoverAtMs: null, takeoverReason: null } : {}),
       restartPid: null,
       detail: "not fired",
     })),
     next: 0,
     armed: null,
     stalling: null,
+    deploy: null,
+    build: "current",
     retried: {},
     settledSinceMs: null,
   };
@@ -72,10 +76,12 @@ export function nextWaveStep(previous: WaveState, observation: WaveObservation):
       break;
     }
     case "run_in_flight":
-      stallOrMiss(state, observation, actions);
+      if (state.deploy?.kill === observation.kill) deployStop(state, observation, actions);
+      else stallOrMiss(state, observation, actions);
       break;
     case "takeover":
-      judgeTakeover(state, observation, actions);
+      if (state.deploy?.kill === observation.kill) deployTakeover(state, observation, actions);
+      else judgeTakeover(state, observation, actions);
       break;
     case "retried":
       if (observation.successors > 0) state.retried[observation.key] = (state.retried[observation.key] ?? 0) + 1;
@@ -86,15 +92,10 @@ export function nextWaveStep(previous: WaveState, observation: WaveObservation):
   return { state, actions };
 }
 
-function killAt(state: WaveState, index: number): KillRecord {
-  const kill = state.kills[index];
-  if (!kill) throw new Error(`no planned kill #${index}`);
-  return kill;
-}
-
 function startAction(state: WaveState, why: string, reason: StartReason, how: { crashAt?: CrashAt; freshHome?: boolean; pidNamespace?: boolean } = {}): WaveAction {
   state.generation += 1;
-  return { type: "start", why, generation: state.generation, reason, ...how };
+  // Once a KD deployed the next build, every controller started is of it (docs/rules.md §5).
+  return { type: "start", why, generation: state.generation, reason, ...how, ...(state.build === "next" ? { build: "next" as const } : {}) };
 }
 
 function begin(state: WaveState, actions: WaveAction[]) {
@@ -148,59 +149,12 @@ function started(state: WaveState, o: Extract<WaveObservation, { kind: "started"
       actions.push({ type: "find_run_in_flight", kill: r.kill, bootId: previous.bootId, pid: previous.pid });
       return;
     }
+    case "next_build":
+      deployStarted(state, r.kill, o.controller);
+      return;
     default:
       assertNever(r);
   }
-}
-
-function stallOrMiss(state: WaveState, o: Extract<WaveObservation, { kind: "run_in_flight" }>, actions: WaveAction[]) {
-  const stalling = state.stalling;
-  if (!stalling || stalling.kill !== o.kill) return;
-  const kill = killAt(state, o.kill);
-  const pid = stalling.target.pid;
-  if (o.runId === null) {
-    kill.landed = false;
-    kill.detail = `no run was in session on pid ${pid} once the other host was up (run ${kill.interruptedRunId} had been)`;
-    actions.push({ type: "note", kind: "kill", detail: `K5 did not land: ${kill.detail}` });
-    // Left running beside the other, as a woken one is.
-    state.bystanders.push(stalling.target);
-    state.stalling = null;
-    return;
-  }
-  stalling.runId = o.runId;
-  kill.interruptedRunId = o.runId;
-  actions.push(
-    { type: "stall", pid },
-    // Right after the SIGSTOP: what the forecast sees is what the other host's recovery meets.
-    { type: "forecast", kill: "K5", bootId: stalling.target.bootId },
-    { type: "note", kind: "kill", detail: `K5: SIGSTOP pid ${pid} with run ${o.runId} in flight; pid ${state.controller?.pid} on another host` },
-    { type: "watch_takeover", kill: o.kill, runId: o.runId, stalledBootId: stalling.target.bootId, pid },
-  );
-}
-
-function judgeTakeover(state: WaveState, o: Extract<WaveObservation, { kind: "takeover" }>, actions: WaveAction[]) {
-  const stalling = state.stalling;
-  if (!stalling || stalling.kill !== o.kill) return;
-  const kill = killAt(state, o.kill);
-  const pid = stalling.target.pid;
-  const runId = stalling.runId;
-  kill.takeoverAtMs = o.takenBy ? o.atMs : null;
-  kill.takeoverReason = o.reason;
-  // Landed as planned only when the takeover came from silence: nothing else may judge another host.
-  const bySilence = o.reason?.startsWith("silent_for_") ?? false;
-  kill.landed = o.takenBy !== null && bySilence;
-  const secs = (ms: number) => (ms / 1000).toFixed(1);
-  const silentFor = o.silentForMs !== null ? ` (${secs(o.silentForMs)} s since its last heartbeat; the window is ${state.config.silenceMs / 1000} s)` : "";
-  const by = o.takenBy === state.controller?.bootId ? `pid ${state.controller?.pid} on another host` : `the controller with boot ${o.takenBy}`;
-  kill.detail = o.takenBy
-    ? `stalled pid ${pid} ${secs(o.stalledMs)} s${silentFor}; run ${runId} taken over by ${by} (judged ${o.reason ?? "without a recovery_started event"})${bySilence ? "" : ", not by silence"}; the stalled one woken and left running`
-    : `run ${runId} was not taken over within ${secs(o.stalledMs)} s of the stall${o.ended ? ` (it ${o.ended} first)` : ""}`;
-  actions.push(
-    { type: "wake", pid },
-    { type: "note", kind: "kill", detail: `K5: SIGCONT pid ${pid} after ${secs(o.stalledMs)} s; ${o.takenBy ? `run ${runId} taken over by ${by}` : "no takeover"}` },
-  );
-  state.bystanders.push(stalling.target);
-  state.stalling = null;
 }
 
 function poll(state: WaveState, o: Extract<WaveObservation, { kind: "poll" }>, actions: WaveAction[]) {
@@ -232,6 +186,12 @@ function poll(state: WaveState, o: Extract<WaveObservation, { kind: "poll" }>, a
     return;
   }
 
+  // ── a KD's overlap over: the old build is stopped next (server/waves/step-deploy.ts) ──
+  if (deployOverlapOver(state, o, actions)) {
+    state.settledSinceMs = null;
+    return;
+  }
+
   const target = state.controller;
   const views = new Map(o.tasks.map((t) => [t.key, t]));
   const everyTaskSettled = state.taskKeys.every((k) => views.has(k) && settled(views.get(k)!));
@@ -246,7 +206,8 @@ function poll(state: WaveState, o: Extract<WaveObservation, { kind: "poll" }>, a
   // ── the next kill: due after its delay, on work in flight ──
   const kill = state.kills[state.next];
   const planned = state.plannedKills[state.next];
-  const due = state.armed === null && kill !== undefined && target !== null && o.atMs - target.readyAtMs >= kill.afterReadyMs;
+  // No kill fires while a KD's deploy is under way: its target is the next build once it is over.
+  const due = state.armed === null && state.deploy === null && kill !== undefined && target !== null && o.atMs - target.readyAtMs >= kill.afterReadyMs;
   // A K5's woken controller, left running with its stale view (docs/rules.md §5), claims queued
   // runs like any other: work released for the next kill would as often be its as the
   // target's. It is drained once that kill is due (or a K4 armed): the runs it holds are then
@@ -286,7 +247,8 @@ function poll(state: WaveState, o: Extract<WaveObservation, { kind: "poll" }>, a
 
   // ── held-back tasks: released while a planned kill needs work it would not otherwise find ──
   // A K4 fired on this poll is armed once its controller is up: still pending.
-  const killPending = state.next < state.kills.length || state.armed !== null || (fired && planned?.kind === "K4");
+  // A KD under way is pending too: what is released now would as often be the old build's as the next's.
+  const killPending = state.next < state.kills.length || state.armed !== null || state.deploy !== null || (fired && planned?.kind === "K4");
   if (state.held.length > 0) {
     // Work the target has or will have: a live run (a queued one, one the last kill's restart or
     // a drain leaves it to recover, one in session — no woken K5 controller is left to take it
@@ -313,6 +275,7 @@ function poll(state: WaveState, o: Extract<WaveObservation, { kind: "poll" }>, a
     !fired &&
     retries.length === 0 &&
     state.armed === null &&
+    state.deploy === null &&
     state.taskKeys.every((k) => {
       const v = views.get(k);
       return v !== undefined && settled(v) && (v.status === "succeeded" || (state.retried[k] ?? 0) >= state.config.retries || !v.canRetry);
@@ -346,7 +309,7 @@ function killActions(state: WaveState, index: number, planned: PlannedKill, targ
   const then = (note: string, start: WaveAction): WaveAction[] => [
     { type: "note", kind: "kill", detail: note },
     { type: "land_faults" },
-    { type: "forecast", kill: planned.kind, bootId: target.bootId },
+    { type: "forecast", kill: planned.kind, bootId: target.bootId, ...(state.build === "next" ? { build: "next" as const } : {}) },
     start,
   ];
   switch (planned.kind) {
@@ -365,6 +328,10 @@ function killActions(state: WaveState, index: number, planned: PlannedKill, targ
       // Another host's controller (a PID namespace of its own, so nobody can judge the other by
       // its pid) comes up first; the stall follows once a run is in session on the target.
       return [{ type: "land_faults" }, startAction(state, "K5: another host", { as: "other_host", kill: index }, { freshHome: true, pidNamespace: true })];
+    case "KD":
+      // The next build beside the target first; the old one is stopped once both were live a while (step-deploy.ts).
+      state.build = "next";
+      return deployFires(state, index, target, runId, startAction(state, "KD: the next build beside the old", { as: "next_build", kill: index }));
     case "K15":
       return [
         { type: "stop", pid, signal: "SIGKILL" },

@@ -4,10 +4,12 @@ import { FAST_CONTROLLER_ENV, launchController, type ControllerProcessHandle } f
 import { parseCrashLine } from "../../controller/crash";
 import type { ControllerView, WaveAction } from "../step";
 import type { WaveContext } from "./context";
+import { makeNextBuild, nextBuildDir } from "./next-build";
 
 /**
- * The wave's controller processes (docs/rules.md §5): started, signalled (SIGKILL, a drain's
- * SIGTERM, a K5's SIGSTOP and SIGCONT) and seen to exit, as `server/waves/step.ts` decides.
+ * The wave's controller processes (docs/rules.md §5): started (a KD's and every later one in
+ * the next build's directory: ./next-build.ts), signalled (SIGKILL, a drain's SIGTERM, a K5's
+ * SIGSTOP and SIGCONT) and seen to exit, as `server/waves/step.ts` decides.
  */
 
 /**
@@ -15,6 +17,13 @@ import type { WaveContext } from "./context";
  * enough that a stall past it fits in a wave, long beside the 2 s heartbeat.
  */
 export const K5_SILENCE_MS = 6000;
+
+/**
+ * A KD wave's turn length (RUNWARDEN_TURN_MS) for all its controllers: the run KD fires on must
+ * still be in session on the old build once the next build is up and both were live a second
+ * (server/waves/step-deploy.ts); with 400 ms turns a short run was often over by then.
+ */
+export const KD_TURN_MS = 1000;
 
 const WAVE_TIMINGS: Record<string, string> = {
   ...FAST_CONTROLLER_ENV,
@@ -49,9 +58,13 @@ export class WaveControllers {
   /** pid → when it died (ms on the wave's clock): when an intent's sandbox became an orphan. */
   readonly deaths = new Map<number, number>();
   private readonly silence: Record<string, string>;
+  private readonly turns: Record<string, string>;
+  /** The next build's directory (a KD's), made once, the first time a controller of it starts. */
+  private nextBuildRoot: string | null = null;
 
   constructor(private readonly ctx: WaveContext) {
     this.silence = ctx.plan.kills.some((k) => k.kind === "K5") ? { RUNWARDEN_EXECUTOR_TIMEOUT_MS: String(K5_SILENCE_MS) } : {};
+    this.turns = ctx.plan.kills.some((k) => k.kind === "KD") ? { RUNWARDEN_TURN_MS: String(KD_TURN_MS) } : {};
   }
 
   async start(a: Extract<WaveAction, { type: "start" }>): Promise<ControllerView> {
@@ -70,13 +83,16 @@ export class WaveControllers {
         EMULATOR_API_KEY: ctx.options.env.EMULATOR_API_KEY,
         RUNWARDEN_INSTANCE_ID: ctx.instanceId,
         RUNWARDEN_CONTROLLER_HOME: dir,
+        // Absolute: a next build's controller runs in another directory (./next-build.ts).
+        RUNWARDEN_DATA_DIR: path.resolve(ctx.options.env.RUNWARDEN_DATA_DIR),
         RUNWARDEN_CONCURRENCY: String(ctx.plan.concurrency),
         RUNWARDEN_TEST_BREAK_RULE: ctx.options.breakRule,
+        ...this.turns,
         ...(ctx.options.turnMs !== undefined ? { RUNWARDEN_TURN_MS: String(ctx.options.turnMs) } : {}),
         ...this.silence,
         ...(a.crashAt ? { RUNWARDEN_CRASH_AT: a.crashAt } : {}),
       },
-      { pidNamespace: a.pidNamespace ?? false },
+      { pidNamespace: a.pidNamespace ?? false, ...(a.build === "next" ? { cwd: this.nextBuild() } : {}) },
     );
     this.launched.push(p);
     void p.exited.then(() => this.deaths.set(p.pid, Date.now() - ctx.t0));
@@ -85,8 +101,21 @@ export class WaveControllers {
     const bootId = p.output.map((l) => /^controller ready: bootId=(\S+)/.exec(l)?.[1]).find(Boolean) ?? null;
     const live: LiveController = { handle: p, view: { pid: p.pid, bootId, readyAtMs: Date.now() - ctx.t0, generation: a.generation }, killedByWave: false };
     this.byPid.set(p.pid, live);
-    ctx.note("controller", `#${a.generation} up (pid ${p.pid}${a.pidNamespace ? " in a PID namespace of its own" : ""}, ${a.why}${a.crashAt ? `, crashes at ${a.crashAt}` : ""})`);
+    ctx.note("controller", `#${a.generation} up (pid ${p.pid}${a.build === "next" ? ", next build" : ""}${a.pidNamespace ? " in a PID namespace of its own" : ""}, ${a.why}${a.crashAt ? `, crashes at ${a.crashAt}` : ""})`);
     return { ...live.view };
+  }
+
+  /**
+   * KD's next build under the wave's home (docs/rules.md §5): another runnerd.mjs, released
+   * beside this build's, and one expand migration more, which its first controller applies.
+   */
+  private nextBuild(): string {
+    if (this.nextBuildRoot === null) {
+      const build = makeNextBuild(nextBuildDir(this.ctx.home), { releaseOld: true, migrations: true });
+      this.ctx.note("deploy", `next build made in ${build.root} (runnerd.mjs ${build.digest}, released beside this build's)`);
+      this.nextBuildRoot = build.root;
+    }
+    return this.nextBuildRoot;
   }
 
   private live(pid: number): LiveController {

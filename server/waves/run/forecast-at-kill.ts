@@ -1,29 +1,49 @@
+import path from "node:path";
 import pino from "pino";
 import { controllerConfig } from "../../controller/config";
+import type { Db } from "../../db/client";
 import { LIVE_RUN_STATUSES } from "../../engine";
+import type { Env } from "../../env";
 import { storeForecast } from "../../forecasts/store";
 import { currentProcessIdentity } from "../../process/identity";
 import { providerFromEnv } from "../../providers/from-env";
+import { releasesIn } from "../../providers/runner-releases";
 import { servicesOf } from "../../services";
+import type { Build } from "../step-state";
 import type { WaveContext } from "./context";
+import { nextBuildDir } from "./next-build";
 
-/**
- * The restart forecast (docs/rules.md §2.12) a wave takes at each kill, read-only, against its
- * own instance and emulator, stored with the wave's id for R7.
- */
-export function forecastAtKill(ctx: WaveContext): (bootId: string | null, kind: string) => Promise<void> {
-  const { db, id, instanceId, note } = ctx;
-  const { provider, runner, target } = providerFromEnv({ ...ctx.options.env, DAYTONA_API_URL: undefined, EMULATOR_URL: ctx.emuUrl, EMULATOR_API_KEY: ctx.emulatorKey }, { instanceId });
-  const forecaster = servicesOf({
+/** A read-only forecaster on the wave's instance and emulator, as this process's build judges (its runner releases: server/providers/runner.ts). */
+export function waveForecaster(db: Db, env: Env, emuUrl: string, emulatorKey: string, instanceId: string) {
+  const { provider, runner, target } = providerFromEnv({ ...env, DAYTONA_API_URL: undefined, EMULATOR_URL: emuUrl, EMULATOR_API_KEY: emulatorKey }, { instanceId });
+  return servicesOf({
     db,
     provider,
     providerTarget: target,
     runner,
     identity: currentProcessIdentity(),
-    config: controllerConfig(ctx.options.env, { instanceId }),
+    config: controllerConfig(env, { instanceId }),
     log: pino({ name: "wave-forecast", level: "warn" }),
     drain: new AbortController(),
   });
+}
+
+/**
+ * After a KD the restart is the next build's, whose runner releases differ (it knows its own
+ * runnerd.mjs; this build does not): the forecast is then judged with the next build's releases
+ * (its `runner/` directory: server/waves/run/next-build.ts).
+ */
+function nextBuildReleases(ctx: WaveContext) {
+  return releasesIn(path.join(nextBuildDir(ctx.home), "runner"));
+}
+
+/**
+ * The restart forecast (docs/rules.md §2.12) a wave takes at each kill, read-only, against its
+ * own instance and emulator, stored with the wave's id for R7.
+ */
+export function forecastAtKill(ctx: WaveContext): (bootId: string | null, kind: string, build?: Build) => Promise<void> {
+  const { db, id, instanceId, note } = ctx;
+  const forecaster = waveForecaster(db, ctx.options.env, ctx.emuUrl, ctx.emulatorKey, instanceId);
   /** What a forecast depends on, per run: a run whose snapshot moved while it was taken was forecast in a state it no longer is in. */
   const snapshot = async (runIds: string[]) => {
     const rows = await db.run.findMany({
@@ -40,7 +60,7 @@ export function forecastAtKill(ctx: WaveContext): (bootId: string | null, kind: 
    * acquiring or bootstrapping is not kept: its sandbox moves on (a runner starting) without
    * its row changing, so no snapshot can say the kill met the state that was forecast.
    */
-  return async (bootId, kind) => {
+  return async (bootId, kind, build = "current") => {
     if (!bootId) return;
     const runs = await db.run.findMany({ where: { waveId: id, executorBootId: bootId, status: { in: [...LIVE_RUN_STATUSES] } }, select: { id: true } });
     if (runs.length === 0) {
@@ -53,7 +73,7 @@ export function forecastAtKill(ctx: WaveContext): (bootId: string | null, kind: 
     try {
       for (let attempt = 1; ; attempt += 1) {
         const before = await snapshot(runIds);
-        const forecast = await forecaster.takeForecast({ all: true }, { runIds });
+        const forecast = await forecaster.takeForecast({ all: true }, { runIds, ...(build === "next" ? { releases: nextBuildReleases(ctx) } : {}) });
         const after = await snapshot(runIds);
         const moved = forecast.runs.filter((r) => before.get(r.runId) !== after.get(r.runId)).map((r) => r.runId);
         if (moved.length > 0 && attempt < 3) continue;
@@ -63,7 +83,7 @@ export function forecastAtKill(ctx: WaveContext): (bootId: string | null, kind: 
         const count = (p: string) => kept.filter((r) => r.prediction === p).length;
         note(
           "forecast",
-          `before ${kind}: ${count("continues")} continue, ${count("ends")} end, ${count("operator")} for an operator (forecast ${stored.id}, ${forecast.durationMs} ms${moved.length ? `; not kept, moved while forecast: ${moved.join(", ")}` : ""}${settling.length ? `; not kept, not yet in session: ${settling.join(", ")}` : ""})`,
+          `before ${kind}${build === "next" ? " (as the next build judges)" : ""}: ${count("continues")} continue, ${count("ends")} end, ${count("operator")} for an operator (forecast ${stored.id}, ${forecast.durationMs} ms${moved.length ? `; not kept, moved while forecast: ${moved.join(", ")}` : ""}${settling.length ? `; not kept, not yet in session: ${settling.join(", ")}` : ""})`,
         );
         return;
       }

@@ -99,7 +99,7 @@ export async function findRunInFlight(ctx: WaveContext, kill: number, bootId: st
  * the stalled executor and takes the run over — the other host's, or one a wave left running
  * (an earlier K5's woken one) — and says how it judged it once it starts (still stalled).
  */
-export async function watchTakeover(ctx: WaveContext, kill: number, runId: string, stalledBootId: string | null): Promise<WaveObservation> {
+export async function watchTakeover(ctx: WaveContext, kill: number, runId: string, stalledBootId: string | null, sinceMs?: number): Promise<WaveObservation> {
   const { db, t0 } = ctx;
   const stoppedAt = Date.now();
   const lastSeen = stalledBootId ? ((await db.controllerProcess.findUnique({ where: { bootId: stalledBootId }, select: { lastSeenAt: true } }))?.lastSeenAt ?? null) : null;
@@ -113,7 +113,14 @@ export async function watchTakeover(ctx: WaveContext, kill: number, runId: strin
       break;
     }
     if (run && (run.status === "succeeded" || run.status === "failed")) {
-      ended = run.status;
+      // A KD's next build may have taken it over and finished it before the watch began (its
+      // forecast came first): its recovery_started event since the kill says who.
+      const taker =
+        sinceMs === undefined
+          ? null
+          : await db.runEvent.findFirst({ where: { runId, type: "recovery_started", bootId: { not: stalledBootId ?? "" }, at: { gte: new Date(t0 + sinceMs) } }, orderBy: { id: "asc" }, select: { bootId: true } });
+      if (taker?.bootId) takenBy = taker.bootId;
+      else ended = run.status;
       break;
     }
     await pause(100);

@@ -10,7 +10,7 @@ import { submitTask } from "./setup";
 export interface WaveTools {
   controllers: WaveControllers;
   effects: KillEffects;
-  forecast: (bootId: string | null, kind: string) => Promise<void>;
+  forecast: (bootId: string | null, kind: string, build?: "current" | "next") => Promise<void>;
 }
 
 /**
@@ -43,14 +43,14 @@ export async function performAction(ctx: WaveContext, tools: WaveTools, a: Exclu
       await tools.effects.beforeRestart();
       return null;
     case "forecast":
-      await tools.forecast(a.bootId, a.kill);
+      await tools.forecast(a.bootId, a.kill, a.build ?? "current");
       return null;
     case "check_drain":
       return checkDrain(ctx, a.kill, a.runId, a.sinceMs);
     case "find_run_in_flight":
       return findRunInFlight(ctx, a.kill, a.bootId);
     case "watch_takeover":
-      return watchTakeover(ctx, a.kill, a.runId, a.stalledBootId);
+      return watchTakeover(ctx, a.kill, a.runId, a.stalledBootId, a.sinceMs);
     case "retry":
       return clickRetry(ctx, a);
     default:
