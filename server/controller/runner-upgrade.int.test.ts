@@ -108,3 +108,45 @@ describe("the next build's controller takes over a per-turn run whose sandbox ru
     expect(binding).toMatchObject({ verdict: "refused", reason: "staged_runner_program_unsupported" });
   }, 120_000);
 });
+
+describe("a rolling deploy: the next build beside this one, then this one stopped (docs/operations.md, Upgrades and migrations)", () => {
+  async function liveSandboxesOf(runIds: string[]) {
+    return (await h.emu.admin.sandboxes()).filter((s) => runIds.includes(s.labels["runwarden.run"] ?? "") && !/^destroy(ing|ed)$/.test(s.state));
+  }
+
+  it.each([
+    ["drained (SIGTERM)", "SIGTERM"],
+    ["SIGKILLed mid-deploy", "SIGKILL"],
+  ] as const)("two warm and two per-turn runs mid-turn, the old build %s: every run succeeds without Retry, each turn once, no sandbox left", async (_how, signal) => {
+    const tag = signal.toLowerCase();
+    const runs = await Promise.all(
+      (["warm", "warm", "per_turn", "per_turn"] as const).map(async (sandboxMode, i) => {
+        const marker = path.join(dirs(), "turns");
+        const r = await submitRun(
+          h.db.db,
+          "inst-a",
+          { companyId: "co-1", taskId: `rolling-${tag}-${i}`, agent: "a", provider: "codex", sandboxMode, turns: 4, agentCommand: `sleep 1; printf '%s\\n' "$RUNWARDEN_TURN" >> '${marker}'` },
+          actor,
+        );
+        return { id: r.id, marker };
+      }),
+    );
+    const ids = runs.map((r) => r.id);
+    const old = await controller({ RUNWARDEN_CONCURRENCY: "8" });
+    // Every run past its first turn and in session on the old build.
+    await waitFor("every run mid-run on the old build", async () => {
+      const rows = await h.db.db.run.findMany({ where: { id: { in: ids } } });
+      return rows.length === 4 && rows.every((r) => r.status === "running" && r.phase === "session_open" && r.turnsDone >= 1 && r.turnsDone < 4) ? rows : null;
+    }, 60_000);
+    // The next build starts beside it (its start applies its one expand migration), then the old one stops.
+    await controller({}, makeNextBuild(dirs(), { releaseOld: true, migrations: true }).root);
+    old.kill(signal);
+    await old.exited;
+    const done = await Promise.all(ids.map((id) => settled(id)));
+    expect(done.map((r) => [r.status, r.turnsDone, r.canRetry])).toEqual(ids.map(() => ["succeeded", 4, false]));
+    for (const r of runs) expect(fs.readFileSync(r.marker, "utf8").trim().split("\n")).toEqual(["1", "2", "3", "4"]);
+    expect(await h.db.db.run.count({ where: { previousRunId: { in: ids } } })).toBe(0);
+    await waitFor("every sandbox of the runs torn down", async () => ((await liveSandboxesOf(ids)).length === 0 ? true : null), 30_000);
+  }, 180_000);
+});
+
