@@ -154,8 +154,9 @@ describe("a turn's budget", () => {
     // The agent and its child die on the SIGTERM: no grace is waited out (the runner's own
     // record says which signal ended it; a wall clock on a loaded machine cannot).
     expect(tookMs).toBeGreaterThanOrEqual(1000);
+    // (A bound on durationMs said the same by the clock, and failed at 3,006 ms on a loaded CI
+    // machine: SIGTERM is what proves the 2 s grace was not waited out — a grace waited out ends in SIGKILL.)
     expect(turn.command).toMatchObject({ signal: "SIGTERM" });
-    expect(turn.command.durationMs).toBeLessThan(3_000);
     const pids = await Promise.all(["agent.pid", "child.pid"].map(async (f) => Number((await provider.readFile(sbx.id, `${WORK_DIR}/${f}`))?.trim())));
     expect(pids.every((p) => p > 0)).toBe(true);
     for (const pid of pids) expect(isProcessRunning(pid)).toBe(false);
