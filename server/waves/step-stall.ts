@@ -4,6 +4,7 @@
  * run in session on it, and the kill lands when the other host took that run over by silence.
  */
 
+import { fireAgain } from "./step-refire";
 import { killAt, type WaveAction, type WaveObservation, type WaveState } from "./step-state";
 
 export function stallOrMiss(state: WaveState, o: Extract<WaveObservation, { kind: "run_in_flight" }>, actions: WaveAction[]) {
@@ -18,6 +19,7 @@ export function stallOrMiss(state: WaveState, o: Extract<WaveObservation, { kind
     // Left running beside the other, as a woken one is.
     state.bystanders.push(stalling.target);
     state.stalling = null;
+    fireAgain(state, o.kill, actions);
     return;
   }
   stalling.runId = o.runId;
@@ -54,4 +56,5 @@ export function judgeTakeover(state: WaveState, o: Extract<WaveObservation, { ki
   );
   state.bystanders.push(stalling.target);
   state.stalling = null;
+  if (!kill.landed) fireAgain(state, o.kill, actions);
 }

@@ -177,6 +177,8 @@ export interface WaveState {
   /** The build every controller started from now on runs: the next one once a KD fired. */
   build: Build;
   retried: Record<string, number>;
+  /** Times each kill (by index) was fired again after it fired and did not land (server/waves/step-refire.ts). */
+  refired: Record<number, number>;
   settledSinceMs: number | null;
 }
 

@@ -74,7 +74,7 @@ describe("each kill kind", () => {
     const up = restart(state, actions);
     expect(up.actions).toEqual([{ type: "check_drain", kill: 0, runId: "run-t01", sinceMs: 3000 }]);
     expect(nextWaveStep(up.state, { kind: "drained", kill: 0, suspended: true }).state.kills[0]).toMatchObject({ landed: true, detail: "drained: run run-t01 suspended" });
-    expect(nextWaveStep(up.state, { kind: "drained", kill: 0, suspended: false }).state.kills[0]).toMatchObject({ landed: false, detail: "the drain did not suspend run run-t01" });
+    expect(nextWaveStep(up.state, { kind: "drained", kill: 0, suspended: false }).state.kills[0]).toMatchObject({ landed: false, detail: "fired again after: the drain did not suspend run run-t01" });
   });
 
   it("K15: SIGKILL and a restart with a fresh home", () => {
@@ -170,14 +170,14 @@ describe("each kill kind", () => {
 
     it("does not land on a takeover that was not by silence, nor without one", () => {
       expect(takeover({ reason: "exited" }).state.kills[0]).toMatchObject({ landed: false, detail: expect.stringMatching(/, not by silence;/) });
-      expect(takeover({ takenBy: null, reason: null, ended: "succeeded" }).state.kills[0]).toMatchObject({ landed: false, takeoverAtMs: null, detail: "run run-t02 was not taken over within 7.2 s of the stall (it succeeded first)" });
+      expect(takeover({ takenBy: null, reason: null, ended: "succeeded" }).state.kills[0]).toMatchObject({ landed: false, takeoverAtMs: null, detail: "fired again after: run run-t02 was not taken over within 7.2 s of the stall (it succeeded first)" });
     });
 
     it("does not land when no run is in session on the target once the other host is up", () => {
       const { state, actions } = fire("K5");
       const up = restart(state, actions);
       const missed = nextWaveStep(up.state, { kind: "run_in_flight", kill: 0, runId: null });
-      expect(missed.state.kills[0]).toMatchObject({ landed: false, detail: "no run was in session on pid 101 once the other host was up (run run-t01 had been)" });
+      expect(missed.state.kills[0]).toMatchObject({ landed: false, detail: "fired again after: no run was in session on pid 101 once the other host was up (run run-t01 had been)" });
       expect(missed.state.bystanders.map((b) => b.pid)).toEqual([101]);
       expect(of(missed.actions, "stall")).toEqual([]);
     });
@@ -287,5 +287,56 @@ describe("settling", () => {
       { type: "note", kind: "restart", detail: "controller pid 101 exited (1); starting another" },
       { type: "start", why: "after an exit", generation: 2, reason: { as: "after_exit" } },
     ]);
+  });
+});
+
+describe("a kill that fired and did not land is fired again (server/waves/step-refire.ts)", () => {
+  it("a K2 whose drain did not suspend its run fires again on the next work in flight, and lands then", () => {
+    const { state, actions } = fire("K2");
+    const up = restart(state, actions);
+    const missed = nextWaveStep(up.state, { kind: "drained", kill: 0, suspended: false });
+    expect(missed.state.next).toBe(0);
+    expect(missed.state.kills[0]).toMatchObject({ landed: false, firedAtMs: null, detail: "fired again after: the drain did not suspend run run-t01" });
+    expect(types(missed.actions)).toEqual(["note:kill"]);
+    // Due again on the restarted controller (#2, ready at 4000 ms), on its run in flight.
+    const again = nextWaveStep(missed.state, poll(5000, [run("t01"), run("t02")], { inFlightRunId: "run-t02" }));
+    expect(again.actions[0]).toEqual({ type: "stop", pid: 102, signal: "SIGTERM" });
+    expect(again.state.kills[0]).toMatchObject({ firedAtMs: 5000, interruptedRunId: "run-t02" });
+    const upAgain = restart(again.state, again.actions, 6000);
+    expect(nextWaveStep(upAgain.state, { kind: "drained", kill: 0, suspended: true }).state.kills[0]).toMatchObject({ landed: true, detail: "drained: run run-t02 suspended" });
+  });
+
+  it("at most twice: a third miss stays a miss", () => {
+    let { state, actions } = fire("K2");
+    for (let i = 0; i < 3; i++) {
+      const up = restart(state, actions, 4000 + i * 2000);
+      state = nextWaveStep(up.state, { kind: "drained", kill: 0, suspended: false }).state;
+      if (i < 2) {
+        expect(state.next).toBe(0);
+        ({ state, actions } = nextWaveStep(state, poll(5000 + i * 2000, [run("t01"), run("t02")], { inFlightRunId: "run-t01" })));
+      }
+    }
+    expect(state.next).toBe(1);
+    expect(state.refired[0]).toBe(2);
+    expect(state.kills[0]!.landed).toBe(false);
+  });
+
+  it("a K5 with no run left in session on its stalled target fires again", () => {
+    const { state, actions } = fire("K5");
+    const up = restart(state, actions);
+    const missed = nextWaveStep(up.state, { kind: "run_in_flight", kill: 0, runId: null });
+    expect(missed.state.next).toBe(0);
+    expect(missed.state.kills[0]!.detail).toMatch(/^fired again after: no run was in session on pid 101/);
+  });
+
+  it("is not fired again once a later kill has fired: the plan's order holds", () => {
+    const state = begun(plan([task("t01"), task("t02"), task("t03")], [{ kind: "K2", atMs: 500 }, { kind: "K1", atMs: 500 }]));
+    const first = nextWaveStep(state, poll(3000, [run("t01"), run("t02")], { inFlightRunId: "run-t01" }));
+    const up = restart(first.state, first.actions);
+    const second = nextWaveStep(up.state, poll(5000, [run("t01"), run("t02")], { inFlightRunId: "run-t02" }));
+    expect(second.state.next).toBe(2);
+    const late = nextWaveStep(second.state, { kind: "drained", kill: 0, suspended: false });
+    expect(late.state.next).toBe(2);
+    expect(late.state.kills[0]).toMatchObject({ landed: false, detail: "the drain did not suspend run run-t01" });
   });
 });

@@ -10,6 +10,7 @@
  * every planned kill finds work in flight, and when it is settled enough to judge.
  */
 
+import { fireAgain } from "./step-refire";
 import { assertNever, isLiveRunStatus } from "../engine";
 import type { PlannedKill, WavePlan } from "./plan";
 import { tasksHeldBack } from "./plan";
@@ -52,6 +53,7 @@ export function initialWaveState(plan: WavePlan, config: WaveConfig): WaveState 
     deploy: null,
     build: "current",
     retried: {},
+    refired: {},
     settledSinceMs: null,
   };
 }
@@ -73,6 +75,7 @@ export function nextWaveStep(previous: WaveState, observation: WaveObservation):
       const kill = killAt(state, observation.kill);
       kill.landed = observation.suspended;
       kill.detail = observation.suspended ? `drained: run ${kill.interruptedRunId} suspended` : `the drain did not suspend run ${kill.interruptedRunId}`;
+      if (!observation.suspended) fireAgain(state, observation.kill, actions);
       break;
     }
     case "run_in_flight":
@@ -344,10 +347,12 @@ function killActions(state: WaveState, index: number, planned: PlannedKill, targ
 
 function finish(state: WaveState, actions: WaveAction[], reason: "settled" | "timeout") {
   for (const k of state.kills.slice(state.next)) {
-    k.detail =
+    const never =
       reason === "timeout"
         ? "never fired: the wave ran out of time before its target controller had work in flight"
         : `never fired: every task settled before its target controller had work in flight, and no task was left to hold back for it (${state.kills.length} kill(s) over ${state.taskKeys.length} task(s))`;
+    // A kill fired once and waiting to be fired again (server/waves/step-refire.ts) says both.
+    k.detail = k.detail.startsWith("fired again after: ") ? `${k.detail}; ${never.replace("never fired", "not fired again")}` : never;
     actions.push({ type: "note", kind: "kill", detail: `${k.kind} did not land: ${k.detail}` });
   }
   if (state.armed !== null) {
