@@ -1,6 +1,6 @@
 import { databaseNow } from "../db/clock";
 import type { EnvironmentLease, Run } from "../db/client";
-import { isProviderUnavailable, LIVE_RUN_STATUSES, type LeaseBindingEvidence, type RunnerReleases } from "../engine";
+import { isProviderUnavailable, LIVE_RUN_STATUSES, type RunnerReleases } from "../engine";
 import { forecastRecovery, judgeRunnerProcess, type ForecastEvidence, type ForecastReadError } from "../engine/forecast";
 import { inLanes } from "../lib/lanes";
 import { failureOf } from "../providers/breaker";
@@ -10,8 +10,8 @@ import { companyWhere, type CompanyScope } from "../shared/roles";
 import type { ControllerContext } from "./context";
 import { readRunnerRoot } from "./home";
 import { outageEvidence } from "./outage";
-import { FAILOVER_BACKUP_PATH, MAX_SANDBOX_START_ATTEMPTS, ROTATION_SNAPSHOT_PATH, runnerReading, sandboxStartAttempts } from "./recovery";
-import { leaseBinding } from "./rules";
+import { FAILOVER_BACKUP_PATH, MAX_SANDBOX_START_ATTEMPTS, ROTATION_SNAPSHOT_PATH, runnerReading, sandboxStartAttempts, walkLease, walkRun } from "./recovery";
+import { recoveryRules } from "./rules";
 
 /**
  * The restart forecast's shell (docs/rules.md §2.12): for every run that is not terminal, reads
@@ -89,27 +89,20 @@ async function forecastOne(ctx: ControllerContext, run: Run, active: Environment
   if (run.status === "queued") {
     return { ...head, prediction: "continues", path: "claim_queued", code: null, restsIn: null, owner: null, canRetry: null, reason: "Queued: any controller's tick claims it.", proofs: [], evidence: [], readError: null };
   }
-  const checkpoint = (run.checkpoint ?? {}) as { providerLeaseId?: string | null; remoteCwd?: string | null };
   const lease = active?.providerLeaseId ? active : null;
   const evidence: ForecastEvidence = {
     now: at.now.toISOString(),
     run: {
-      id: run.id,
+      ...walkRun(run),
       status: run.status,
-      phase: run.phase,
-      sandboxMode: run.sandboxMode,
-      turnsDone: run.turnsDone,
-      runnerInstanceId: run.runnerInstanceId,
-      sessionId: run.sessionId,
-      checkpoint: { providerLeaseId: checkpoint.providerLeaseId ?? null, remoteCwd: checkpoint.remoteCwd ?? null },
       recoveryAttempts: run.recoveryAttempts,
       recoveryErrors: Array.isArray(run.recoveryErrors) ? run.recoveryErrors.filter((e): e is string => typeof e === "string") : [],
     },
     limits: { recoveryMaxAttempts: ctx.config.recoveryMaxAttempts, recoveryBackoffMs: ctx.config.recoveryBackoffMs, maxSandboxStartAttempts: MAX_SANDBOX_START_ATTEMPTS },
-    lease: lease ? { id: lease.id, runId: lease.runId, providerLeaseId: lease.providerLeaseId!, acquisitionOutcome: lease.acquisitionOutcome } : null,
+    lease: lease ? walkLease(lease) : null,
     runnerReleases: at.releases,
   };
-  const rules = { leaseBinding: (e: LeaseBindingEvidence) => leaseBinding(ctx.config, e) };
+  const rules = recoveryRules(ctx.config);
   const sandboxId = lease?.providerLeaseId ?? "";
   let state: RunnerState | null = null;
   // At most one read of each kind: the engine asks, the shell reads, the engine walks again.

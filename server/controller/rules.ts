@@ -5,6 +5,7 @@ import {
   failureEntry,
   type CreationIntentEvidence,
   type LeaseBindingEvidence,
+  type RecoveryRules,
   type TeardownFenceEvidence,
   type Verdict,
 } from "../engine";
@@ -18,6 +19,11 @@ import type { ControllerConfig } from "./config";
  *   skip_creator_exit — a creator's exit does not end the intent's wait (before seed 003) → R4
  *   keep_lost_fences — a claimer's exit does not end a teardown fence (before seed 003) → R5
  */
+/** The engine functions the recovery walk calls, as this controller calls them (recovery and the forecast alike). */
+export function recoveryRules(config: ControllerConfig): RecoveryRules {
+  return { leaseBinding: (e) => leaseBinding(config, e) };
+}
+
 export function leaseBinding(config: ControllerConfig, evidence: LeaseBindingEvidence): Verdict {
   const verdict = judgeLeaseBinding(evidence);
   if (config.breakRule !== "staged_requires_resumed" || evidence.path !== "staged_attachment") return verdict;

@@ -35,11 +35,7 @@ afterEach(async () => {
 afterAll(() => h.close());
 
 /** The next build's runner directory: this runnerd.mjs with one line more, released beside this one (or not). */
-function nextBuild(releaseOld: boolean): string {
-  return nextBuildWithDigest(releaseOld).root;
-}
-
-function nextBuildWithDigest(releaseOld: boolean): { root: string; digest: string } {
+function nextBuild(releaseOld: boolean): { root: string; digest: string } {
   return makeNextBuild(dirs(), { releaseOld, migrations: false });
 }
 
@@ -80,7 +76,7 @@ async function settled(runId: string) {
 describe("the next build's controller takes over a per-turn run whose sandbox runs this build's runner", () => {
   it("a released older program is driven: the run succeeds without Retry, each turn once", async () => {
     const { run, marker } = await killedOnTheStagedPath("upgrade-released");
-    const next = nextBuildWithDigest(true);
+    const next = nextBuild(true);
     await controller({}, next.root);
     // Each controller's row says which runner program it ships, and which build it is (the next one, outside a checkout: unknown).
     const rows = await h.db.db.controllerProcess.findMany({ where: { instanceId: "inst-a" }, orderBy: { bootedAt: "asc" } });
@@ -101,7 +97,7 @@ describe("the next build's controller takes over a per-turn run whose sandbox ru
 
   it("a program the next build does not list is refused: the run rests with Retry", async () => {
     const { run } = await killedOnTheStagedPath("upgrade-unlisted");
-    await controller({}, nextBuild(false));
+    await controller({}, nextBuild(false).root);
     const done = await settled(run.id);
     expect(done).toMatchObject({ status: "failed", failureCode: "native_continuation_requires_reconciliation", canRetry: true });
     const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: run.id, kind: "lease_binding" } });

@@ -1,9 +1,10 @@
 import { describe, expect, test } from "vitest";
+import { walkRunnerState } from "../test/evidence";
 import stagedOlderRelease from "./fixtures/lease-binding-staged-older-release.json";
 import neverConnected from "./fixtures/bootstrap-restart-never-connected.json";
 import connected from "./fixtures/bootstrap-restart-connected.json";
 import { judgeBootstrapRestart } from "./bootstrap-restart";
-import { forecastRecovery, judgeRunnerProcess, type ForecastAnswer, type ForecastEvidence, type ForecastOutcome, type ForecastRunnerState } from "./forecast";
+import { forecastRecovery, judgeRunnerProcess, type ForecastAnswer, type ForecastEvidence, type ForecastOutcome } from "./forecast";
 import { judgeLeaseBinding } from "./lease-binding";
 import { bootstrapRestartEvidenceSchema, leaseBindingEvidenceSchema } from "./schemas";
 
@@ -37,26 +38,7 @@ function evidence(over: Partial<ForecastEvidence> = {}, run: Partial<ForecastEvi
   };
 }
 
-function state(over: Partial<ForecastRunnerState> = {}): ForecastRunnerState {
-  return {
-    runId: RUN,
-    runnerInstanceId: "ri-1",
-    sessionId: "s-1",
-    lifecycle: "ready",
-    lastConnectionProtocolVersion: 1,
-    lastControllerCommandSeq: 2,
-    reconnectCount: 0,
-    outbox: [],
-    processedCommands: [{ seq: 1 }],
-    pendingTerminalDelivery: null,
-    providerStatePresent: true,
-    inFlightSeq: null,
-    lastProcessedSeq: 1,
-    workDir: CWD,
-    programDigest: DIGEST,
-    ...over,
-  };
-}
+const state = walkRunnerState;
 
 const started = { ok: true as const, state: "started", desiredState: "started", startAttempts: 0 };
 

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "vitest";
+import { walkRunnerState } from "../test/evidence";
 import { actualRoute } from "./forecast-check";
 import { forecastRecovery } from "./forecast";
 import { RECOVERY_ACTS, walkRecovery, type RecoveryNeed, type RecoveryWalkAnswer, type RecoveryWalkEvidence, type WalkLease, type WalkRunnerState } from "./recovery-walk";
@@ -26,26 +27,7 @@ function base(run: Partial<RecoveryWalkEvidence["run"]> = {}, lease: WalkLease |
   };
 }
 
-function runnerState(over: Partial<WalkRunnerState> = {}): WalkRunnerState {
-  return {
-    runId: RUN,
-    runnerInstanceId: "ri-1",
-    sessionId: "s-1",
-    lifecycle: "ready",
-    lastConnectionProtocolVersion: 1,
-    lastControllerCommandSeq: 2,
-    reconnectCount: 0,
-    outbox: [],
-    processedCommands: [{ seq: 1 }],
-    pendingTerminalDelivery: null,
-    providerStatePresent: true,
-    inFlightSeq: null,
-    lastProcessedSeq: 1,
-    workDir: CWD,
-    programDigest: DIGEST,
-    ...over,
-  };
-}
+const runnerState = walkRunnerState;
 
 /** A sandbox and runner as recovery would find them, answering each need as `answerNeed` does. */
 interface World {

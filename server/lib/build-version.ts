@@ -5,14 +5,16 @@ import path from "node:path";
  * The build this process runs, as a controller records it on its row (docs/operations.md,
  * "Upgrades and migrations"): the package's version and, in a git checkout, its commit —
  * `0.1.0+110f8be` — read from the working directory the process was started in. Outside a
- * checkout the version alone; nothing found: `unknown`. Read once.
+ * checkout the version alone; nothing found: `unknown`. Read once per directory.
  */
-let cached: string | null = null;
+const cached = new Map<string, string>();
 
 export function buildVersion(dir = process.cwd()): string {
-  if (cached !== null && dir === process.cwd()) return cached;
-  const found = readVersion(dir);
-  if (dir === process.cwd()) cached = found;
+  let found = cached.get(dir);
+  if (found === undefined) {
+    found = readVersion(dir);
+    cached.set(dir, found);
+  }
   return found;
 }
 

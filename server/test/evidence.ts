@@ -1,3 +1,4 @@
+import type { WalkRunnerState } from "../engine/recovery-walk";
 import type {
   BootstrapRestartEvidence,
   CreationIntentEvidence,
@@ -170,4 +171,30 @@ export function recoveryAttempt(over: Partial<RecoveryAttemptEvidence> = {}): Re
 
 export function recoveryRoute(over: Partial<RecoveryRouteEvidence> = {}): RecoveryRouteEvidence {
   return { kind: "recovery_route", phase: "session_open", sandboxMode: "warm", turnsDone: 1, sandboxBound: true, runner: null, ...over };
+}
+
+/**
+ * runner-state.json as the recovery walk reads it (engine/recovery-walk.ts), for run `run-1`,
+ * runner `ri-1`, session `s-1`, in session in `/home/sandbox/work` on program `digest-1`: one
+ * processed turn, no turn in flight. The walk's and the forecast's tests start from it.
+ */
+export function walkRunnerState(over: Partial<WalkRunnerState> = {}): WalkRunnerState {
+  return {
+    runId: "run-1",
+    runnerInstanceId: "ri-1",
+    sessionId: "s-1",
+    lifecycle: "ready",
+    lastConnectionProtocolVersion: 1,
+    lastControllerCommandSeq: 2,
+    reconnectCount: 0,
+    outbox: [],
+    processedCommands: [{ seq: 1 }],
+    pendingTerminalDelivery: null,
+    providerStatePresent: true,
+    inFlightSeq: null,
+    lastProcessedSeq: 1,
+    workDir: "/home/sandbox/work",
+    programDigest: "digest-1",
+    ...over,
+  };
 }

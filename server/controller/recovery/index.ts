@@ -6,4 +6,4 @@
 export { claimInterruptedRuns, claimUntrackedRuns, executingRunsPage, executorStatus, type ExecutorStatus } from "./claim";
 export { countFailedAttempt } from "./attempt";
 export { recoverRun } from "./recover";
-export { FAILOVER_BACKUP_PATH, lastProcessedSeq, MAX_SANDBOX_START_ATTEMPTS, ROTATION_SNAPSHOT_PATH, runnerReading, sandboxStartAttempts } from "./readings";
+export { FAILOVER_BACKUP_PATH, lastProcessedSeq, MAX_SANDBOX_START_ATTEMPTS, ROTATION_SNAPSHOT_PATH, runnerReading, sandboxStartAttempts, walkLease, walkRun } from "./readings";

@@ -31,6 +31,20 @@ export interface RecoveryReadings {
   stoppedRunnerState: RunnerState | null;
 }
 
+/** The run as the walk takes it: its phase, mode, turns, identities and what its checkpoint names (never filled from a lease). */
+export function walkRun(run: Run): RecoveryWalkEvidence["run"] {
+  const checkpoint = (run.checkpoint ?? {}) as { providerLeaseId?: string | null; remoteCwd?: string | null };
+  return {
+    id: run.id,
+    phase: run.phase,
+    sandboxMode: run.sandboxMode,
+    turnsDone: run.turnsDone,
+    runnerInstanceId: run.runnerInstanceId,
+    sessionId: run.sessionId,
+    checkpoint: { providerLeaseId: checkpoint.providerLeaseId ?? null, remoteCwd: checkpoint.remoteCwd ?? null },
+  };
+}
+
 export function walkLease(lease: EnvironmentLease): WalkLease {
   return { id: lease.id, runId: lease.runId, providerLeaseId: lease.providerLeaseId!, remoteCwd: lease.remoteCwd, acquisitionOutcome: lease.acquisitionOutcome };
 }

@@ -1,13 +1,13 @@
 import type { Run } from "../../db/client";
-import { RECOVERY_ACTS, walkRecovery, type LeaseBindingEvidence } from "../../engine";
+import { RECOVERY_ACTS, walkRecovery } from "../../engine";
 import { runnerReleases } from "../../providers/runner";
 import type { ControllerContext } from "../context";
 import { activeLease } from "../execute";
 import { appendEvent } from "../records";
-import { leaseBinding } from "../rules";
+import { recoveryRules } from "../rules";
 import type { ExecutorStatus } from "./claim";
 import { landOutcome, recordRunProof } from "./land";
-import { answerNeed, MAX_SANDBOX_START_ATTEMPTS, walkLease, type RecoveryReadings } from "./readings";
+import { answerNeed, MAX_SANDBOX_START_ATTEMPTS, walkLease, walkRun, type RecoveryReadings } from "./readings";
 
 /**
  * How an interrupted run goes on, with proof (docs/rules.md §2.1, §2.2, §2.8): the engine's
@@ -27,19 +27,10 @@ export async function recoverRun(ctx: ControllerContext, run: Run, status: Execu
 
   const active = await activeLease(ctx, run);
   const bound = active?.providerLeaseId ? active : null;
-  const checkpoint = (run.checkpoint ?? {}) as { providerLeaseId?: string | null; remoteCwd?: string | null };
   const readings: RecoveryReadings = {
     evidence: {
       now: new Date().toISOString(),
-      run: {
-        id: run.id,
-        phase: run.phase,
-        sandboxMode: run.sandboxMode,
-        turnsDone: run.turnsDone,
-        runnerInstanceId: run.runnerInstanceId,
-        sessionId: run.sessionId,
-        checkpoint: { providerLeaseId: checkpoint.providerLeaseId ?? null, remoteCwd: checkpoint.remoteCwd ?? null },
-      },
+      run: walkRun(run),
       limits: { maxSandboxStartAttempts: MAX_SANDBOX_START_ATTEMPTS },
       lease: bound ? walkLease(bound) : null,
       runnerReleases: runnerReleases(),
@@ -48,7 +39,7 @@ export async function recoverRun(ctx: ControllerContext, run: Run, status: Execu
     runnerState: null,
     stoppedRunnerState: null,
   };
-  const rules = { leaseBinding: (e: LeaseBindingEvidence) => leaseBinding(ctx.config, e) };
+  const rules = recoveryRules(ctx.config);
   // Steps already stored: the walk is prefix-stable, so each answer's steps begin with these.
   let stored = 0;
   for (let asked = 0; asked < 8; asked++) {
