@@ -9,6 +9,7 @@ import { countForecast, type Forecast, type RunForecast } from "../shared/foreca
 import { companyWhere, type CompanyScope } from "../shared/roles";
 import type { ControllerContext } from "./context";
 import { readRunnerRoot } from "./home";
+import { readKnownRunnerReleases } from "./known-runner-releases";
 import { outageEvidence } from "./outage";
 import { FAILOVER_BACKUP_PATH, MAX_SANDBOX_START_ATTEMPTS, ROTATION_SNAPSHOT_PATH, runnerReading, sandboxStartAttempts, walkLease, walkRun } from "./recovery";
 import { recoveryRules } from "./rules";
@@ -37,7 +38,9 @@ export interface ForecastOptions {
   readTimeoutMs?: number;
   /**
    * The runner programs to judge with, when not this build's (`runnerReleases()`): a wave's
-   * forecast for a restart by the next build (server/waves/run/forecast-at-kill.ts).
+   * forecast for a restart by the next build (server/waves/run/forecast-at-kill.ts). Either is
+   * joined by the programs this database's controllers shipped, as recovery's are
+   * (known-runner-releases.ts).
    */
   releases?: RunnerReleases;
 }
@@ -65,7 +68,7 @@ export async function takeForecast(ctx: ControllerContext, scope: CompanyScope, 
     const page = await ctx.db.environmentLease.findMany({ where: { runId: { in: ids.slice(i, i + 1000) }, status: "active" }, orderBy: { createdAt: "asc" } });
     for (const l of page) if (l.runId) leases.set(l.runId, l);
   }
-  const releases = options.releases ?? runnerReleases();
+  const releases = await readKnownRunnerReleases(ctx.db, options.releases ?? runnerReleases());
   const out: RunForecast[] = new Array<RunForecast>(runs.length);
   let done = 0;
   await inLanes(runs, options.lanes ?? FORECAST_LANES, async (run, i) => {

@@ -13,8 +13,9 @@ import { makeNextBuild } from "../waves/run/next-build";
  * run's controller is SIGKILLed mid-run, and the next build's controller — another runnerd.mjs,
  * released beside the old one in its runner/releases.json — takes it over. The sandbox still runs
  * the old program: a released program whose protocol the new controller speaks, so the staged
- * attachment is admitted and the run goes on, each turn once. A program the new build does not
- * list is refused as before.
+ * attachment is admitted and the run goes on, each turn once; the other way round too, an older
+ * controller knowing the newer program from its controller's row (known-runner-releases.ts). A
+ * program outside the window is refused as before.
  */
 
 let h: ControllerHarness;
@@ -34,9 +35,9 @@ afterEach(async () => {
 });
 afterAll(() => h.close());
 
-/** The next build's runner directory: this runnerd.mjs with one line more, released beside this one (or not). */
-function nextBuild(releaseOld: boolean): { root: string; digest: string } {
-  return makeNextBuild(dirs(), { releaseOld, migrations: false });
+/** The next build's runner directory: this runnerd.mjs with one line more, released beside this one. */
+function nextBuild(): { root: string; digest: string } {
+  return makeNextBuild(dirs(), { releaseOld: true, migrations: false });
 }
 
 async function controller(env: Record<string, string> = {}, cwd?: string) {
@@ -46,8 +47,8 @@ async function controller(env: Record<string, string> = {}, cwd?: string) {
   return p;
 }
 
-/** A 3-turn per-turn run, its controller SIGKILLed with the second turn's sandbox in session (the staged path). */
-async function killedOnTheStagedPath(taskId: string) {
+/** A 3-turn per-turn run, its controller (of this build, or of the build in `cwd`) SIGKILLed with the second turn's sandbox in session (the staged path). */
+async function killedOnTheStagedPath(taskId: string, cwd?: string) {
   const marker = path.join(dirs(), "turns");
   const r = await submitRun(
     h.db.db,
@@ -55,7 +56,7 @@ async function killedOnTheStagedPath(taskId: string) {
     { companyId: "co-1", taskId, agent: "a", provider: "codex", sandboxMode: "per_turn", turns: 3, agentCommand: `sleep 1; printf '%s\\n' "$RUNWARDEN_TURN" >> '${marker}'` },
     actor,
   );
-  const a = await controller();
+  const a = await controller({}, cwd);
   await waitFor("the second turn's session", async () => {
     const x = await h.db.db.run.findUniqueOrThrow({ where: { id: r.id } });
     const lease = await h.db.db.environmentLease.findFirst({ where: { runId: r.id, status: "active", turn: 2 } });
@@ -76,7 +77,7 @@ async function settled(runId: string) {
 describe("the next build's controller takes over a per-turn run whose sandbox runs this build's runner", () => {
   it("a released older program is driven: the run succeeds without Retry, each turn once", async () => {
     const { run, marker } = await killedOnTheStagedPath("upgrade-released");
-    const next = nextBuild(true);
+    const next = nextBuild();
     await controller({}, next.root);
     // Each controller's row says which runner program it ships, and which build it is (the next one, outside a checkout: unknown).
     const rows = await h.db.db.controllerProcess.findMany({ where: { instanceId: "inst-a" }, orderBy: { bootedAt: "asc" } });
@@ -95,13 +96,33 @@ describe("the next build's controller takes over a per-turn run whose sandbox ru
     expect(await h.db.db.run.count({ where: { previousRunId: run.id } })).toBe(0);
   }, 120_000);
 
-  it("a program the next build does not list is refused: the run rests with Retry", async () => {
-    const { run } = await killedOnTheStagedPath("upgrade-unlisted");
-    await controller({}, nextBuild(false).root);
+  it("a build whose runner protocol moved past the window (1 → 3) refuses this build's program: the run rests with Retry", async () => {
+    const { run } = await killedOnTheStagedPath("upgrade-outside-window");
+    await controller({}, makeNextBuild(dirs(), { releaseOld: true, migrations: false, protocol: 3 }).root);
     const done = await settled(run.id);
     expect(done).toMatchObject({ status: "failed", failureCode: "native_continuation_requires_reconciliation", canRetry: true });
     const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: run.id, kind: "lease_binding" } });
     expect(binding).toMatchObject({ verdict: "refused", reason: "staged_runner_program_unsupported" });
+    const program = (binding.checks as { name: string; ok: boolean; expected: string; actual: string }[]).find((c) => c.name === "staged_runner_program_supported");
+    expect(program).toMatchObject({ ok: false, expected: "a released runner program speaking protocol 2–3", actual: `${shippedRunnerProgram().digest}: protocol 1` });
+  }, 120_000);
+});
+
+describe("this build's controller takes over a per-turn run whose sandbox runs the next build's runner (a rolling deploy's other direction)", () => {
+  it("the next build's program, unknown to this build's manifest, is known from the next build's controller row and driven: the run succeeds without Retry, each turn once", async () => {
+    const next = nextBuild();
+    const { run, marker } = await killedOnTheStagedPath("downgrade-known", next.root);
+    // This build's runner/releases.json does not name the next build's program.
+    expect(fs.readFileSync(path.join(import.meta.dirname, "..", "..", "runner", "releases.json"), "utf8")).not.toContain(next.digest);
+    await controller();
+    const done = await settled(run.id);
+    expect(done).toMatchObject({ status: "succeeded", turnsDone: 3 });
+    expect(fs.readFileSync(marker, "utf8").trim().split("\n")).toEqual(["1", "2", "3"]);
+    const binding = await h.db.db.proof.findFirstOrThrow({ where: { runId: run.id, kind: "lease_binding" } });
+    expect(binding.verdict).toBe("admitted");
+    const program = (binding.checks as { name: string; ok: boolean; actual: string }[]).find((c) => c.name === "staged_runner_program_supported");
+    expect(program).toMatchObject({ ok: true, actual: `${next.digest}: protocol 1` });
+    expect(await h.db.db.run.count({ where: { previousRunId: run.id } })).toBe(0);
   }, 120_000);
 });
 

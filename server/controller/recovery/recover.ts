@@ -1,8 +1,8 @@
 import type { Run } from "../../db/client";
 import { RECOVERY_ACTS, walkRecovery } from "../../engine";
-import { runnerReleases } from "../../providers/runner";
 import type { ControllerContext } from "../context";
 import { activeLease } from "../execute";
+import { readKnownRunnerReleases } from "../known-runner-releases";
 import { appendEvent } from "../records";
 import { recoveryRules } from "../rules";
 import type { ExecutorStatus } from "./claim";
@@ -33,7 +33,7 @@ export async function recoverRun(ctx: ControllerContext, run: Run, status: Execu
       run: walkRun(run),
       limits: { maxSandboxStartAttempts: MAX_SANDBOX_START_ATTEMPTS },
       lease: bound ? walkLease(bound) : null,
-      runnerReleases: runnerReleases(),
+      runnerReleases: await readKnownRunnerReleases(ctx.db),
     },
     leases: new Map(bound ? [[bound.id, bound]] : []),
     runnerState: null,

@@ -1,7 +1,7 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { parseRunnerReleases, RELEASES_FILE } from "../../providers/runner-releases";
+import { parseRunnerReleases, protocolOf, RELEASES_FILE } from "../../providers/runner-releases";
 
 /**
  * The next build, made without network (docs/rules.md §5, KD; docs/runner.md, "Versions"): a
@@ -41,17 +41,22 @@ export function nextBuildDir(waveHome: string): string {
   return path.join(waveHome, "next-build");
 }
 
-export function makeNextBuild(root: string, options: { releaseOld: boolean; migrations: boolean }): NextBuild {
+/**
+ * `protocol`: the runner protocol the next build declares (default: this build's) — a build
+ * whose protocol moved past the window refuses this build's runners (docs/runner.md, "Versions").
+ */
+export function makeNextBuild(root: string, options: { releaseOld: boolean; migrations: boolean; protocol?: number }): NextBuild {
   const here = checkout();
   const from = path.join(here, "runner");
   const runner = path.join(root, "runner");
   fs.mkdirSync(runner, { recursive: true });
-  const program = `${fs.readFileSync(path.join(from, "runnerd.mjs"), "utf8")}\n// the next build\n`;
+  let program = `${fs.readFileSync(path.join(from, "runnerd.mjs"), "utf8")}\n// the next build\n`;
+  if (options.protocol !== undefined) program = program.replace(/^const PROTOCOL_VERSION = \d+;$/m, `const PROTOCOL_VERSION = ${options.protocol};`);
   fs.writeFileSync(path.join(runner, "runnerd.mjs"), program);
   fs.copyFileSync(path.join(from, "demo-agent.mjs"), path.join(runner, "demo-agent.mjs"));
   const manifest = parseRunnerReleases(fs.readFileSync(path.join(from, RELEASES_FILE), "utf8"), RELEASES_FILE);
   const digest = crypto.createHash("sha256").update(program).digest("hex").slice(0, 16);
-  const releases = [...(options.releaseOld ? manifest.releases : []), { digest, protocol: 1, added: "next" }];
+  const releases = [...(options.releaseOld ? manifest.releases : []), { digest, protocol: protocolOf(program), added: "next" }];
   fs.writeFileSync(path.join(runner, RELEASES_FILE), JSON.stringify({ releases }));
   if (options.migrations) {
     const migrations = path.join(root, "prisma", "migrations");
