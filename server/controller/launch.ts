@@ -45,15 +45,22 @@ export interface LaunchOptions {
    * bundle has none beside it (providers/runner.ts) — how a test runs the next build's runner.
    */
   cwd?: string;
+  /**
+   * What node runs instead of this build's bundled controller: an older build's own entry
+   * (`--import tsx scripts/controller.ts` in its checkout, `cwd`) — how a test runs the build
+   * before this one against this one's schema (server/test/older-build.ts).
+   */
+  nodeArgs?: string[];
 }
 
 /** Starts a controller with exactly `env` on top of this process's child environment. */
 export function launchController(env: Record<string, string | undefined>, options: LaunchOptions = {}): ControllerProcessHandle {
   // The bundled program, run by node itself: no loader process in between for a signal to miss
   // (in a namespace, `unshare` waits in between, and signals skip it: see `kill`).
+  const program = options.nodeArgs ?? controllerArgs();
   const [command, args] = options.pidNamespace
-    ? ["unshare", ["--pid", "--fork", "--mount-proc", "--kill-child", process.execPath, ...controllerArgs()]]
-    : [process.execPath, controllerArgs()];
+    ? ["unshare", ["--pid", "--fork", "--mount-proc", "--kill-child", process.execPath, ...program]]
+    : [process.execPath, program];
   const child = spawn(command, args, {
     env: childEnv(env),
     ...(options.cwd ? { cwd: options.cwd } : {}),
