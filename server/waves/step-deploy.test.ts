@@ -46,8 +46,8 @@ describe("KD: a rolling deploy to the next build", () => {
     expect(types(early.actions).filter((t) => t === "stop" || t === "find_run_in_flight")).toEqual([]);
     expect(over.actions).toEqual([{ type: "find_run_in_flight", kill: 0, bootId: "boot-1", pid: 101 }]);
     expect(found.actions).toEqual([
-      { type: "stop", pid: 101, signal: "SIGKILL" },
       { type: "forecast", kill: "KD", bootId: "boot-1" },
+      { type: "stop", pid: 101, signal: "SIGKILL" },
       { type: "note", kind: "kill", detail: "KD: SIGKILL the old build's pid 101 with run run-t02 in flight; next build pid 102 takes over" },
       { type: "watch_takeover", kill: 0, runId: "run-t02", stalledBootId: "boot-1", pid: 101, sinceMs: 3000 },
     ]);

@@ -68,12 +68,15 @@ export function deployStop(state: WaveState, o: Extract<WaveObservation, { kind:
   kill.interruptedRunId = o.runId;
   deploy.phase = "watching";
   actions.push(
-    stop,
-    // Right after the stop: what the forecast sees is what the next build's recovery meets.
-    // This build's forecaster (in-process, quick: the next build is already sweeping): the old
-    // one's runs hold this build's runner, which the next build releases too (run/next-build.ts),
-    // so both judge them alike. Forecasts of later kills are the next build's (step.ts).
+    // Right before the stop, as an operator forecasts a deploy: after it, the next build —
+    // already live on this host — takes the run over at once, and a forecast taken then could
+    // postdate the restart it forecasts (checked as `not_restarted`). A run that moves while it
+    // is taken is not kept (run/forecast-at-kill.ts). This build's forecaster (in-process,
+    // quick): the old one's runs hold this build's runner, which the next build releases too
+    // (run/next-build.ts), so both judge them alike. Forecasts of later kills are the next
+    // build's (step.ts).
     { type: "forecast", kill: "KD", bootId: deploy.old.bootId },
+    stop,
     { type: "note", kind: "kill", detail: `KD: SIGKILL the old build's pid ${pid} with run ${o.runId} in flight; next build pid ${deploy.next?.pid} takes over` },
     // Since the kill fired: the next build may have taken the run over, even finished it, while the forecast was taken.
     { type: "watch_takeover", kill: o.kill, runId: o.runId, stalledBootId: deploy.old.bootId, pid, sinceMs: kill.firedAtMs ?? 0 },

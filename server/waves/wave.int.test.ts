@@ -8,6 +8,8 @@ import type { WaveReport } from "../shared/wave-report";
 import { runWave, type WaveRunOptions } from "./runner";
 import { importWaveReport, loadWaveReport } from "./store";
 import { tempDirs } from "../test/temp";
+import { shippedRunnerProgram } from "../providers/runner";
+import { NEXT_BUILD_MIGRATION } from "./run/next-build";
 import { startBusyLoops } from "../../scripts/lib/processes";
 
 const dataDir = tempDirs("rw-wave-");
@@ -70,6 +72,11 @@ function failing(report: WaveReport) {
 }
 
 
+/** The wave's events, one line each: the message of an assertion that needs the wave's story. */
+function events(report: WaveReport): string {
+  return report.events.map((e) => `${(e.atMs / 1000).toFixed(1)} s ${e.kind}: ${e.detail}`).join("\n");
+}
+
 /** The turn numbers each run's agent wrote (R3's markers), by run id. */
 function turnMarkers(report: WaveReport): Record<string, number[]> {
   return Object.assign({}, ...report.tasks.map((t) => (t.checks.R3 as { turnMarkers?: Record<string, number[]> }).turnMarkers ?? {})) as Record<string, number[]>;
@@ -85,7 +92,7 @@ function turnMarkers(report: WaveReport): Record<string, number[]> {
  * the K4's target held it.
  */
 async function expectEveryKillForecast(report: WaveReport) {
-  const kills = report.events.filter((e) => e.kind === "kill" && /^K\d+: SIG(KILL|TERM|STOP) /.test(e.detail)).map((e) => e.detail);
+  const kills = report.events.filter((e) => e.kind === "kill" && /^K(\d+|D): SIG(KILL|TERM|STOP) /.test(e.detail)).map((e) => e.detail);
   expect(kills.map((k) => k.split(":")[0])).toEqual(report.kills.map((k) => k.kind));
   expect(report.orphanSandboxes).toEqual([]);
   expect(report.decoys.every((d) => d.intact)).toBe(true);
@@ -220,7 +227,32 @@ describe("K5, a stall past the silence window on another host", () => {
     expect(interrupted).toMatchObject({ status: "succeeded", previousRunId: null });
     expect(interrupted.restarts).toBeGreaterThanOrEqual(1);
     expect(turnMarkers(report)[interrupted.id]).toEqual(Array.from({ length: interrupted.turnsPlanned }, (_, i) => i + 1));
-    expect(report.tasks.every((t) => t.retriesNeeded === 0)).toBe(true);
+    expect(report.tasks.filter((t) => t.retriesNeeded > 0).map((t) => `${t.id}: ${t.failureCodes.join(", ")}`), events(report)).toEqual([]);
+  });
+});
+
+describe("KD, a rolling deploy to the next build", () => {
+  let report: WaveReport;
+  beforeAll(async () => {
+    report = await wave({ tasks: [task("t01", { turns: 5 }), task("t02", { sandboxMode: "per_turn", turns: 4 })], kills: [{ kind: "KD", atMs: 500 }], concurrency: 2 });
+  }, 150_000);
+
+  it("KD lands: the next build's controller, started beside the old one, takes the old one's run over after its SIGKILL; R1–R7 pass, no Retry, each turn once", async () => {
+    expect(report.kills.map((k) => `${k.kind} ${k.landed ? "landed" : `did not land: ${k.detail}`}`)).toEqual(["KD landed"]);
+    expect(failing(report)).toEqual([]);
+    expect(report.passed).toBe(true);
+    await expectEveryKillForecast(report);
+    expect(report.tasks.filter((t) => t.retriesNeeded > 0).map((t) => `${t.id}: ${t.failureCodes.join(", ")}`), events(report)).toEqual([]);
+    const kd = report.kills[0]!;
+    const interrupted = await h.db.db.run.findUniqueOrThrow({ where: { id: kd.interruptedRunId! } });
+    expect(interrupted).toMatchObject({ status: "succeeded", previousRunId: null });
+    expect(turnMarkers(report)[interrupted.id]).toEqual(Array.from({ length: interrupted.turnsPlanned }, (_, i) => i + 1));
+    // The taker is the next build: another runner program, on a schema with its migration applied.
+    const taker = await h.db.db.runEvent.findFirstOrThrow({ where: { runId: interrupted.id, type: "recovery_started" }, orderBy: { at: "asc" } });
+    const takerRow = await h.db.db.controllerProcess.findUniqueOrThrow({ where: { bootId: taker.bootId! } });
+    expect(takerRow.runnerDigest).toMatch(/^[0-9a-f]{16}$/);
+    expect(takerRow.runnerDigest).not.toBe(shippedRunnerProgram().digest);
+    expect(await h.db.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM _prisma_migrations WHERE migration_name = ${NEXT_BUILD_MIGRATION}`).toEqual([{ n: 1n }]);
   });
 });
 
