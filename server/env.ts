@@ -195,6 +195,12 @@ const envSchema = z.object({
   RUNWARDEN_ALERT_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /** `orphans.cost_over` fires when the orphaned sandboxes' cost rate crosses this many USD per hour (unset: never). */
   RUNWARDEN_ALERT_ORPHAN_COST_PER_HOUR: z.coerce.number().positive().optional(),
+  /** Requests one API token may make per minute (docs/api.md); past it, 429 with Retry-After. */
+  RUNWARDEN_API_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
+  /** The longest an API token may be made to last, in days (docs/api.md): every token expires. */
+  RUNWARDEN_API_TOKEN_MAX_DAYS: z.coerce.number().int().min(1).max(3650).default(365),
+  /** How long an idempotency key names its run (docs/api.md), in hours. */
+  RUNWARDEN_API_IDEMPOTENCY_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(24),
   /** The browser tests' dashboard port; their emulator listens on this + 700. */
   E2E_PORT: z.coerce.number().int().min(1).max(64000).default(3199),
   /** The database the browser tests' server uses (set by playwright.config.ts). */

@@ -11,6 +11,7 @@ export const APP_ERROR_TABLE = {
   PRECONDITION_FAILED: { trpc: "PRECONDITION_FAILED", http: 412, meaning: "the action is not allowed in the object's state" },
   UNAUTHORIZED: { trpc: "UNAUTHORIZED", http: 401, meaning: "sign in first" },
   FORBIDDEN: { trpc: "FORBIDDEN", http: 403, meaning: "your role does not allow this" },
+  RATE_LIMITED: { trpc: "TOO_MANY_REQUESTS", http: 429, meaning: "too many requests; wait as Retry-After says" },
   PROVIDER_ERROR: { trpc: "BAD_GATEWAY", http: 502, meaning: "the sandbox provider failed or answered garbage" },
   UNAVAILABLE: { trpc: "SERVICE_UNAVAILABLE", http: 503, meaning: "a dependency (database, provider) is unreachable" },
   INTERNAL: { trpc: "INTERNAL_SERVER_ERROR", http: 500, meaning: "a bug; the log has details" },

@@ -68,6 +68,8 @@ export const runDetailOutput = z.object({
     /** Who cancelled the run and why (§2.11); null unless it is `cancelled`. */
     cancelledBy: z.string().nullable(),
     cancelReason: z.string().nullable(),
+    /** The submitting platform's own id for the run (docs/api.md), when it gave one. */
+    externalId: z.string().nullable(),
   }),
   /** Set while the run waits for its provider to come back (§2.8): since when, and the outage as the controllers see it. */
   providerWait: z
@@ -247,6 +249,7 @@ export async function getRunDetail(db: Db, scope: CompanyScope, id: string): Pro
       recoveryNotBefore: run.recoveryNotBefore,
       cancelledBy: run.cancelledBy,
       cancelReason: run.cancelReason,
+      externalId: run.externalId,
     },
     providerWait: await providerWaitOf(db, scope, run),
     turnLog: turnLogOf(await db.runEvent.findMany({ where: { runId: id, type: { in: ["turn_done", "turn_failed"] } }, orderBy: { id: "asc" } })),

@@ -38,6 +38,12 @@ export const submitRunInput = z.object({
   turnTimeoutMs: z.number().int().min(1_000, "the turn budget is under 1 s").max(24 * 60 * 60_000, "the turn budget is over 24 h").optional(),
   /** The demo agent's sleep before each turn's work (runner/demo-agent.mjs); none: no sleep. Only for the demo agent. */
   demoSleepMs: z.number().int("the demo agent's sleep is not whole milliseconds").min(0, "the demo agent's sleep is negative").max(DEMO_SLEEP_MAX_MS, `the demo agent's sleep is over ${DEMO_SLEEP_MAX_MS / 1000} s`).optional(),
+  /**
+   * The submitting platform's own id for this run (its task run id; docs/api.md): kept on the
+   * run, sent with its run-ended events, and — without an Idempotency-Key — the key that makes
+   * a resubmission return the same run.
+   */
+  externalId: z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "printable ASCII without spaces").optional(),
 }).superRefine((input, ctx) => {
   // The sleep is the demo agent's own (RUNWARDEN_DEMO_SLEEP_MS): a command of one's own sleeps as it likes.
   if (input.demoSleepMs !== undefined && input.agentCommand !== undefined) {
@@ -82,37 +88,47 @@ export async function submitRunInScope(db: Db, instanceId: string, input: z.infe
 export async function submitRun(db: Db, instanceId: string, raw: SubmitRunInput, actor: Actor, options: { waveId?: string } = {}): Promise<Run> {
   const input = submitRunInput.parse(raw);
   try {
-    return await db.$transaction(async (tx) => {
-      await ensureInstance(tx, instanceId);
-      const run = await tx.run.create({
-        data: {
-          instanceId,
-          companyId: input.companyId,
-          taskId: input.taskId,
-          agent: input.agent,
-          provider: input.provider,
-          target: input.target,
-          sandboxMode: input.sandboxMode,
-          turnsPlanned: input.turns,
-          agentCommand: input.agentCommand ?? null,
-          turnTimeoutMs: input.turnTimeoutMs ?? null,
-          demoSleepMs: input.demoSleepMs ?? null,
-          waveId: options.waveId ?? null,
-        },
-      });
-      await tx.runEvent.create({ data: { runId: run.id, type: "created", data: { by: actor.id } } });
-      await writeAudit(tx, actor, { action: "run.submit", targetType: "run", targetId: run.id, companyId: run.companyId, input, outcome: "ok" });
-      return run;
-    });
+    return await db.$transaction(async (tx) => createRun(tx, instanceId, input, actor, options));
   } catch (err) {
-    if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002") {
-      const active = await db.run.findFirst({
-        where: { companyId: input.companyId, taskId: input.taskId, status: { in: [...LIVE_RUN_STATUSES] } },
-        select: { id: true, status: true },
-      });
-      await writeAudit(db, actor, { action: "run.submit", targetType: "task", targetId: input.taskId, companyId: input.companyId, input, outcome: "refused", detail: { activeRun: active?.id } });
-      throw new AppError("CONFLICT", `task ${input.taskId} already has an active run${active ? ` (${active.id}, ${active.status})` : ""}`, { activeRunId: active?.id });
-    }
-    throw err;
+    throw await activeRunConflict(db, err, input, actor);
   }
+}
+
+/** The run, its `created` event and its audit entry, in the caller's transaction (submitRun, and an idempotent submit: runs/submit-once.ts). */
+export async function createRun(tx: Prisma.TransactionClient, instanceId: string, input: z.infer<typeof submitRunInput>, actor: Actor, options: { waveId?: string; id?: string } = {}): Promise<Run> {
+  await ensureInstance(tx, instanceId);
+  const run = await tx.run.create({
+    data: {
+      ...(options.id ? { id: options.id } : {}),
+      externalId: input.externalId ?? null,
+      instanceId,
+      companyId: input.companyId,
+      taskId: input.taskId,
+      agent: input.agent,
+      provider: input.provider,
+      target: input.target,
+      sandboxMode: input.sandboxMode,
+      turnsPlanned: input.turns,
+      agentCommand: input.agentCommand ?? null,
+      turnTimeoutMs: input.turnTimeoutMs ?? null,
+      demoSleepMs: input.demoSleepMs ?? null,
+      waveId: options.waveId ?? null,
+    },
+  });
+  await tx.runEvent.create({ data: { runId: run.id, type: "created", data: { by: actor.id } } });
+  await writeAudit(tx, actor, { action: "run.submit", targetType: "run", targetId: run.id, companyId: run.companyId, input, outcome: "ok" });
+  return run;
+}
+
+/** A failed create as the caller sees it: the task's active run (the one-active-run index) is a CONFLICT naming it, audited; anything else as it was. */
+export async function activeRunConflict(db: Db, err: unknown, input: z.infer<typeof submitRunInput>, actor: Actor): Promise<unknown> {
+  if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002") {
+    const active = await db.run.findFirst({
+      where: { companyId: input.companyId, taskId: input.taskId, status: { in: [...LIVE_RUN_STATUSES] } },
+      select: { id: true, status: true },
+    });
+    await writeAudit(db, actor, { action: "run.submit", targetType: "task", targetId: input.taskId, companyId: input.companyId, input, outcome: "refused", detail: { activeRun: active?.id } });
+    return new AppError("CONFLICT", `task ${input.taskId} already has an active run${active ? ` (${active.id}, ${active.status})` : ""}`, { activeRunId: active?.id });
+  }
+  return err;
 }

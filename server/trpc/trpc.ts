@@ -28,6 +28,8 @@ export interface Context {
   services: () => Promise<Services>;
   /** Where an alert endpoint may point (RUNWARDEN_ALERT_ALLOW_NETWORKS; server/alerts/destinations.ts). */
   alertDestinations: DestinationPolicy;
+  /** The HTTP API's Idempotency-Key header (server/api/handle.ts; runs.create); null from the dashboard. */
+  idempotencyKey: string | null;
 }
 
 /** Every procedure declares the role it needs (see server/shared/roles.ts). */
@@ -41,7 +43,7 @@ export interface Meta {
  * `services`: given by a test that brings its own provider; otherwise built on first use.
  * `alertDestinations`: given by a test whose webhook receiver listens on loopback; otherwise the environment's.
  */
-export async function createTRPCContext(opts: { headers: Headers; db?: Db; user?: SessionUser | null; services?: Services; alertDestinations?: DestinationPolicy }): Promise<Context> {
+export async function createTRPCContext(opts: { headers: Headers; db?: Db; user?: SessionUser | null; services?: Services; alertDestinations?: DestinationPolicy; idempotencyKey?: string | null }): Promise<Context> {
   const database = opts.db ?? db();
   const instanceId = async () => opts.services?.instanceId ?? (await instanceIdOf(database, env.RUNWARDEN_INSTANCE_ID));
   return {
@@ -51,6 +53,7 @@ export async function createTRPCContext(opts: { headers: Headers; db?: Db; user?
     instanceId,
     services: async () => opts.services ?? servicesFor(database, await instanceId()),
     alertDestinations: opts.alertDestinations ?? { allow: env.RUNWARDEN_ALERT_ALLOW_NETWORKS },
+    idempotencyKey: opts.idempotencyKey ?? null,
   };
 }
 

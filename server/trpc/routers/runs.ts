@@ -3,7 +3,8 @@ import { getRunDetail, runDetailOutput, runEvidence, runEvidenceOutput, runIdInp
 import { countRuns, failureGroups, failureGroupsOutput, listRuns, runFacets, runFacetsOutput, runCountOutput, runFilterInput, runListInput, runListOutput, runStatusCounts, runStatusCountsOutput } from "../../runs/queries";
 import { retryRun } from "../../runs/retry";
 import { listStuck, stuckListInput, stuckListOutput } from "../../runs/stuck";
-import { pickRunSummary, runSummarySchema, submitRunInScope, submitRunInput } from "../../runs/submit";
+import { pickRunSummary, runSummarySchema, submitRunInput } from "../../runs/submit";
+import { submitRunOnce } from "../../runs/submit-once";
 import { boardProcedure, createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 import { uuidSchema } from "../../lib/ids";
 import { CANCEL_REASON_MAX, cancelOutcomeSchema } from "../../services";
@@ -54,11 +55,18 @@ export const runsRouter = createTRPCRouter({
     .output(runEvidenceOutput)
     .query(({ ctx, input }) => runEvidence(ctx.db, ctx.scope, input.id)),
 
-  /** Queues a run for a task; whichever controller claims it executes it. */
+  /**
+   * Queues a run for a task; whichever controller claims it executes it. Idempotent with a key
+   * (the API's Idempotency-Key header, or the input's externalId: runs/submit-once.ts): the same
+   * key and input answer the same run, `replayed`.
+   */
   create: operatorProcedure
     .input(submitRunInput)
-    .output(runSummarySchema)
-    .mutation(async ({ ctx, input }) => pickRunSummary(await submitRunInScope(ctx.db, await ctx.instanceId(), input, ctx.actor, ctx.scope))),
+    .output(runSummarySchema.extend({ replayed: z.boolean() }))
+    .mutation(async ({ ctx, input }) => {
+      const { run, replayed } = await submitRunOnce(ctx.db, await ctx.instanceId(), input, ctx.actor, ctx.scope, ctx.idempotencyKey);
+      return { ...pickRunSummary(run), replayed };
+    }),
 
   /**
    * Retry (docs/rules.md §2.7): exactly one successor however often it is called, then one
