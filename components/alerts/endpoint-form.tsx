@@ -15,6 +15,8 @@ export interface EndpointFormValues {
 const EVENT_HELP: Record<AlertEventType, string> = {
   "run.failed": "a run ended failed (code, owner, Retry, link)",
   "run.recovery_exhausted": "recovery gave up on a run",
+  "run.succeeded": "a run ended succeeded (opt-in: only when ticked)",
+  "run.cancelled": "a run was cancelled (opt-in: only when ticked)",
   "provider.outage_started": "the provider became unavailable",
   "provider.outage_ended": "the provider is back",
   "orphans.cost_over": "orphaned sandboxes cost more than RUNWARDEN_ALERT_ORPHAN_COST_PER_HOUR",
@@ -23,7 +25,7 @@ const EVENT_HELP: Record<AlertEventType, string> = {
   test: "the Test button (always delivered)",
 };
 
-/** Add or edit an endpoint: name, URL, secret (optional), the event types (none ticked: every type). */
+/** Add or edit an endpoint: name, URL, secret (optional), the event types (none ticked: every type but the opt-in ones). */
 export function EndpointForm({
   idPrefix,
   initial,
@@ -105,7 +107,7 @@ export function EndpointForm({
         </p>
       </div>
       <fieldset className="sm:col-span-2">
-        <legend className="text-sm font-medium">Events (none ticked: every type)</legend>
+        <legend className="text-sm font-medium">Events (none ticked: every type but the opt-in ones)</legend>
         <div className="mt-1 grid gap-1 sm:grid-cols-2">
           {ALERT_EVENT_TYPES.filter((t) => t !== "test").map((t) => (
             <label key={t} className="flex items-start gap-2 text-sm">

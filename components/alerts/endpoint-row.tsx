@@ -87,7 +87,7 @@ export function EndpointRow({
         <td className={`${tdClass} max-w-xs font-mono text-xs break-all`} title="The URL is the endpoint's credential: only its host and a fingerprint are shown">
           {e.destination}
         </td>
-        <td className={`${tdClass} text-xs`}>{e.events.length === 0 ? "every type" : e.events.join(", ")}</td>
+        <td className={`${tdClass} text-xs`}>{e.events.length === 0 ? "every type but the opt-in ones" : e.events.join(", ")}</td>
         <td className={`${tdClass} font-mono text-xs`}>{e.secretHint}</td>
         <td className={tdClass}>{e.enabled ? <Badge tone="good">enabled</Badge> : <Badge tone="warn">disabled</Badge>}</td>
         <td className={`${tdClass} text-xs whitespace-nowrap`}>

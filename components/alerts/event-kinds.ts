@@ -8,6 +8,8 @@ import { ALERT_EVENT_TYPES, type AlertEventType } from "@/server/shared/alerts";
 const EVENT_SUMMARY: Record<AlertEventType, string> = {
   "run.failed": "failed runs",
   "run.recovery_exhausted": "recovery that gave up",
+  "run.succeeded": "succeeded runs (opt-in)",
+  "run.cancelled": "cancelled runs (opt-in)",
   "provider.outage_started": "provider outages",
   "provider.outage_ended": "their end",
   "orphans.cost_over": "orphan costs over the threshold",

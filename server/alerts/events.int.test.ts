@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { recordBreakerChange } from "../controller/outage";
+import { submitRun } from "../runs/submit";
+import { servicesOf } from "../services";
 import { storeWaveReport } from "../waves/store";
 import type { WaveReport } from "../shared/wave-report";
-import { startControllerHarness, type ControllerHarness } from "../test/controller";
-import { alertOrphanCost, alertRunFailed, orphanCostRate } from "./events";
+import { startControllerHarness, waitFor, type ControllerHarness } from "../test/controller";
+import { alertOrphanCost, alertRunFailed, emitRunEnded, orphanCostRate } from "./events";
 
 /** The events' sources against PostgreSQL: one row per change however often it is reported, and deliveries by subscription. */
 
@@ -11,6 +13,8 @@ let h: ControllerHarness;
 let all: string;
 let wavesOnly: string;
 let disabled: string;
+let ends: string;
+let succeededOnly: string;
 
 beforeAll(async () => {
   h = await startControllerHarness();
@@ -19,6 +23,8 @@ beforeAll(async () => {
   all = (await mk("all", [])).id;
   wavesOnly = (await mk("waves", ["wave.failed"])).id;
   disabled = (await mk("off", [], false)).id;
+  ends = (await mk("ends", ["run.succeeded", "run.cancelled"])).id;
+  succeededOnly = (await mk("succeeded", ["run.succeeded"])).id;
 });
 afterAll(() => h.close());
 
@@ -92,6 +98,78 @@ describe("run alerts", () => {
     expect(failed.map((e) => e.type).sort()).toEqual(["run.failed", "run.recovery_exhausted"]);
     expect(failed.every((e) => e.deliveries.length === 1 && e.deliveries[0]!.endpointId === all)).toBe(true);
     expect((failed.find((e) => e.type === "run.recovery_exhausted")!.payload as { text: string }).text).toContain("recovery gave up after 5 attempts");
+  });
+});
+
+describe("run endings, opt-in (docs/alerts.md: Run endings)", () => {
+  const board = { id: "ana@example.com", role: "board" };
+  const submit = (taskId: string, externalId?: string) => submitRun(h.db.db, "inst-a", { companyId: "co-1", taskId, agent: "planner", provider: "codex", sandboxMode: "warm", turns: 1, externalId }, board);
+
+  /** Every ending event of one run, by the run id in its payload (whatever its dedupe key). */
+  const endingsOf = (runId: string) =>
+    h.db.db.alertEvent.findMany({ where: { type: { in: ["run.succeeded", "run.cancelled", "run.failed"] }, payload: { path: ["data", "runId"], equals: runId } }, include: { deliveries: true } });
+
+  it("a run that succeeds is one run.succeeded, however often written, delivered only to the endpoints that named it", async () => {
+    const r = await submit("ends-succeeded", "plat-ends-1");
+    const c = await h.controller();
+    c.start();
+    const done = await waitFor("the run to succeed", async () => {
+      const row = await h.db.db.run.findUniqueOrThrow({ where: { id: r.id } });
+      return row.status === "succeeded" ? row : null;
+    }, 30_000);
+    await c.stop("test");
+    // Written by the ending itself, in its transaction: there as soon as the run reads succeeded.
+    const written = await endingsOf(r.id);
+    expect(written.map((e) => e.type)).toEqual(["run.succeeded"]);
+    // The ending written again (a retried transaction, another controller): no second event.
+    await Promise.all([emitRunEnded(h.db.db, done), emitRunEnded(h.db.db, done)]);
+    const ended = await endingsOf(r.id);
+    expect(ended.map((e) => e.id)).toEqual(written.map((e) => e.id));
+    const [event] = ended;
+    expect(event!.dedupeKey).toBe(`run.succeeded:${r.id}`);
+    expect(event!.payload).toMatchObject({
+      type: "run.succeeded",
+      id: event!.id,
+      data: {
+        runId: r.id,
+        companyId: "co-1",
+        taskId: "ends-succeeded",
+        agent: "planner",
+        externalId: "plat-ends-1",
+        status: "succeeded",
+        failureCode: null,
+        createdAt: done.createdAt.toISOString(),
+        startedAt: done.startedAt!.toISOString(),
+        finishedAt: done.finishedAt!.toISOString(),
+        url: `http://localhost:3000/runs/${r.id}`,
+      },
+    });
+    // The default set (`all`) and a wave subscriber get none: only the endpoints that named it.
+    expect(event!.deliveries.map((d) => d.endpointId).sort()).toEqual([ends, succeededOnly].sort());
+  });
+
+  it("a cancelled run is one run.cancelled, delivered only to the endpoint that named it; a second Cancel adds none", async () => {
+    const r = await submit("ends-cancelled");
+    const services = servicesOf(h.service());
+    expect(await services.cancelRun({ all: true }, board, r.id, { reason: "not needed" })).toMatchObject({ result: "cancelled" });
+    expect(await services.cancelRun({ all: true }, board, r.id, {})).toMatchObject({ result: "refused" });
+    const ended = await endingsOf(r.id);
+    expect(ended.map((e) => e.type)).toEqual(["run.cancelled"]);
+    const row = await h.db.db.run.findUniqueOrThrow({ where: { id: r.id } });
+    await emitRunEnded(h.db.db, row);
+    expect((await endingsOf(r.id)).map((e) => e.id)).toEqual([ended[0]!.id]);
+    expect(ended[0]!.dedupeKey).toBe(`run.cancelled:${r.id}`);
+    expect(ended[0]!.payload).toMatchObject({ data: { runId: r.id, taskId: "ends-cancelled", externalId: null, status: "cancelled", failureCode: null, startedAt: null, finishedAt: row.finishedAt!.toISOString() } });
+    expect(ended[0]!.deliveries.map((d) => d.endpointId)).toEqual([ends]);
+  });
+
+  it("a run cancelled by a bulk plan's item (its own transaction, runs/bulk-confirm.ts) is one run.cancelled too", async () => {
+    const r = await submit("ends-bulk-cancelled");
+    const services = servicesOf(h.service());
+    const taken = await h.db.db.$transaction((tx) => services.cancelRunIn(tx, { all: true }, board, r.id, { planId: "plan-1" }));
+    expect(taken.result).toBe("cancelled");
+    const ended = await endingsOf(r.id);
+    expect(ended.map((e) => [e.type, e.dedupeKey, e.deliveries.map((d) => d.endpointId)])).toEqual([["run.cancelled", `run.cancelled:${r.id}`, [ends]]]);
   });
 });
 

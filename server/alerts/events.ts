@@ -1,5 +1,5 @@
 import type { Db, Prisma } from "../db/client";
-import { crossedCostThreshold, type RunAlertData } from "../engine/alerts";
+import { crossedCostThreshold, type RunAlertData, type RunEndedAlertData } from "../engine/alerts";
 import { dashboardLink, emitAlert } from "./outbox";
 
 /**
@@ -22,6 +22,52 @@ export interface FailedRun {
   canRetry: boolean;
   nextAction: string | null;
   recoveryAttempts: number;
+}
+
+/**
+ * A run's row as the transaction that ended it just wrote it (`finishRunFailed`,
+ * `finishRunSucceeded` in controller/outcome.ts, `cancelInTransaction` in controller/cancel.ts).
+ */
+export interface EndedRun extends FailedRun {
+  status: string;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  /** The platform's own id of the run (`runs.external_id`) when it was submitted with one, else null. */
+  externalId: string | null;
+}
+
+/**
+ * The one door for a run's ending alert, in the transaction that ends it: the type by the
+ * status just written — `run.failed` (and `run.recovery_exhausted`), `run.succeeded`,
+ * `run.cancelled`. Each is keyed `<type>:<runId>`, so however often an ending is written (a
+ * retried transaction, two controllers) the run has one event of it.
+ */
+export async function emitRunEnded(tx: Tx, run: EndedRun, opts: { recoveryExhausted?: boolean } = {}): Promise<void> {
+  switch (run.status) {
+    case "failed":
+      return alertRunFailed(tx, run, opts.recoveryExhausted ?? false);
+    case "succeeded":
+    case "cancelled": {
+      const base: Omit<RunEndedAlertData, "status"> = {
+        runId: run.id,
+        companyId: run.companyId,
+        taskId: run.taskId,
+        agent: run.agent,
+        externalId: run.externalId,
+        failureCode: null,
+        createdAt: run.createdAt.toISOString(),
+        startedAt: run.startedAt?.toISOString() ?? null,
+        finishedAt: (run.finishedAt ?? new Date()).toISOString(),
+        url: dashboardLink(`/runs/${run.id}`),
+      };
+      const event = run.status === "succeeded" ? { type: "run.succeeded" as const, data: { ...base, status: "succeeded" as const } } : { type: "run.cancelled" as const, data: { ...base, status: "cancelled" as const } };
+      await emitAlert(tx, run.instanceId, event, `${event.type}:${run.id}`);
+      return;
+    }
+    default:
+      throw new Error(`run ${run.id}: status ${run.status} is not an ending`);
+  }
 }
 
 /** run.failed for every run that ends failed; run.recovery_exhausted too when recovery gave up on it. */

@@ -1,5 +1,6 @@
 import crypto from "node:crypto";
 import { z } from "zod";
+import { emitRunEnded } from "../alerts/events";
 import { writeAudit, type Actor } from "../audit/write";
 import { databaseNow } from "../db/clock";
 import type { EnvironmentLease, Prisma } from "../db/client";
@@ -47,8 +48,9 @@ interface LockedRun {
  * `admitCancel` and, when admitted, takes it over by compare-and-set on its executor epoch
  * (§2.10: epoch + 1, so whatever its executor writes next matches nothing), rests it in
  * `cancelled` with who and why, appends the `cancelled` event, takes its active leases out
- * of service and writes the audit entry. Two cancels of one run (two tabs, a bulk plan and a
- * person) queue on the lock: the second reads `cancelled` and is refused. After the commit
+ * of service, writes the audit entry and the `run.cancelled` alert (docs/alerts.md). Two
+ * cancels of one run (two tabs, a bulk plan and a person) queue on the lock: the second reads
+ * `cancelled` and is refused. After the commit
  * the runners are stopped and the sandboxes torn down by the teardown machinery (the claim
  * and fence the transaction took, the `sandbox_ownership` proof); a teardown that fails
  * leaves its lease `pending_cleanup` for the sweep, and the outcome says so.
@@ -141,6 +143,8 @@ export async function cancelInTransaction(ctx: ControllerContext, tx: Prisma.Tra
   };
   await tx.runEvent.create({ data: { runId, type: "cancelled", bootId: ctx.identity.bootId, data: detail } });
   await writeAudit(tx, actor, { action: "run.cancel", targetType: "run", targetId: runId, companyId: run.company_id, input: { reason, planId }, outcome: "ok", detail });
+  // run.cancelled (opt-in) in the transaction that cancels, so a bulk plan's item carries it too (runs/bulk-confirm.ts).
+  await emitRunEnded(tx, await tx.run.findUniqueOrThrow({ where: { id: runId } }));
   return {
     result: "cancelled",
     runId,

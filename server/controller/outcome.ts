@@ -1,4 +1,4 @@
-import { alertRunFailed } from "../alerts/events";
+import { emitRunEnded } from "../alerts/events";
 import { databaseNow } from "../db/clock";
 import type { Prisma, RecoveryMode, RestartKind, Run } from "../db/client";
 import { judgeStartupFailure, restingFailure, type ClaimDraft, type StartupFailureEvidence, type Verdict } from "../engine";
@@ -57,7 +57,7 @@ export async function finishRunFailed(
     });
     await appendEvent(tx, runId, "run_failed", ctx.identity.bootId, { code: rest.code, proof: verdict.kind, detail });
     // The alert lands with the failure it reports, or not at all (a lost run writes neither).
-    await alertRunFailed(tx, failed, verdict.kind === "recovery_attempt");
+    await emitRunEnded(tx, failed, { recoveryExhausted: verdict.kind === "recovery_attempt" });
     return markRunLeases(tx, runId);
   });
   await takeDownLeases(ctx, runId, marked);
@@ -72,7 +72,7 @@ export async function finishRunSucceeded(ctx: ControllerContext, run: RunFence) 
   const marked = await whileCurrent(ctx, run, (tx) => markRunLeases(tx, runId));
   await takeDownLeases(ctx, runId, marked);
   await whileCurrent(ctx, run, async (tx) => {
-    await tx.run.update({
+    const succeeded = await tx.run.update({
       where: { id: runId },
       data: {
         status: "succeeded",
@@ -90,6 +90,8 @@ export async function finishRunSucceeded(ctx: ControllerContext, run: RunFence) 
       },
     });
     await appendEvent(tx, runId, "run_succeeded", ctx.identity.bootId);
+    // run.succeeded (opt-in) lands with the ending it reports, or not at all, as run.failed does.
+    await emitRunEnded(tx, succeeded);
   });
   removeRunnerRoot(ctx.config.home, ctx.config.instanceId, runId);
 }

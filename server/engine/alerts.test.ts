@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ALERT_EVENT_TYPES, alertPayload, alertText, crossedCostThreshold, deliveryBackoffMs, judgeDelivery, type AlertEvent, type DeliveryPolicy } from "./alerts";
+import { ALERT_EVENT_TYPES, alertPayload, alertText, crossedCostThreshold, deliveryBackoffMs, endpointWants, judgeDelivery, OPT_IN_ALERT_EVENT_TYPES, type AlertEvent, type DeliveryPolicy } from "./alerts";
 
 const POLICY: DeliveryPolicy = { baseMs: 1_000, capMs: 60_000, maxAttempts: 5 };
 const NOW = "2026-12-06T09:00:00.000Z";
@@ -20,6 +20,19 @@ const runFailed: AlertEvent = {
   },
 };
 
+const runEnded = {
+  runId: runFailed.data.runId,
+  companyId: "co-1",
+  taskId: "nightly-report",
+  agent: "planner",
+  externalId: null,
+  failureCode: null,
+  createdAt: NOW,
+  startedAt: NOW,
+  finishedAt: NOW,
+  url: runFailed.data.url,
+};
+
 describe("alert payload text (what Slack shows as is)", () => {
   it("a failed run names its code, owner, Retry and links its page", () => {
     expect(alertText(runFailed)).toBe(
@@ -32,6 +45,8 @@ describe("alert payload text (what Slack shows as is)", () => {
     const events: AlertEvent[] = [
       runFailed,
       { type: "run.recovery_exhausted", data: { ...runFailed.data, code: "native_recovery_attempts_exhausted", attempts: 5 } },
+      { type: "run.succeeded", data: { ...runEnded, status: "succeeded" } },
+      { type: "run.cancelled", data: { ...runEnded, externalId: "plat-42", status: "cancelled" } },
       { type: "provider.outage_started", data: { outageId: "o-1", provider: "daytona", since: NOW, lastError: "ECONNREFUSED", controller: "b1", url: "http://localhost:3000/" } },
       { type: "provider.outage_ended", data: { outageId: "o-1", provider: "daytona", since: NOW, endedAt: NOW, downSeconds: 61, controller: "b1", url: "http://localhost:3000/" } },
       { type: "orphans.cost_over", data: { ratePerHour: 12.5, thresholdPerHour: 10, previousRatePerHour: 4, orphans: 7, url: "http://localhost:3000/orphans" } },
@@ -49,14 +64,27 @@ describe("alert payload text (what Slack shows as is)", () => {
       expect(text).not.toMatch(/\n|[<>*`]/);
     }
     expect(alertText(events[1]!)).toContain("after 5 attempts");
-    expect(alertText(events[3]!)).toContain("back after 61 s");
-    expect(alertText(events[4]!)).toContain("$12.50/h, over the $10.00/h threshold (7 orphans)");
+    expect(alertText(events[2]!)).toBe("Runwarden: run succeeded. co-1 / nightly-report (agent planner). https://runwarden.example.com/runs/0b6f7b8e-1d1c-4c49-9a51-0e6f8f1d9c11");
+    expect(alertText(events[3]!)).toContain("run cancelled. co-1 / nightly-report (agent planner; external id plat-42)");
+    expect(alertText(events[5]!)).toContain("back after 61 s");
+    expect(alertText(events[6]!)).toContain("$12.50/h, over the $10.00/h threshold (7 orphans)");
   });
 
   it("the payload carries type, id, occurredAt, data and text", () => {
     const p = alertPayload(runFailed, "ev-1", NOW);
     expect(Object.keys(p).sort()).toEqual(["data", "id", "occurredAt", "text", "type"]);
     expect(p).toMatchObject({ type: "run.failed", id: "ev-1", occurredAt: NOW, data: runFailed.data, text: alertText(runFailed) });
+  });
+});
+
+describe("subscriptions", () => {
+  it("an endpoint on the default set gets every type but the opt-in ones; one naming a type gets only what it names", () => {
+    expect([...OPT_IN_ALERT_EVENT_TYPES].sort()).toEqual(["run.cancelled", "run.succeeded"]);
+    for (const t of ALERT_EVENT_TYPES) expect(endpointWants([], t), t).toBe(t !== "run.succeeded" && t !== "run.cancelled");
+    expect(endpointWants(["run.succeeded"], "run.succeeded")).toBe(true);
+    expect(endpointWants(["run.succeeded"], "run.cancelled")).toBe(false);
+    expect(endpointWants(["run.succeeded"], "run.failed")).toBe(false);
+    expect(endpointWants(["run.failed", "run.cancelled"], "run.cancelled")).toBe(true);
   });
 });
 

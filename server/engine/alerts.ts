@@ -9,6 +9,8 @@ import { assertNever } from "./checks";
 export const ALERT_EVENT_TYPES = [
   "run.failed",
   "run.recovery_exhausted",
+  "run.succeeded",
+  "run.cancelled",
   "provider.outage_started",
   "provider.outage_ended",
   "orphans.cost_over",
@@ -20,6 +22,22 @@ export type AlertEventType = (typeof ALERT_EVENT_TYPES)[number];
 
 export function isAlertEventType(v: string): v is AlertEventType {
   return (ALERT_EVENT_TYPES as readonly string[]).includes(v);
+}
+
+/**
+ * Types an endpoint gets only when it names them: an endpoint with no types (the default, and
+ * the `env` endpoint's) gets every type but these. Every run ends, so these are the volume of
+ * the runs themselves, not something that needs a person (docs/alerts.md, "Run endings").
+ */
+export const OPT_IN_ALERT_EVENT_TYPES = ["run.succeeded", "run.cancelled"] as const satisfies readonly AlertEventType[];
+
+export function isOptInAlertEventType(type: AlertEventType): boolean {
+  return (OPT_IN_ALERT_EVENT_TYPES as readonly string[]).includes(type);
+}
+
+/** Whether an endpoint subscribed to `events` (none: the default set) gets an event of `type`. */
+export function endpointWants(events: readonly string[], type: AlertEventType): boolean {
+  return events.length === 0 ? !isOptInAlertEventType(type) : events.includes(type);
 }
 
 /** A run that ended failed (run.failed) or ran out of recovery attempts (run.recovery_exhausted). */
@@ -37,9 +55,29 @@ export interface RunAlertData {
   url: string;
 }
 
+/** A run that ended succeeded (run.succeeded) or cancelled (run.cancelled): opt-in types. */
+export interface RunEndedAlertData {
+  runId: string;
+  companyId: string;
+  taskId: string;
+  agent: string;
+  /** The platform's own id of the run, when it was submitted with one (null otherwise). */
+  externalId: string | null;
+  status: "succeeded" | "cancelled";
+  /** Always null: an ending with a code is run.failed. */
+  failureCode: null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string;
+  /** The run's page on the dashboard. */
+  url: string;
+}
+
 export type AlertEvent =
   | { type: "run.failed"; data: RunAlertData }
   | { type: "run.recovery_exhausted"; data: RunAlertData & { attempts: number } }
+  | { type: "run.succeeded"; data: RunEndedAlertData & { status: "succeeded" } }
+  | { type: "run.cancelled"; data: RunEndedAlertData & { status: "cancelled" } }
   /** `outageId`: one outage's two alerts share it (their dedupe keys are built from it). */
   | { type: "provider.outage_started"; data: { outageId: string; provider: string; since: string; lastError: string | null; controller: string; url: string } }
   | { type: "provider.outage_ended"; data: { outageId: string; provider: string; since: string; endedAt: string; downSeconds: number; controller: string; url: string } }
@@ -83,6 +121,11 @@ export function alertText(event: AlertEvent): string {
       const d = event.data;
       const retry = d.canRetry ? "Retry offered" : "no Retry";
       return `Runwarden: recovery gave up after ${d.attempts} attempts, the run ended with ${d.code} (owner: ${d.owner}; ${retry}). ${d.companyId} / ${d.taskId}. ${d.url}`;
+    }
+    case "run.succeeded":
+    case "run.cancelled": {
+      const d = event.data;
+      return `Runwarden: run ${d.status}. ${d.companyId} / ${d.taskId} (agent ${d.agent}${d.externalId ? `; external id ${d.externalId}` : ""}). ${d.url}`;
     }
     case "provider.outage_started":
       return `Runwarden: provider ${event.data.provider} unavailable since ${event.data.since}; runs wait for it (none fails for it). Last error: ${event.data.lastError ?? "none"}. ${event.data.url}`;
