@@ -25,6 +25,7 @@ export const NAV_ITEMS: NavItem[] = [
   { href: "/forecast", label: "Forecast" },
   { href: "/audit", label: "Audit" },
   { href: "/users", label: "Users", role: "admin" },
+  { href: "/tokens", label: "API tokens", role: "admin" },
   { href: "/alerts", label: "Alerts", role: "admin" },
 ];
 

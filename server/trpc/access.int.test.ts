@@ -60,6 +60,9 @@ const POLICY: Record<string, Role> = {
   "forecasts.get": "viewer",
   "forecasts.forRun": "viewer",
   "forecasts.take": "operator",
+  "tokens.list": "admin",
+  "tokens.create": "admin",
+  "tokens.revoke": "admin",
 };
 
 let h: ControllerHarness;

@@ -12,6 +12,7 @@ import { liveRouter } from "./routers/live";
 import { plansRouter } from "./routers/plans";
 import { alertsRouter } from "./routers/alerts";
 import { forecastsRouter } from "./routers/forecasts";
+import { tokensRouter } from "./routers/tokens";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 export const appRouter = createTRPCRouter({
@@ -29,6 +30,7 @@ export const appRouter = createTRPCRouter({
   plans: plansRouter,
   alerts: alertsRouter,
   forecasts: forecastsRouter,
+  tokens: tokensRouter,
 });
 
 export type AppRouter = typeof appRouter;

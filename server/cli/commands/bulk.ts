@@ -14,7 +14,7 @@ export interface BulkOptions {
   plan?: string;
   confirm?: string;
   reason?: string;
-  /** `run cancel`'s --as: that person's role (operator and up for a set) and companies. */
+  /** `run retry`'s and `run cancel`'s --as: that person's role (operator and up for a set) and companies. */
   as?: string;
   json?: boolean;
 }
@@ -56,7 +56,7 @@ export async function runBulk(io: CliIO, kind: Kind, runId: string | undefined, 
 
   await withCliDatabase("run", io, async (db, env) => {
     const [{ instanceIdOf }, { auditedCli, cliActor, machineActor }] = await Promise.all([import("../../db/installation"), import("../actor")]);
-    // Without --as (which `run cancel` takes): the machine's operator, every company, as `run retry RUN_ID` acts.
+    // Without --as: the machine's operator, every company, as `run retry RUN_ID` acts.
     const { actor, scope } = opts.as === undefined ? { actor: machineActor("operator"), scope: { all: true } as const } : await cliActor(db, opts.as, "operator", `run.bulk_${kind}`);
     const instanceId = await instanceIdOf(db, env.RUNWARDEN_INSTANCE_ID);
     if (previewing) {
