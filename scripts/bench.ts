@@ -57,14 +57,20 @@ const cli = new Command("bench")
   .option("--keep", "with --hosts: keep the phases' databases for inspection (a failed bench always keeps them)")
   .option("--silence-ms <ms>", "with --hosts: the controllers' silence window (RUNWARDEN_EXECUTOR_TIMEOUT_MS)", positiveInt, 8000)
   .option("--pool [runs]", "one controller with this many runs in flight at once (default 200) against its fixed RUNWARDEN_DB_POOL_MAX: peak connections and time to settle, beside the same runs with a pool as large as the concurrency", positiveInt)
+  .option("--platform [runs]", "a platform's loop over the HTTP API (docs/api.md): a token, N runs (default 50) submitted with keys by the example client, one answer lost and sent again, a controller SIGKILLed mid-way, every ending heard by a webhook receiver", positiveInt)
   .option("--outage-alerts [delays]", "the provider.outage_* alerts a receiver gets from a 5-minute outage (at 1:10) whose controller is SIGKILLed mid-way and replaced after each of these delays in ms (default 1000,10000,20000)")
   .option("--transition-ms <ms>", "the emulator's lifecycle transitions (create, start, stop, destroy) in ms; default: the emulator's own (Daytona-like) timings", nonNegativeInt)
   .parse(process.argv);
-const opts = cli.opts<{ outageAlerts?: string | true; pool?: number | true; forecast?: string | true; forecastLanes: number; keep?: boolean; hosts?: number; runs: number; turns: number; agentMs: number; silenceMs: number; scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean; verbose?: boolean; browser: boolean; sweepOnly?: boolean; inProcessEmulator?: boolean }>();
+const opts = cli.opts<{ platform?: number | true; outageAlerts?: string | true; pool?: number | true; forecast?: string | true; forecastLanes: number; keep?: boolean; hosts?: number; runs: number; turns: number; agentMs: number; silenceMs: number; scale?: number | true; json?: string; reps: number; backlog: number; reclaims: number; transitionMs?: number; orphans?: string | true; polls: number; clientJs?: boolean; verbose?: boolean; browser: boolean; sweepOnly?: boolean; inProcessEmulator?: boolean }>();
 if (opts.clientJs) {
   const { printClientJs, CLIENT_JS_LIMIT_KB } = await import("./bench/client-js");
   const pages = printClientJs(say, opts.verbose);
   process.exit(pages.some((p) => p.gzipKb > CLIENT_JS_LIMIT_KB) ? 1 : 0);
+}
+if (opts.platform !== undefined) {
+  const { runPlatformBench } = await import("./bench/platform");
+  const passed = await runPlatformBench({ runs: opts.platform === true ? 50 : opts.platform });
+  process.exit(passed ? 0 : 1);
 }
 if (opts.outageAlerts !== undefined) {
   const { runOutageAlertsBench } = await import("./bench/outage-alerts");
