@@ -221,13 +221,19 @@ describe("K5, a stall past the silence window on another host", () => {
     expect(report.events.some((e) => e.kind === "kill" && e.detail.startsWith("K5: SIGCONT"))).toBe(true);
   });
 
-  it("woken, the stalled controller runs no turn twice: the run succeeds, each turn once, without Retry", async () => {
+  it("woken, the stalled controller runs no turn twice: the run succeeds, each turn once, without Retry; a run caught in its bootstrap rests with Retry (§2.2)", async () => {
     const k5 = report.kills[0]!;
     const interrupted = await h.db.db.run.findUniqueOrThrow({ where: { id: k5.interruptedRunId! } });
     expect(interrupted).toMatchObject({ status: "succeeded", previousRunId: null });
     expect(interrupted.restarts).toBeGreaterThanOrEqual(1);
     expect(turnMarkers(report)[interrupted.id]).toEqual(Array.from({ length: interrupted.turnsPlanned }, (_, i) => i + 1));
-    expect(report.tasks.filter((t) => t.retriesNeeded > 0).map((t) => `${t.id}: ${t.failureCodes.join(", ")}`), events(report)).toEqual([]);
+    // The interrupted run's task needed no Retry (its first run succeeded). Another run the
+    // stall caught in its bootstrap, after its runner connected, is refused a restart on the
+    // other host — which holds no local restart proof for it (docs/rules.md §2.2) — and rests
+    // with Retry: by the rules, and the only code such a task may carry here.
+    const retried = report.tasks.filter((t) => t.retriesNeeded > 0);
+    expect(retried.map((t) => t.runs[0]?.id)).not.toContain(interrupted.id);
+    expect(retried.flatMap((t) => t.failureCodes.filter((c) => c !== "native_restart_recovery_blocked").map((c) => `${t.id}: ${c}`)), events(report)).toEqual([]);
   });
 });
 
