@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import os from "node:os";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { addUser } from "../auth/users";
 import { ensureInstance, instanceIdOf } from "../db/installation";
 import { env } from "../env";
 import { currentProcessIdentity, readProcessIdentity } from "../process/identity";
@@ -161,6 +162,28 @@ describe("runwarden controller kill", () => {
     expect(refused.map((e) => [e.input, e.detail])).toEqual([
       [{ signal: "TERM", boot: "b-nope" }, { reason: `no controller of instance ${mine} with boot id b-nope runs on this host` }],
       [{ signal: "TERM" }, { reason: `no controller of instance ${mine} runs on this host` }],
+    ]);
+  });
+
+  it("--as: an operator of every company signals, under their name; an operator of some companies or a board user is refused and audited", async () => {
+    const admin = { id: "t", role: "admin" };
+    await addUser(h.db.db, { email: "op-all@example.com", role: "operator", companies: ["*"] }, admin, { all: true });
+    await addUser(h.db.db, { email: "op-one@example.com", role: "operator", companies: ["co-1"] }, admin, { all: true });
+    await addUser(h.db.db, { email: "bo-all@example.com", role: "board", companies: ["*"] }, admin, { all: true });
+    const a = await procs.controller({ RUNWARDEN_INSTANCE_ID: mine });
+    for (const who of ["op-one@example.com", "bo-all@example.com"]) {
+      const r = await cli("controller", "kill", "--as", who);
+      expect({ who, code: r.code }).toEqual({ who, code: 1 });
+    }
+    expect(isProcessRunning(a.pid)).toBe(true);
+    const r = await cli("controller", "kill", "--as", "op-all@example.com");
+    expect(r.code).toBe(0);
+    expect(await a.exited).toEqual({ code: 0, signal: null });
+    const entries = await h.db.db.auditEntry.findMany({ where: { action: "controller.kill" }, orderBy: { id: "desc" }, take: 3 });
+    expect(entries.map((e) => [e.actor, e.outcome])).toEqual([
+      ["op-all@example.com", "ok"],
+      [expect.stringMatching(/ as bo-all@example\.com$/), "refused"],
+      ["op-one@example.com", "refused"],
     ]);
   });
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { addUser } from "../auth/users";
 import { inProcessCli } from "../test/cli";
 import { withTestDatabase } from "../test/context";
 
@@ -71,6 +72,20 @@ describe("runwarden forecast --check", () => {
     expect((await cli("forecast", "--check", "--forecast", forecastId!)).code).toBe(0);
     // The alert was raised once, however often the check ran.
     expect(await t.current.db.alertEvent.count({ where: { type: "forecast.missed" } })).toBe(1);
+  });
+
+  it("--as: an operator checks under their name; a board user is refused and audited", async () => {
+    const admin = { id: "t", role: "admin" };
+    await addUser(t.current.db, { email: "op@example.com", role: "operator", companies: ["co-a"] }, admin, { all: true });
+    await addUser(t.current.db, { email: "bo@example.com", role: "board", companies: ["*"] }, admin, { all: true });
+    expect((await cli("forecast", "--check", "--as", "bo@example.com")).code).toBe(1);
+    // Checked (0, or 4 for a run an earlier test made differ), not refused (1).
+    expect([0, 4]).toContain((await cli("forecast", "--check", "--as", "op@example.com")).code);
+    const entries = await t.current.db.auditEntry.findMany({ where: { action: "forecast.check" }, orderBy: { id: "desc" }, take: 2 });
+    expect(entries.map((e) => [e.actor, e.outcome])).toEqual([
+      ["op@example.com", "ok"],
+      [expect.stringMatching(/ as bo@example\.com$/), "refused"],
+    ]);
   });
 
   it("bad usage is exit 2", async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { addUser } from "../auth/users";
 import { forecastSchema } from "../shared/forecast";
 import { inProcessCli } from "../test/cli";
 import { withTestDatabase } from "../test/context";
@@ -50,6 +51,29 @@ describe("runwarden forecast", () => {
     // Nothing was claimed or written by the forecasts.
     expect(await t.current.db.run.findUniqueOrThrow({ where: { id: stranded } })).toMatchObject({ status: "running", executorEpoch: 1 });
     expect(await t.current.db.proof.count()).toBe(0);
+  });
+
+  it("--as: the person takes it, with their role and only their companies; a viewer or another company is refused and audited", async () => {
+    const db = t.current.db;
+    const admin = { id: "t", role: "admin" };
+    await addUser(db, { email: "op-a@example.com", role: "operator", companies: ["co-a"] }, admin, { all: true });
+    await addUser(db, { email: "vi@example.com", role: "viewer", companies: ["*"] }, admin, { all: true });
+    const mine = await submitted("fc-as-a", "co-a");
+    const theirs = await submitted("fc-as-b", "co-b");
+    const taken = await cli("forecast", "--as", "op-a@example.com", "--json");
+    expect(taken.code).toBe(0);
+    const runs = forecastSchema.parse(JSON.parse(taken.out)).runs;
+    expect(runs.map((r) => r.runId)).toContain(mine);
+    expect(runs.map((r) => r.runId)).not.toContain(theirs);
+    expect(new Set(runs.map((r) => r.companyId))).toEqual(new Set(["co-a"]));
+    expect(await db.forecast.findFirstOrThrow({ orderBy: { createdAt: "desc" } })).toMatchObject({ takenBy: "op-a@example.com", takenRole: "operator", total: runs.length });
+    const other = await cli("forecast", "--as", "op-a@example.com", "--company", "co-b");
+    expect(other.code).toBe(1);
+    expect(other.err).toContain("op-a@example.com does not act for company co-b");
+    const viewer = await cli("forecast", "--as", "vi@example.com");
+    expect(viewer.code).toBe(1);
+    const refusals = await db.auditEntry.findMany({ where: { action: "forecast.take", outcome: "refused" }, orderBy: { id: "asc" } });
+    expect(refusals.map((a) => a.actor)).toEqual(["op-a@example.com", expect.stringMatching(/ as vi@example\.com$/)]);
   });
 
   it("bad usage is exit 2", async () => {

@@ -23,13 +23,21 @@ export function registerControllerKill(controller: Command, io: CliIO): void {
     .description("signal this installation's live controllers on this host: TERM (the default) drains them, KILL is a hard kill (the restart demo)")
     .option("--signal <name>", `${KILL_SIGNALS.join(", ")} (default TERM)`, "TERM")
     .option("--boot <id>", "only the controller with this boot id (default: every one on this host)")
+    .option("--as <email>", "act for this person: an operator of every company (a controller executes every company's runs), a refusal audited (default: this machine's operator)")
     .option("--json", "print what was signalled as JSON")
-    .action(async (opts: { signal: string; boot?: string; json?: boolean }) => {
+    .action(async (opts: { signal: string; boot?: string; as?: string; json?: boolean }) => {
       // Loaded when run: the CLI's entry never loads the database for a command that does not use it.
       const { isStillThatController, notProvenText, withControllersHere } = await import("../controllers-here");
       await withControllersHere(io, async ({ instanceId, live, notProven, db, observer }) => {
-        const [{ writeAudit }, { auditedCli, machineActor }] = await Promise.all([import("../../audit/write"), import("../actor")]);
-        const actor = machineActor("operator");
+        const [{ writeAudit }, { auditedCli, cliActor, machineActor }] = await Promise.all([import("../../audit/write"), import("../actor")]);
+        // An operator of every company: the controller it stops executes every company's runs.
+        const acting = opts.as === undefined ? { actor: machineActor("operator"), scope: { all: true } } : await cliActor(db, opts.as, "operator", "controller.kill");
+        const actor = acting.actor;
+        if (!acting.scope.all) {
+          const reason = `${actor.id} is an operator of some companies only; a controller executes every company's runs: controller.kill needs an operator of every company (*)`;
+          await writeAudit(db, actor, { action: "controller.kill", targetType: "procedure", targetId: "controller.kill", input: { signal: opts.signal, boot: opts.boot }, outcome: "refused", detail: { reason } });
+          throw new AppError("FORBIDDEN", reason);
+        }
         // A refusal (a bad --signal, none here) is audited too, as every CLI mutation is (docs/access.md).
         await auditedCli(db, actor, "controller.kill", { signal: opts.signal, boot: opts.boot }, async () => {
           const signal: NodeJS.Signals = `SIG${parseSignal(opts.signal)}`;

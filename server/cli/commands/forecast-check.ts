@@ -8,6 +8,8 @@ export interface ForecastCheckOptions {
   json?: boolean;
   /** Only this forecast's runs. */
   forecast?: string;
+  /** `--as EMAIL`: that person checks (the operator role or up). */
+  as?: string;
 }
 
 /**
@@ -19,7 +21,7 @@ export interface ForecastCheckOptions {
  */
 export async function runForecastCheck(io: CliIO, opts: ForecastCheckOptions): Promise<void> {
   await withCliDatabase("forecast", io, async (db, env) => {
-    const [{ instanceIdOf }, { auditedCli, machineActor }, { checkForecasts, describe }, { uuidSchema }] = await Promise.all([
+    const [{ instanceIdOf }, { auditedCli, cliActor, machineActor }, { checkForecasts, describe }, { uuidSchema }] = await Promise.all([
       import("../../db/installation"),
       import("../actor"),
       import("../../forecasts/check"),
@@ -27,7 +29,8 @@ export async function runForecastCheck(io: CliIO, opts: ForecastCheckOptions): P
     ]);
     const forecastIds = opts.forecast === undefined ? undefined : [uuidSchema.parse(opts.forecast)];
     const instanceId = await instanceIdOf(db, env.RUNWARDEN_INSTANCE_ID);
-    const actor = machineActor("operator");
+    // The operator role, as taking one (forecasts.take): a check writes each stored run's outcome.
+    const actor = opts.as === undefined ? machineActor("operator") : (await cliActor(db, opts.as, "operator", "forecast.check")).actor;
     const newly = await auditedCli(db, actor, "forecast.check", { forecast: opts.forecast ?? null }, () => checkForecasts(db, instanceId, { limit: 10_000, forecastIds }));
     const rows = await db.forecastRun.findMany({
       where: { forecast: { instanceId, ...(forecastIds ? { id: { in: forecastIds } } : {}) } },

@@ -20,6 +20,8 @@ interface ForecastOptions {
   forecast?: string;
   /** `--no-store`: take it and print it, storing nothing (read-only credentials, a deploy gate). */
   store: boolean;
+  /** `--as EMAIL`: that person takes it — the operator role or up, their companies (forecasts.take's rule). */
+  as?: string;
 }
 
 /**
@@ -42,16 +44,27 @@ export function registerForecast(program: Command, io: CliIO): void {
     .option("--read-timeout-ms <ms>", "the bound on each provider or runner read (default 10000)")
     .option("--check", "check the stored forecasts against the restarts since: held, or what differed (exit 4 when any differed)")
     .option("--forecast <id>", "with --check: only this stored forecast")
+    .option("--as <email>", "act for this person: the operator role or up, only their companies (with --company: those of them), a refusal audited (default: this machine's operator, every company)")
     .option("--no-store", "store nothing (no forecast row, no audit entry): runs on read-only credentials, and against a schema this version is ahead of")
     .action(async (opts: ForecastOptions) => {
-      if (opts.check) return runForecastCheck(io, { json: opts.json, forecast: opts.forecast });
+      if (opts.check) return runForecastCheck(io, { json: opts.json, forecast: opts.forecast, as: opts.as });
       const failOn = parseFailOn(opts.failOn);
       const lanes = positive("--lanes", opts.lanes);
       const readTimeoutMs = positive("--read-timeout-ms", opts.readTimeoutMs);
       await withCliDatabase("forecast", io, async (db, env) => {
         const [{ servicesFor }, { instanceIdOf }, { uuidSchema }] = await Promise.all([import("../../services"), import("../../db/installation"), import("../../lib/ids")]);
         const runIds = opts.run.length ? opts.run.map((id) => uuidSchema.parse(id)) : undefined;
-        const scope = opts.company.length ? { all: false as const, companies: opts.company } : { all: true as const };
+        // forecasts.take's rule: the operator role, the person's companies — narrowed by --company, never widened.
+        const [{ cliActor, machineActor }, { AppError }, { inScope }] = await Promise.all([import("../actor"), import("../../errors"), import("../../shared/roles")]);
+        const acting = opts.as === undefined ? { actor: machineActor("operator"), scope: { all: true as const } } : await cliActor(db, opts.as, "operator", "forecast.take");
+        const outside = opts.company.filter((c) => !inScope(acting.scope, c));
+        if (outside.length) {
+          const reason = `${acting.actor.id} does not act for ${outside.map((c) => `company ${c}`).join(", ")}`;
+          const { writeAudit } = await import("../../audit/write");
+          await writeAudit(db, acting.actor, { action: "forecast.take", targetType: "procedure", targetId: "forecast.take", input: { company: opts.company }, outcome: "refused", detail: { reason } }).catch(() => {});
+          throw new AppError("FORBIDDEN", reason);
+        }
+        const scope = opts.company.length ? { all: false as const, companies: opts.company } : acting.scope;
         const services = servicesFor(db, await instanceIdOf(db, env.RUNWARDEN_INSTANCE_ID));
         let shown = 0;
         const forecast = await services.takeForecast(scope, {
@@ -69,8 +82,8 @@ export function registerForecast(program: Command, io: CliIO): void {
         // A forecast taken is stored (checked after the next restart: `--check`), audited as forecast.take — unless --no-store.
         let storedLine = "not stored (--no-store)\n";
         if (opts.store) {
-          const [{ storeForecast }, { machineActor }] = await Promise.all([import("../../forecasts/store"), import("../actor")]);
-          const stored = await storeForecast(db, forecast, { instanceId: services.instanceId, actor: machineActor("operator"), source: "cli", scope });
+          const { storeForecast } = await import("../../forecasts/store");
+          const stored = await storeForecast(db, forecast, { instanceId: services.instanceId, actor: acting.actor, source: "cli", scope });
           storedLine = `stored as forecast ${stored.id} (\`runwarden forecast --check\` compares it with the next restart)\n`;
         }
         if (opts.json) io.stdout(`${JSON.stringify(forecast)}\n`);
