@@ -185,3 +185,39 @@ export function Pager({ cursor, nextCursor, onPage, children }: { cursor: string
     </nav>
   );
 }
+
+/**
+ * A whole list read by one query: loading, its error, empty, or the table of its rows (the
+ * People and API tokens pages). `row` renders one row; `columns` heads the table.
+ */
+export function ListTable<T>({
+  query,
+  loading,
+  errorTitle,
+  empty,
+  label,
+  testId,
+  columns,
+  row,
+}: {
+  query: { isPending: boolean; isError: boolean; error: { message: string } | null; data: readonly T[] | undefined };
+  loading: string;
+  errorTitle: string;
+  empty: ReactNode;
+  label: string;
+  testId: string;
+  columns: readonly string[];
+  row: (item: T) => ReactNode;
+}) {
+  if (query.isPending) return <Loading label={loading} />;
+  if (query.isError || !query.data) return <ErrorNotice title={errorTitle} error={query.error} />;
+  if (query.data.length === 0) return <Empty>{empty}</Empty>;
+  return (
+    <TableWrap label={label}>
+      <table className={tableClass} data-testid={testId}>
+        <TableHead columns={columns} />
+        <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">{query.data.map(row)}</tbody>
+      </table>
+    </TableWrap>
+  );
+}

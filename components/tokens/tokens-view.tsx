@@ -5,7 +5,8 @@ import { useState } from "react";
 import { toast } from "../toast";
 import { useTRPC } from "@/trpc/react";
 import type { RouterInputs, RouterOutputs } from "@/trpc/types";
-import { buttonClass, Empty, ErrorNotice, inputClass, Loading, Section, tableClass, TableHead, TableWrap } from "../ui";
+import { buttonClass, ErrorNotice, inputClass, ListTable, Section } from "../ui";
+import { parseCompanies } from "../users/person-row";
 import { TokenRow } from "./token-row";
 
 type Created = RouterOutputs["tokens"]["create"];
@@ -21,35 +22,22 @@ const ROLE_HELP: Record<TokenRole, string> = {
 
 const COLUMNS = ["Name", "Prefix", "Role", "Companies", "Created", "Last used", "Expires", "State", "Actions"] as const;
 
-/** "co-1, co-2" → ["co-1", "co-2"]; "*" means every company. */
-function parseCompanies(text: string): string[] {
-  return [...new Set(text.split(",").map((c) => c.trim()).filter(Boolean))];
-}
-
 export function TokensView() {
   const trpc = useTRPC();
   const tokens = useQuery(trpc.tokens.list.queryOptions());
   return (
     <>
       <Section title="Tokens" id="tokens">
-        {tokens.isPending ? (
-          <Loading label="Loading API tokens…" />
-        ) : tokens.isError ? (
-          <ErrorNotice title="Could not list the API tokens." error={tokens.error} />
-        ) : tokens.data.length === 0 ? (
-          <Empty>No API tokens yet.</Empty>
-        ) : (
-          <TableWrap label="API tokens">
-            <table className={tableClass} data-testid="tokens-table">
-              <TableHead columns={COLUMNS} />
-              <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
-                {tokens.data.map((s) => (
-                  <TokenRow key={s.id} token={s} columns={COLUMNS.length} />
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
-        )}
+        <ListTable
+          query={tokens}
+          loading="Loading API tokens…"
+          errorTitle="Could not list the API tokens."
+          empty="No API tokens yet."
+          label="API tokens"
+          testId="tokens-table"
+          columns={COLUMNS}
+          row={(s) => <TokenRow key={s.id} token={s} columns={COLUMNS.length} />}
+        />
       </Section>
       <Section title="Create a token" id="create-token">
         <CreateToken />

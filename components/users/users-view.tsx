@@ -6,7 +6,7 @@ import { toast } from "../toast";
 import { ROLES, type Role } from "@/server/shared/roles";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
-import { buttonClass, Empty, ErrorNotice, inputClass, Loading, Section, tableClass, TableHead, TableWrap } from "../ui";
+import { buttonClass, ErrorNotice, inputClass, ListTable, Section } from "../ui";
 import { parseCompanies, PersonRow } from "./person-row";
 
 export { parseCompanies };
@@ -28,24 +28,16 @@ export function UsersView() {
   return (
     <>
       <Section title="People" id="people">
-        {users.isPending ? (
-          <Loading label="Loading people…" />
-        ) : users.isError ? (
-          <ErrorNotice title="Could not list the people." error={users.error} />
-        ) : users.data.length === 0 ? (
-          <Empty>Nobody can sign in yet.</Empty>
-        ) : (
-          <TableWrap label="People who can sign in">
-            <table className={tableClass} data-testid="users-table">
-              <TableHead columns={COLUMNS} />
-              <tbody className="divide-y divide-zinc-100 dark:divide-zinc-800">
-                {users.data.map((u) => (
-                  <PersonRow key={u.id} person={u} columns={COLUMNS.length} />
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
-        )}
+        <ListTable
+          query={users}
+          loading="Loading people…"
+          errorTitle="Could not list the people."
+          empty="Nobody can sign in yet."
+          label="People who can sign in"
+          testId="users-table"
+          columns={COLUMNS}
+          row={(u) => <PersonRow key={u.id} person={u} columns={COLUMNS.length} />}
+        />
       </Section>
       <Section title="Add a person" id="add-person">
         <AddPerson />
