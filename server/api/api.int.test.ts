@@ -159,6 +159,15 @@ describe("idempotent submits", () => {
     const { id } = (await first.json()) as { id: string };
     expect(((await again.json()) as { id: string }).id).toBe(id);
     expect(((await (await call("GET", `/runs/${id}`, op)).json()) as { externalId: string }).externalId).toBe("board-run-77");
+    // Failed with Retry offered, it is retried through the API: the successor keeps the platform's id.
+    await h.db.db.run.update({ where: { id }, data: { status: "failed", outcome: "terminal_failure", failureCode: "native_provider_startup_rejected", owner: "board", canRetry: true, finishedAt: new Date() } });
+    const before = (await (await call("GET", `/runs/${id}`, op)).json()) as { retryOffered: boolean; reason: string };
+    expect(before).toMatchObject({ retryOffered: true, reason: expect.stringMatching(/./) });
+    const retried = await call("POST", `/runs/${id}/retry`, op);
+    expect(retried.status).toBe(200);
+    const successor = ((await retried.json()) as { run: { id: string }; created: boolean }).run.id;
+    expect(await (await call("GET", `/runs/${successor}`, op)).json()).toMatchObject({ externalId: "board-run-77", previousRunId: id, status: "queued" });
+    expect(await (await call("GET", `/runs/${id}`, op)).json()).toMatchObject({ successorId: successor, currentRunId: successor, retryOffered: false });
   });
 });
 

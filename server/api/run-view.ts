@@ -22,8 +22,9 @@ export const apiRunSchema = z.object({
   /** The failure in plain words (the catalogue's sentence), null while it has not failed. */
   reason: z.string().nullable(),
   nextAction: z.string().nullable(),
+  /** Retry may be asked for: the run failed with Retry offered and was not retried yet. */
   retryOffered: z.boolean(),
-  /** Why Retry is not offered, in plain words; null when it is. */
+  /** Why Retry is not offered, in plain words (or the successor it already made); null when it is. */
   retryBlocker: z.string().nullable(),
   cancelOffered: z.boolean(),
   /** The one run a Retry made, if any. */
@@ -55,8 +56,9 @@ export function apiRunOf(d: RunDetail): ApiRun {
     owner: r.owner,
     reason: d.failure?.message ?? null,
     nextAction: d.failure?.nextAction ?? null,
-    retryOffered: d.retry.blocker === null,
-    retryBlocker: d.retry.blocker,
+    // Retry is idempotent (a repeat answers the same successor), but once it was made it is not offered again.
+    retryOffered: d.retry.blocker === null && d.retry.successorId === null,
+    retryBlocker: d.retry.blocker ?? (d.retry.successorId ? `already retried as run ${d.retry.successorId}` : null),
     cancelOffered: d.cancel.blocker === null,
     successorId: d.retry.successorId,
     currentRunId: d.retry.current?.id ?? null,

@@ -83,6 +83,8 @@ export async function retryInTransaction(tx: Prisma.TransactionClient, runId: st
       agentCommand: run.agentCommand,
       turnTimeoutMs: run.turnTimeoutMs,
       demoSleepMs: run.demoSleepMs,
+      // The platform's id carries over: the successor's ending is heard under it (docs/api.md).
+      externalId: run.externalId,
       maxProviderAttempts: run.maxProviderAttempts,
       previousRunId: run.id,
       waveId: run.waveId,
