@@ -53,6 +53,13 @@ test("malformed addresses and unknown objects answer 404/400 with a page, never 
     const api = await page.request.get("/api/trpc/%ff");
     expect(api.status()).toBe(400);
     expect(((await api.json()) as { error: { message: string } }).error.message).toContain("malformed address");
+    // The HTTP API through the production server (docs/api.md): its document without a token, its one error shape otherwise — a session cookie opens nothing there.
+    const v1 = await page.request.get("/api/v1/runs/%ff");
+    expect([v1.status(), await v1.json()]).toEqual([400, { error: { code: "INVALID_INPUT", message: "malformed address: its percent-encoding does not decode", field: null } }]);
+    const doc = await page.request.get("/api/v1/openapi.json");
+    expect([doc.status(), ((await doc.json()) as { openapi: string }).openapi]).toEqual([200, "3.1.0"]);
+    const byCookie = await board.request.get("/api/v1/runs");
+    expect([byCookie.status(), ((await byCookie.json()) as { error: { code: string } }).error.code]).toEqual([401, "UNAUTHORIZED"]);
 
     // Unknown ids: a real 404 status with the not-found page, not a 200 that says so later.
     for (const path of ["/runs/00000000-0000-4000-8000-000000000000", "/runs/not-a-uuid", `/waves/no-such-wave-${tag()}`]) {
