@@ -19,9 +19,7 @@ import { controllerConfig } from "../../server/controller/config";
 import type { ControllerContext } from "../../server/controller/context";
 import { takeForecast } from "../../server/controller/forecast";
 import { createDb, type Db } from "../../server/db/client";
-import { openDatabase } from "../../server/db/embedded";
 import { migrate } from "../../server/db/migrate";
-import { withDatabase } from "../../server/db/url";
 import { DEFAULT_TRANSITION_MS } from "../../server/emulator/context";
 import { EmulatorAdminClient } from "../../server/emulator/admin-client";
 import { sandboxHost } from "../../server/emulator/sandbox-host";
@@ -32,7 +30,7 @@ import { DaytonaProvider } from "../../server/providers/daytona";
 import { runnerClientFor } from "../../server/providers/from-env";
 import { buildLabels, creationName } from "../../server/providers/labels";
 import { RUNNER_STATE_PATH, runnerProgramDigest } from "../../server/providers/runner";
-import { admin as adminSql } from "../lib/admin";
+import { throwawayDatabases } from "../lib/throwaway-databases";
 import { emulatorProcess } from "./emulator";
 
 const INSTANCE = "inst-forecast";
@@ -40,15 +38,8 @@ const COMPANY = "co-1";
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 export async function runForecastBench(o: { sizes: number[]; lanes: number }): Promise<void> {
-  const server = await openDatabase({ env, database: "postgres" });
-  const stamp = `rwbench_fc_${Date.now().toString(36)}`;
-  const made: string[] = [];
-  const database = async (tag: string) => {
-    const name = `${stamp}_${tag}`;
-    await adminSql(server.adminUrl, `CREATE DATABASE ${name}`);
-    made.push(name);
-    return withDatabase(server.adminUrl, name);
-  };
+  const dbs = await throwawayDatabases("rwbench_fc");
+  const database = (tag: string) => dbs.create(tag);
   const appUrl = await database("app");
   await migrate(appUrl);
   const emulator = await emulatorProcess(await database("emu"), DEFAULT_TRANSITION_MS);
@@ -85,8 +76,8 @@ export async function runForecastBench(o: { sizes: number[]; lanes: number }): P
   } finally {
     await db.$disconnect();
     await emulator.close();
-    for (const name of made) await adminSql(server.adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-    if (server.startedHere) await server.stop().catch(() => {});
+    await dbs.dropAll();
+    if (dbs.server.startedHere) await dbs.server.stop().catch(() => {});
   }
 }
 

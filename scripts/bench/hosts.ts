@@ -15,16 +15,14 @@ import path from "node:path";
 import pg from "pg";
 import { FAST_CONTROLLER_ENV, launchController, type ControllerProcessHandle } from "../../server/controller/launch";
 import { createDb, type Db } from "../../server/db/client";
-import { openDatabase } from "../../server/db/embedded";
 import { migrate } from "../../server/db/migrate";
 import { withDatabase } from "../../server/db/url";
 import { DEFAULT_TRANSITION_MS } from "../../server/emulator/context";
-import { env } from "../../server/env";
 import { EXECUTING_RUN_STATUSES } from "../../server/engine";
 import { submitRun } from "../../server/runs/submit";
 import { markerCommand, readMarkers } from "../../server/waves/markers";
-import { admin } from "../lib/admin";
 import { emulatorProcess } from "./emulator";
+import { throwawayDatabases } from "../lib/throwaway-databases";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
 const INSTANCE = "inst-hosts";
@@ -106,15 +104,9 @@ interface Takeover {
 
 export async function runHostsBench(o: HostsBenchOptions): Promise<boolean> {
   if (o.hosts < 3) throw new Error("--hosts needs at least 3 controllers: one healthy, one SIGKILLed, one SIGSTOPped");
-  const server = await openDatabase({ env, database: "postgres" });
-  const stamp = `rwhosts_${Date.now().toString(36)}`;
-  const made: string[] = [];
-  const database = async (tag: string) => {
-    const name = `${stamp}_${tag}`;
-    await admin(server.adminUrl, `CREATE DATABASE ${name}`);
-    made.push(name);
-    return withDatabase(server.adminUrl, name);
-  };
+  const dbs = await throwawayDatabases("rwhosts");
+  const { server, made } = dbs;
+  const database = (tag: string) => dbs.create(tag);
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "rw-hosts-"));
   let emulator: Awaited<ReturnType<typeof emulatorProcess>> | null = null;
   let passed = false;
@@ -137,7 +129,7 @@ export async function runHostsBench(o: HostsBenchOptions): Promise<boolean> {
   } finally {
     await emulator?.killAllProcesses().catch(() => 0);
     await emulator?.close();
-    if (passed && !o.keep) for (const name of made) await admin(server.adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+    if (passed && !o.keep) await dbs.dropAll();
     // A failed bench's record is the evidence to read: its runs, events and proofs stay.
     else say(`\nkept for inspection: ${made.map((n) => withDatabase(server.adminUrl, n).replace(/:[^:@/]+@/, ":***@")).join(", ")} (drop with DROP DATABASE … WITH (FORCE))`);
     await server.stop();

@@ -15,12 +15,10 @@ import pino from "pino";
 import { controllerConfig } from "../../server/controller/config";
 import type { ControllerContext } from "../../server/controller/context";
 import { createDb, type Db, type Prisma } from "../../server/db/client";
-import { openDatabase } from "../../server/db/embedded";
 import { migrate } from "../../server/db/migrate";
-import { withDatabase } from "../../server/db/url";
 import { EmulatorAdminClient } from "../../server/emulator/admin-client";
 import { startEmulator } from "../../server/emulator/server";
-import { env, readEnv } from "../../server/env";
+import { readEnv } from "../../server/env";
 import { currentProcessIdentity } from "../../server/process/identity";
 import { DaytonaProvider } from "../../server/providers/daytona";
 import { buildLabels } from "../../server/providers/labels";
@@ -32,8 +30,8 @@ import { executeReclaim } from "../../server/sandboxes/reclaim";
 import { confirmWord } from "../../server/shared/confirm";
 import { observerOf, type Observer } from "../../server/services/observer";
 import { orphansPageFigures } from "./web";
-import { admin } from "../lib/admin";
 import { compare, FIGURE_HEADER, formatFigure, unitFigure, type Figure } from "./measure";
+import { throwawayDatabases } from "../lib/throwaway-databases";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
 const ALL = { all: true } as const;
@@ -46,15 +44,9 @@ const mb = () => Math.round(process.memoryUsage().rss / 1024 / 1024);
 const heapMb = () => Math.round(process.memoryUsage().heapUsed / 1024 / 1024);
 
 export async function runOrphansBench(options: { sizes: number[]; reps: number; polls: number; browser: boolean }): Promise<Figure[]> {
-  const server = await openDatabase({ env, database: "postgres" });
-  const stamp = `rworph_${Date.now().toString(36)}`;
-  const made: string[] = [];
-  const database = async (tag: string) => {
-    const name = `${stamp}_${tag}`;
-    await admin(server.adminUrl, `CREATE DATABASE ${name}`);
-    made.push(name);
-    return withDatabase(server.adminUrl, name);
-  };
+  const dbs = await throwawayDatabases("rworph");
+  const { server } = dbs;
+  const database = (tag: string) => dbs.create(tag);
   const figures: Figure[] = [];
   try {
     const appUrl = await database("app");
@@ -147,7 +139,7 @@ export async function runOrphansBench(options: { sizes: number[]; reps: number; 
       await emulator.close();
     }
   } finally {
-    for (const name of made) await admin(server.adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+    await dbs.dropAll();
     await server.stop();
   }
   return figures;

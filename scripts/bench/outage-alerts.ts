@@ -20,14 +20,11 @@ import path from "node:path";
 import { newSecret } from "../../server/alerts/sign";
 import { FAST_CONTROLLER_ENV, launchController, type ControllerProcessHandle } from "../../server/controller/launch";
 import { createDb } from "../../server/db/client";
-import { openDatabase } from "../../server/db/embedded";
 import { migrate } from "../../server/db/migrate";
-import { withDatabase } from "../../server/db/url";
 import { DEFAULT_TRANSITION_MS } from "../../server/emulator/context";
 import { EmulatorAdminClient } from "../../server/emulator/admin-client";
-import { env } from "../../server/env";
 import { submitRun } from "../../server/runs/submit";
-import { admin as adminSql } from "../lib/admin";
+import { throwawayDatabases } from "../lib/throwaway-databases";
 import { emulatorProcess } from "./emulator";
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -75,21 +72,14 @@ async function receiver() {
 }
 
 export async function runOutageAlertsBench(o: { delaysMs: number[] }): Promise<void> {
-  const server = await openDatabase({ env, database: "postgres" });
-  const stamp = `rwbench_oa_${Date.now().toString(36)}`;
-  const made: string[] = [];
-  const database = async (tag: string) => {
-    const name = `${stamp}_${tag}`;
-    await adminSql(server.adminUrl, `CREATE DATABASE ${name}`);
-    made.push(name);
-    return withDatabase(server.adminUrl, name);
-  };
+  const dbs = await throwawayDatabases("rwbench_oa");
+  const database = (tag: string) => dbs.create(tag);
   say(`outage alerts bench (scale 1:10): outage ${OUTAGE_MS / 1000} s, SIGKILL at ${CRASH_AT_MS / 1000} s, a new controller after ${o.delaysMs.map((d) => `${d / 1000} s`).join(" / ")}`);
   try {
     for (const delay of o.delaysMs) await scenario(database, delay);
   } finally {
-    for (const name of made) await adminSql(server.adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-    if (server.startedHere) await server.stop();
+    await dbs.dropAll();
+    if (dbs.server.startedHere) await dbs.server.stop();
   }
 }
 

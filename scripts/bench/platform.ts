@@ -19,14 +19,11 @@ import { verifySigned } from "../../server/alerts/sign";
 import { handleApiRequest } from "../../server/api/handle";
 import { FAST_CONTROLLER_ENV, launchController, type ControllerProcessHandle } from "../../server/controller/launch";
 import { createDb } from "../../server/db/client";
-import { openDatabase } from "../../server/db/embedded";
 import { instanceIdOf } from "../../server/db/installation";
 import { migrate } from "../../server/db/migrate";
-import { withDatabase } from "../../server/db/url";
 import { DEFAULT_TRANSITION_MS } from "../../server/emulator/context";
-import { env } from "../../server/env";
 import { createApiToken } from "../../server/tokens/create";
-import { admin as adminSql } from "../lib/admin";
+import { throwawayDatabases } from "../lib/throwaway-databases";
 import { emulatorProcess } from "./emulator";
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -75,18 +72,10 @@ async function receiver(secret: () => string, t0: number) {
 }
 
 export async function runPlatformBench(o: { runs: number }): Promise<boolean> {
-  const server = await openDatabase({ env, database: "postgres" });
-  const stamp = `rwbench_pf_${Date.now().toString(36)}`;
-  const made: string[] = [];
-  const database = async (tag: string) => {
-    const name = `${stamp}_${tag}`;
-    await adminSql(server.adminUrl, `CREATE DATABASE ${name}`);
-    made.push(name);
-    return withDatabase(server.adminUrl, name);
-  };
-  const appUrl = await database("app");
+  const dbs = await throwawayDatabases("rwbench_pf");
+  const appUrl = await dbs.create("app");
   await migrate(appUrl);
-  const emulator = await emulatorProcess(await database("emu"), DEFAULT_TRANSITION_MS);
+  const emulator = await emulatorProcess(await dbs.create("emu"), DEFAULT_TRANSITION_MS);
   const db = createDb(appUrl, { max: 12 });
   const homes = fs.mkdtempSync(path.join(os.tmpdir(), "rw-bench-pf-"));
   const live: ControllerProcessHandle[] = [];
@@ -189,7 +178,7 @@ export async function runPlatformBench(o: { runs: number }): Promise<boolean> {
     await db.$disconnect();
     await emulator.close();
     fs.rmSync(homes, { recursive: true, force: true });
-    for (const name of made) await adminSql(server.adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-    if (server.startedHere) await server.stop();
+    await dbs.dropAll();
+    if (dbs.server.startedHere) await dbs.server.stop();
   }
 }

@@ -15,15 +15,13 @@ import os from "node:os";
 import path from "node:path";
 import { FAST_CONTROLLER_ENV, launchController, type ControllerProcessHandle } from "../../server/controller/launch";
 import { createDb } from "../../server/db/client";
-import { openDatabase } from "../../server/db/embedded";
 import { migrate } from "../../server/db/migrate";
-import { withDatabase } from "../../server/db/url";
 import { DEFAULT_TRANSITION_MS } from "../../server/emulator/context";
 import { env } from "../../server/env";
 import { submitRun } from "../../server/runs/submit";
-import { admin } from "../lib/admin";
 import { sampleConnections } from "./connections";
 import { emulatorProcess } from "./emulator";
+import { throwawayDatabases } from "../lib/throwaway-databases";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
 const INSTANCE = "inst-pool";
@@ -57,15 +55,9 @@ interface PhaseFigures {
 export async function runPoolBench(o: PoolBenchOptions): Promise<boolean> {
   // All N in flight at once on one controller: its concurrency is N.
   if (o.runs > CONCURRENCY_LIMIT) throw new Error(`--pool takes at most ${CONCURRENCY_LIMIT} runs (RUNWARDEN_CONCURRENCY's bound)`);
-  const server = await openDatabase({ env, database: "postgres" });
-  const stamp = `rwpool_${Date.now().toString(36)}`;
-  const made: string[] = [];
-  const database = async (tag: string) => {
-    const name = `${stamp}_${tag}`;
-    await admin(server.adminUrl, `CREATE DATABASE ${name}`);
-    made.push(name);
-    return withDatabase(server.adminUrl, name);
-  };
+  const dbs = await throwawayDatabases("rwpool");
+  const { server } = dbs;
+  const database = (tag: string) => dbs.create(tag);
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "rw-pool-"));
   let emulator: Awaited<ReturnType<typeof emulatorProcess>> | null = null;
   try {
@@ -112,7 +104,7 @@ export async function runPoolBench(o: PoolBenchOptions): Promise<boolean> {
   } finally {
     await emulator?.killAllProcesses().catch(() => 0);
     await emulator?.close();
-    for (const name of made) await admin(server.adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+    await dbs.dropAll();
     await server.stop();
     fs.rmSync(scratch, { recursive: true, force: true });
   }
