@@ -1,12 +1,11 @@
 "use client";
 
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { AlertDialog } from "radix-ui";
-import { useState } from "react";
 import { toast } from "../toast";
 import { useTRPC } from "@/trpc/react";
 import type { RouterOutputs } from "@/trpc/types";
-import { Badge, buttonClass, ErrorNotice, RelativeTime, tdClass, type Tone } from "../ui";
+import { Badge, ErrorNotice, RelativeTime, tdClass, type Tone } from "../ui";
+import { ConfirmDialog } from "../confirm-dialog";
 
 type TokenSummary = RouterOutputs["tokens"]["list"][number];
 
@@ -70,35 +69,9 @@ export function TokenRow({ token, columns }: { token: TokenSummary; columns: num
 }
 
 function ConfirmRevoke({ name, pending, onConfirm }: { name: string; pending: boolean; onConfirm: () => void }) {
-  const [open, setOpen] = useState(false);
   return (
-    <AlertDialog.Root open={open} onOpenChange={setOpen}>
-      <AlertDialog.Trigger asChild>
-        <button type="button" className={buttonClass.secondary} disabled={pending}>
-          {pending ? "Revoking…" : "Revoke"}
-        </button>
-      </AlertDialog.Trigger>
-      <AlertDialog.Portal>
-        <AlertDialog.Overlay className="fixed inset-0 z-40 bg-black/40" />
-        <AlertDialog.Content className="fixed top-1/2 left-1/2 z-50 w-[min(32rem,calc(100vw-2rem))] -translate-x-1/2 -translate-y-1/2 rounded-lg bg-white p-6 shadow-xl dark:bg-zinc-900">
-          <AlertDialog.Title className="text-lg font-semibold break-all">Revoke the token {name}?</AlertDialog.Title>
-          <AlertDialog.Description className="mt-2 text-sm text-zinc-700 dark:text-zinc-300">
-            Its next request is refused, and a program still using it stops working. A revoked token cannot be brought back: make a new one instead.
-          </AlertDialog.Description>
-          <div className="mt-6 flex justify-end gap-3">
-            <AlertDialog.Cancel asChild>
-              <button type="button" className={buttonClass.secondary}>
-                Cancel
-              </button>
-            </AlertDialog.Cancel>
-            <AlertDialog.Action asChild>
-              <button type="button" className={buttonClass.danger} onClick={onConfirm}>
-                Revoke now
-              </button>
-            </AlertDialog.Action>
-          </div>
-        </AlertDialog.Content>
-      </AlertDialog.Portal>
-    </AlertDialog.Root>
+    <ConfirmDialog trigger={pending ? "Revoking…" : "Revoke"} title={`Revoke the token ${name}?`} confirm="Revoke now" disabled={pending} onConfirm={onConfirm}>
+      Its next request is refused, and a program still using it stops working. A revoked token cannot be brought back: make a new one instead.
+    </ConfirmDialog>
   );
 }

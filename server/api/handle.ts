@@ -1,4 +1,4 @@
-import { ZodError } from "zod";
+import type { z } from "zod";
 import type { Db } from "../db/client";
 import { db as defaultDb } from "../db";
 import { instanceIdOf } from "../db/installation";
@@ -77,14 +77,11 @@ async function readBody(request: Request): Promise<unknown> {
   }
 }
 
-function parsed<T>(schema: { parse: (v: unknown) => T } | undefined, value: unknown, where: string): T | undefined {
-  if (!schema) return undefined;
-  try {
-    return schema.parse(value);
-  } catch (err) {
-    if (err instanceof ZodError) throw Object.assign(err, { apiWhere: where });
-    throw err;
-  }
+/** A request part as its schema parses it, or the error response naming the part (`path`, `query`, `body`) and the field. */
+function parsed(schema: z.ZodType | undefined, value: unknown, where: string): { ok: true; value: unknown } | { ok: false; response: Response } {
+  if (!schema) return { ok: true, value: undefined };
+  const r = schema.safeParse(value);
+  return r.success ? { ok: true, value: r.data } : { ok: false, response: fail(apiErrorOf(r.error, where)) };
 }
 
 export async function handleApiRequest(request: Request, options: ApiOptions = {}): Promise<Response> {
@@ -105,17 +102,13 @@ export async function handleApiRequest(request: Request, options: ApiOptions = {
       return fail(apiError("RATE_LIMITED", `token ${principal.prefix}… is over its ${options.ratePerMinute ?? env.RUNWARDEN_API_RATE_LIMIT_PER_MINUTE} requests a minute; try again in ${seconds} s`), { "retry-after": String(seconds) });
     }
     const { route, params } = found;
-    let input: { params: unknown; query: unknown; body: unknown };
-    try {
-      input = {
-        params: parsed(route.params, params, "path") ?? {},
-        query: parsed(route.query, Object.fromEntries(url.searchParams), "query"),
-        body: route.body ? parsed(route.body, method === "post" ? await readBody(request) : {}, "body") : undefined,
-      };
-    } catch (err) {
-      const where = (err as { apiWhere?: string }).apiWhere;
-      return fail(apiErrorOf(err, where));
-    }
+    const path = parsed(route.params, params, "path");
+    if (!path.ok) return path.response;
+    const query = parsed(route.query, Object.fromEntries(url.searchParams), "query");
+    if (!query.ok) return query.response;
+    const body = parsed(route.body, route.body && method === "post" ? await readBody(request) : {}, "body");
+    if (!body.ok) return body.response;
+    const input = { params: path.value ?? {}, query: query.value, body: body.value };
     const idempotencyKey = route.idempotent ? request.headers.get("idempotency-key") : null;
     const ctx = await createTRPCContext({ headers: request.headers, db, user: principal.user, ...(options.services ? { services: options.services } : {}), idempotencyKey });
     const result = await route.call(createCaller(ctx), input);

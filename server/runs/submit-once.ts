@@ -4,7 +4,7 @@ import type { Actor } from "../audit/write";
 import type { Db, Run } from "../db/client";
 import { env } from "../env";
 import { AppError } from "../errors";
-import type { CompanyScope } from "../shared/roles";
+import { inScope, type CompanyScope } from "../shared/roles";
 import { activeRunConflict, createRun, submitRunInScope, submitRunInput } from "./submit";
 
 /**
@@ -38,9 +38,8 @@ export async function submitRunOnce(
 ): Promise<{ run: Run; replayed: boolean }> {
   const input = submitRunInput.parse(raw);
   const key = idempotencyKey !== null ? idempotencyKeySchema.parse(idempotencyKey) : input.externalId !== undefined ? `external:${input.externalId}` : null;
-  if (key === null) return { run: await submitRunInScope(db, instanceId, input, actor, scope), replayed: false };
-  // Out of scope is refused (and audited) before the key is looked at: a key says nothing about another company's runs.
-  if (!scope.all && !scope.companies.includes(input.companyId)) return { run: await submitRunInScope(db, instanceId, input, actor, scope), replayed: false };
+  // Without a key, a plain submit; out of scope, refused (and audited) there before any key is looked at: a key says nothing about another company's runs.
+  if (key === null || !inScope(scope, input.companyId)) return { run: await submitRunInScope(db, instanceId, input, actor, scope), replayed: false };
   const hash = bodyHash(input);
   const hours = options.keepHours ?? env.RUNWARDEN_API_IDEMPOTENCY_HOURS;
   const runId = crypto.randomUUID();
